@@ -1,0 +1,323 @@
+import * as Schema from "effect/Schema"
+import { Audit, Email, HttpsUrl, Id, Name, NonNegativeInt, opt, Text, Timestamp, Url } from "./Common.js"
+
+// ---------------------------------------------------------------- sessions
+
+export const SessionType = Schema.Literal("api-key", "email")
+
+export const SessionInput = Schema.Struct({
+  type: SessionType,
+  key: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(320)),
+  secret: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(1024))
+})
+export type SessionInput = typeof SessionInput.Type
+
+/** The spec's schema also names `secret` as required, but no response carries it. */
+export const Session = Schema.Struct({
+  type: SessionType,
+  key: Schema.String,
+  access_token: Schema.String
+})
+export type Session = typeof Session.Type
+
+export const PlatformIntegrationSessionInput = Schema.Struct({})
+
+export const PlatformIntegrationSession = Schema.Struct({
+  type: Schema.Literal("api-key"),
+  key: Schema.String,
+  access_token: Schema.String,
+  platform_integration_id: Schema.String
+})
+export type PlatformIntegrationSession = typeof PlatformIntegrationSession.Type
+
+/** Operator registry of platform integrations (`platform-integrations`). */
+export const PlatformIntegration = Schema.Struct({
+  id: Id,
+  name: Name,
+  description: opt(Text),
+  organization_id: Id,
+  enabled: Schema.Boolean,
+  /** Shown once, on creation. */
+  token: Schema.optional(Schema.String),
+  ...Audit
+})
+export const PlatformIntegrationCreate = Schema.Struct({
+  name: Name,
+  description: opt(Text),
+  organization_id: Id,
+  enabled: Schema.optional(Schema.Boolean)
+})
+export const PlatformIntegrationUpdate = Schema.Struct({
+  name: Name,
+  description: opt(Text),
+  enabled: Schema.Boolean
+})
+
+// ---------------------------------------------------------------- keys
+
+export const ApiKey = Schema.Struct({
+  id: Id,
+  name: Name,
+  description: opt(Text),
+  organization_id: Id,
+  enabled: Schema.Boolean,
+  is_internal: Schema.Boolean,
+  /** Shown once, in the response to the key's creation. */
+  secret: Schema.optional(Schema.String),
+  ...Audit
+})
+export type ApiKey = typeof ApiKey.Type
+
+export const ApiKeyCreate = Schema.Struct({
+  organization_id: Id,
+  name: Name,
+  description: opt(Text),
+  is_internal: Schema.optional(Schema.Boolean)
+})
+export const ApiKeyUpdate = Schema.Struct({
+  name: Name,
+  description: opt(Text),
+  enabled: Schema.Boolean
+})
+
+// ---------------------------------------------------------------- organizations
+
+export const Organization = Schema.Struct({
+  id: Id,
+  name: Name,
+  website: opt(Url),
+  industry_id: opt(Id),
+  analytics_url: opt(Url),
+  public_api_key: Schema.String,
+  validate_purpose_id: Schema.Boolean,
+  disable_preferences_in_consents: Schema.Boolean,
+  /** Deprecated: authentication is always enabled. */
+  auth_enabled: Schema.Boolean,
+  auth_allow_user_creation: Schema.Boolean,
+  auth_message_priority: Schema.Array(Schema.String),
+  allow_tcf_with_custom_text: Schema.Boolean,
+  self_register: Schema.Boolean,
+  organization_group_id: opt(Id),
+  organization_group_name: opt(Schema.String),
+  iab_tcf_cmp_id: opt(Schema.Int.pipe(Schema.positive())),
+  allow_chat_support: Schema.Boolean,
+  ...Audit
+})
+export type Organization = typeof Organization.Type
+
+const organizationInputFields = {
+  name: Name,
+  website: opt(Url),
+  industry_id: opt(Id),
+  analytics_url: opt(Url),
+  auth_enabled: Schema.optional(Schema.Boolean),
+  auth_allow_user_creation: Schema.optional(Schema.Boolean),
+  auth_message_priority: Schema.optional(Schema.Array(Schema.String.pipe(Schema.maxLength(64)))),
+  organization_group_id: opt(Id),
+  /** Input only: the CRM account of the organization's group. */
+  crm_account_id: opt(Id),
+  iab_tcf_cmp_id: opt(Schema.Int.pipe(Schema.positive()))
+}
+
+export const OrganizationCreate = Schema.Struct(organizationInputFields)
+export const OrganizationUpdate = Schema.Struct(organizationInputFields)
+
+/** Output-only flags the operator (and nobody else) may set. */
+export const OrganizationOperatorFields = Schema.Struct({
+  validate_purpose_id: Schema.optional(Schema.Boolean),
+  disable_preferences_in_consents: Schema.optional(Schema.Boolean),
+  allow_tcf_with_custom_text: Schema.optional(Schema.Boolean),
+  allow_chat_support: Schema.optional(Schema.Boolean),
+  organization_group_name: opt(Schema.String)
+})
+
+// ---------------------------------------------------------------- quotas
+
+export const quotaFields = [
+  "exports_configs",
+  "exports_destinations",
+  "scraper_enabled_properties",
+  "parallel_notices_deployments",
+  "consent_proof_reports",
+  "api_requests",
+  "delivery_clouds",
+  "services_per_delivery_cloud",
+  "regions_per_delivery_cloud",
+  "domains_per_delivery_cloud",
+  "acm_scan_max_pages_per_property",
+  "secrets",
+  "metadata_purposes",
+  "metadata_partners"
+] as const
+export type QuotaField = (typeof quotaFields)[number]
+
+const quotaLimits = Object.fromEntries(quotaFields.map((f) => [f, NonNegativeInt])) as {
+  readonly [K in QuotaField]: typeof NonNegativeInt
+}
+const quotaLimitsOptional = Object.fromEntries(
+  quotaFields.map((f) => [f, Schema.optional(NonNegativeInt)])
+) as { readonly [K in QuotaField]: Schema.optional<typeof NonNegativeInt> }
+
+export const Quota = Schema.Struct({
+  id: Id,
+  organization_id: Id,
+  ...quotaLimits,
+  ...Audit
+})
+export type Quota = typeof Quota.Type
+export const QuotaCreate = Schema.Struct({ organization_id: Id, ...quotaLimitsOptional })
+export const QuotaUpdate = Schema.Struct(quotaLimits)
+
+// ---------------------------------------------------------------- premium features
+
+export const premiumFeatureFlags = [
+  "preference_center",
+  "preference_management_platform",
+  "propagate_consents_on_sync",
+  "consent_management_platform",
+  "cross_device",
+  "batch_exports",
+  "batch_exports_manual_run",
+  "batch_exports_analytics",
+  "data_residency_russia",
+  "integrations",
+  "integrations_v2",
+  "smart_vendor_list",
+  "compliance_report_v2",
+  "versions_and_proofs",
+  "mass_update",
+  "consents_api",
+  "store_cmp_consents",
+  "store_guest_cmp_consents",
+  "sso",
+  "webhooks",
+  "advanced_internal_monitoring",
+  "server_side",
+  "acm_static_ip",
+  "acm_vendor_templates",
+  "acm_data_exports",
+  "acm_high_frequency",
+  "acm_full_website_scan",
+  "web_sdk_versioning",
+  "web_sdk_fixed_versioning",
+  "privacy_widgets_advanced",
+  "cmp_consent_or_pay",
+  "cmp_rules_underage",
+  "privacy_widgets_versions",
+  "dsar_experience",
+  "brand_manager",
+  "cmp_advanced_widgets",
+  "pmp_data_exports",
+  "cmp_data_exports",
+  "cmp_ctv_widgets"
+] as const
+export type PremiumFeatureFlag = (typeof premiumFeatureFlags)[number]
+
+const flags = Object.fromEntries(premiumFeatureFlags.map((f) => [f, Schema.Boolean])) as {
+  readonly [K in PremiumFeatureFlag]: typeof Schema.Boolean
+}
+const flagsOptional = Object.fromEntries(
+  premiumFeatureFlags.map((f) => [f, Schema.optional(Schema.Boolean)])
+) as { readonly [K in PremiumFeatureFlag]: Schema.optional<typeof Schema.Boolean> }
+
+export const PremiumFeature = Schema.Struct({ id: Id, organization_id: Id, ...flags, ...Audit })
+export type PremiumFeature = typeof PremiumFeature.Type
+export const PremiumFeatureCreate = Schema.Struct({ organization_id: Id, ...flagsOptional })
+export const PremiumFeatureUpdate = Schema.Struct(flags)
+
+// ---------------------------------------------------------------- secrets
+
+export const Secret = Schema.Struct({
+  id: Id,
+  name: Name,
+  description: opt(Text),
+  /** The value, shown once in the response to its creation; kept hashed. */
+  secret: Schema.optional(Schema.String),
+  organization_id: Id,
+  ...Audit
+})
+export const SecretCreate = Schema.Struct({ name: Name, organization_id: Id, description: opt(Text) })
+export const SecretUpdate = Schema.Struct({ name: Name, description: opt(Text) })
+
+// ---------------------------------------------------------------- members
+
+export const AuthenticationMethod = Schema.Literal("email_password", "google", "microsoft", "saml_sso")
+
+export const Member = Schema.Struct({
+  id: Id,
+  role_id: opt(Id),
+  organization_id: Id,
+  user_id: Id,
+  authentication_method: AuthenticationMethod,
+  saml_active: Schema.Boolean,
+  ...Audit
+})
+export type Member = typeof Member.Type
+/** Creating a member is an invitation. */
+export const MemberCreate = Schema.Struct({ name: Name, email: Email, organization_id: Id })
+export const MemberUpdate = Schema.Struct({
+  role_id: opt(Id),
+  authentication_method: AuthenticationMethod,
+  saml_active: Schema.Boolean
+})
+
+// ---------------------------------------------------------------- SSO and source systems
+
+export const SsoConnection = Schema.Struct({
+  id: Id,
+  idp_connection_id: Schema.String,
+  idp_connection_name: Schema.String,
+  idp_certificate: Schema.String,
+  idp_domain_aliases: Schema.Array(Schema.String),
+  idp_sign_in_endpoint: HttpsUrl,
+  idp_sign_out_endpoint: opt(HttpsUrl),
+  idp_sign_saml_request: Schema.Boolean,
+  organization_group_id: opt(Id),
+  organization_id: Id,
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  version: Schema.optional(Schema.Int)
+})
+const PemCertificate = Schema.String.pipe(
+  Schema.maxLength(20_000),
+  Schema.pattern(/-----BEGIN CERTIFICATE-----[\s\S]+-----END CERTIFICATE-----/, {
+    message: () => "must be a PEM certificate"
+  })
+)
+const DomainAlias = Schema.String.pipe(
+  Schema.pattern(/^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/i, {
+    message: () => "must be a domain name"
+  })
+)
+export const SsoConnectionCreate = Schema.Struct({
+  organization_id: Id,
+  idp_certificate: PemCertificate,
+  idp_sign_in_endpoint: HttpsUrl,
+  idp_sign_out_endpoint: opt(HttpsUrl),
+  idp_domain_aliases: Schema.optional(Schema.Array(DomainAlias)),
+  idp_sign_saml_request: Schema.optional(Schema.Boolean)
+})
+/** The spec requires `organization_id` on patch too (input only). */
+export const SsoConnectionUpdate = Schema.Struct({
+  organization_id: Id,
+  idp_certificate: PemCertificate,
+  idp_sign_in_endpoint: HttpsUrl,
+  idp_sign_out_endpoint: opt(HttpsUrl),
+  idp_domain_aliases: Schema.Array(DomainAlias),
+  idp_sign_saml_request: Schema.Boolean
+})
+
+export const OrganizationSourceSystem = Schema.Struct({
+  id: Id,
+  organization_id: Id,
+  source_system: Schema.Literal("sp"),
+  source_system_id: Id,
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  version: Schema.optional(Schema.Int)
+})
+export const OrganizationSourceSystemCreate = Schema.Struct({
+  organization_id: Id,
+  source_system: Schema.Literal("sp"),
+  source_system_id: Id
+})

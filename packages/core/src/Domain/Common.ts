@@ -1,0 +1,69 @@
+import * as Schema from "effect/Schema"
+
+/** Shared field schemas. Every one keeps `Type` equal to `Encoded`, so rows and JSON coincide. */
+
+export const Id = Schema.String.pipe(
+  Schema.minLength(1, { message: () => "must not be empty" }),
+  Schema.maxLength(255, { message: () => "must be at most 255 characters" })
+)
+
+/** ISO 8601 date-time; the service always writes UTC with milliseconds. */
+export const Timestamp = Schema.String.pipe(
+  Schema.filter((s) => !Number.isNaN(Date.parse(s)) && /^\d{4}-\d{2}-\d{2}T/.test(s), {
+    message: () => "must be an ISO 8601 date-time"
+  }),
+  Schema.annotations({ identifier: "Timestamp" })
+)
+
+export const Version = Schema.Int.pipe(Schema.positive())
+
+/** A human label: trimmed, non-empty, bounded. */
+export const Name = Schema.String.pipe(
+  Schema.filter((s) => s.trim().length > 0, { message: () => "must not be empty" }),
+  Schema.maxLength(255, { message: () => "must be at most 255 characters" })
+)
+
+export const Text = Schema.String.pipe(
+  Schema.maxLength(10_000, { message: () => "must be at most 10000 characters" })
+)
+
+export const Email = Schema.String.pipe(
+  Schema.maxLength(320),
+  Schema.pattern(/^[^\s@]+@[^\s@]+\.[^\s@]+$/, { message: () => "must be an email address" })
+)
+
+const parseUrl = (s: string): URL | undefined => {
+  try {
+    return new URL(s)
+  } catch {
+    return undefined
+  }
+}
+
+export const Url = Schema.String.pipe(
+  Schema.maxLength(2048),
+  Schema.filter((s) => {
+    const u = parseUrl(s)
+    return u !== undefined && (u.protocol === "http:" || u.protocol === "https:")
+  }, { message: () => "must be an http or https URL" })
+)
+
+export const HttpsUrl = Schema.String.pipe(
+  Schema.maxLength(2048),
+  Schema.filter((s) => parseUrl(s)?.protocol === "https:", { message: () => "must be an https URL" })
+)
+
+export const NonNegativeInt = Schema.Int.pipe(Schema.nonNegative())
+
+/** An arbitrary JSON object (stored as JSON). */
+export const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+
+/** Output fields every versioned resource carries. */
+export const Audit = {
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  version: Version
+}
+
+/** Optional in output and input; `null` means "not set". */
+export const opt = <S extends Schema.Schema.Any>(s: S) => Schema.optional(Schema.NullOr(s))

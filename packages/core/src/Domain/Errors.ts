@@ -1,0 +1,54 @@
+import * as Schema from "effect/Schema"
+
+/**
+ * Domain errors. They carry no HTTP knowledge; the HTTP adapter maps each tag to a status
+ * and the Feathers-style error body.
+ */
+
+/** Field path → what is wrong with it (`"consents.purposes.0.id": "is missing"`). */
+export const FieldErrors = Schema.Record({ key: Schema.String, value: Schema.String })
+export type FieldErrors = typeof FieldErrors.Type
+
+export class InvalidInput extends Schema.TaggedError<InvalidInput>()("InvalidInput", {
+  message: Schema.String,
+  errors: Schema.optional(FieldErrors)
+}) {}
+
+export class NotAuthenticated extends Schema.TaggedError<NotAuthenticated>()("NotAuthenticated", {
+  message: Schema.String
+}) {}
+
+export class Forbidden extends Schema.TaggedError<Forbidden>()("Forbidden", {
+  message: Schema.String
+}) {}
+
+export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
+  message: Schema.String
+}) {}
+
+export class Conflict extends Schema.TaggedError<Conflict>()("Conflict", {
+  message: Schema.String,
+  errors: Schema.optional(FieldErrors)
+}) {}
+
+/** A count quota of the organization is reached (a 403 in the contract). */
+export class QuotaExceeded extends Schema.TaggedError<QuotaExceeded>()("QuotaExceeded", {
+  message: Schema.String,
+  quota: Schema.String,
+  limit: Schema.Number
+}) {}
+
+/** A rate quota is exhausted; `retryAfterSeconds` tells when to come back. */
+export class TooManyRequests extends Schema.TaggedError<TooManyRequests>()("TooManyRequests", {
+  message: Schema.String,
+  retryAfterSeconds: Schema.Number
+}) {}
+
+export type DomainError =
+  | InvalidInput
+  | NotAuthenticated
+  | Forbidden
+  | NotFound
+  | Conflict
+  | QuotaExceeded
+  | TooManyRequests

@@ -1,0 +1,100 @@
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as Option from "effect/Option"
+import type { Conflict, NotAuthenticated, NotFound } from "./Domain/Errors.js"
+import type { FieldInfo } from "./Fields.js"
+import type { Condition, FindQuery, SortKey } from "./Query.js"
+
+/** A stored record: column name → core value (string, number, boolean, null, or JSON). */
+export type Row = Record<string, unknown>
+
+/** What a store needs to know about a table: its name, columns and unique keys. */
+export interface TableDef {
+  readonly table: string
+  readonly fields: Readonly<Record<string, FieldInfo>>
+  /** Column sets that are unique, used to name the field in a Conflict. */
+  readonly unique: ReadonlyArray<ReadonlyArray<string>>
+  /** Applied after the query's own sort; the store always ends with `id` for stable paging. */
+  readonly defaultSort: ReadonlyArray<SortKey>
+}
+
+export interface Page<A> {
+  readonly total: number
+  readonly limit: number
+  readonly skip: number
+  readonly data: ReadonlyArray<A>
+}
+
+/**
+ * The generic repository of one resource kind. Every record has `id` and `version`;
+ * writes are conditional on the expected version, so of two concurrent writers exactly one
+ * wins and the other gets `Conflict`. Infrastructure failures are defects.
+ */
+export interface Repository {
+  readonly find: (query: FindQuery) => Effect.Effect<Page<Row>>
+  readonly count: (where: ReadonlyArray<Condition>) => Effect.Effect<number>
+  readonly get: (id: string) => Effect.Effect<Option.Option<Row>>
+  readonly create: (row: Row) => Effect.Effect<Row, Conflict>
+  /** Replaces every column but `id` with the given row; bumps `version`. */
+  readonly update: (id: string, row: Row, expectedVersion: number) => Effect.Effect<Row, NotFound | Conflict>
+  /** Writes only the given columns; bumps `version`. */
+  readonly patch: (id: string, changes: Row, expectedVersion: number) => Effect.Effect<Row, NotFound | Conflict>
+  readonly remove: (id: string, expectedVersion?: number) => Effect.Effect<Option.Option<Row>, Conflict>
+}
+
+export class Storage extends Context.Tag("@cmp/core/Storage")<
+  Storage,
+  { readonly repository: (table: TableDef) => Repository }
+>() {}
+
+/** Runs an effect atomically: every write inside commits together or not at all. */
+export class UnitOfWork extends Context.Tag("@cmp/core/UnitOfWork")<
+  UnitOfWork,
+  { readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R> }
+>() {}
+
+/** Request counters per organization and period (the `api_requests` quota). */
+export class UsageStore extends Context.Tag("@cmp/core/UsageStore")<
+  UsageStore,
+  {
+    /** Adds `count` and returns the new total of that period. */
+    readonly add: (organizationId: string, period: string, count: number) => Effect.Effect<number>
+    readonly get: (organizationId: string, period: string) => Effect.Effect<number>
+  }
+>() {}
+
+/** Identifier source; tests replace it to get predictable ids. */
+export class Ids extends Context.Tag("@cmp/core/Ids")<Ids, { readonly next: Effect.Effect<string> }>() {
+  static readonly Live = Layer.succeed(Ids, { next: Effect.sync(() => globalThis.crypto.randomUUID()) })
+}
+
+/** One-way hashing of secrets and passwords, compared in constant time. */
+export class SecretHasher extends Context.Tag("@cmp/core/SecretHasher")<
+  SecretHasher,
+  {
+    readonly hash: (secret: string) => Effect.Effect<string>
+    readonly verify: (secret: string, hash: string) => Effect.Effect<boolean>
+  }
+>() {}
+
+export type TokenKind = "operator" | "client" | "member" | "integration"
+
+export interface TokenClaims {
+  /** The API key id, or the person id of a member. */
+  readonly sub: string
+  readonly kind: TokenKind
+  /** The organization of an API key. */
+  readonly org?: string | undefined
+  readonly iat: number
+  readonly exp: number
+}
+
+/** Signs and verifies access tokens; `now` comes from the caller so tests drive time. */
+export class TokenIssuer extends Context.Tag("@cmp/core/TokenIssuer")<
+  TokenIssuer,
+  {
+    readonly issue: (claims: TokenClaims) => Effect.Effect<string>
+    readonly verify: (token: string, nowSeconds: number) => Effect.Effect<TokenClaims, NotAuthenticated>
+  }
+>() {}

@@ -1,0 +1,271 @@
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import {
+  ApiKey,
+  ApiKeyCreate,
+  ApiKeyUpdate,
+  Member,
+  MemberCreate,
+  MemberUpdate,
+  Organization,
+  OrganizationCreate,
+  OrganizationOperatorFields,
+  OrganizationUpdate,
+  premiumFeatureFlags,
+  PremiumFeature,
+  PremiumFeatureCreate,
+  PremiumFeatureUpdate,
+  Quota,
+  QuotaCreate,
+  QuotaUpdate,
+  Secret,
+  SecretCreate,
+  SecretUpdate
+} from "../Domain/Account.js"
+import { Forbidden } from "../Domain/Errors.js"
+import { Ids, SecretHasher, Storage } from "../Ports.js"
+import { isOperator, type Principal } from "../Principal.js"
+import { type Condition, eq, type FindQuery } from "../Query.js"
+import { randomToken } from "../Random.js"
+import { defineResource, field } from "../Resource.js"
+import { Settings } from "../Settings.js"
+import { Tables } from "../Tables.js"
+import { nowIso } from "../Clock.js"
+
+// ---------------------------------------------------------------- organizations
+
+export const OrganizationsResource = defineResource({
+  name: "organization",
+  path: "organizations",
+  table: "organizations",
+  output: Organization,
+  createInput: OrganizationCreate,
+  updateInput: OrganizationUpdate,
+  operatorInput: OrganizationOperatorFields,
+  methods: ["find", "get", "create", "update", "patch", "remove"],
+  operatorOnly: ["remove"],
+  ownerField: "id",
+  privateFields: { crm_account_id: field.optionalString },
+  unique: [["name"]],
+  defaults: {
+    validate_purpose_id: false,
+    disable_preferences_in_consents: false,
+    auth_enabled: true,
+    auth_allow_user_creation: false,
+    auth_message_priority: [],
+    allow_tcf_with_custom_text: false,
+    allow_chat_support: false
+  },
+  hooks: {
+    create: (principal, row) =>
+      principal._tag === "Client"
+        ? Effect.fail(new Forbidden({ message: "Organizations are created by the operator or by a member" }))
+        : Effect.succeed({
+          row: { ...row, self_register: principal._tag === "Member", public_api_key: `pk_${randomToken(24)}` }
+        }),
+    afterCreate: (principal, org) =>
+      Effect.gen(function*() {
+        yield* provisionOrganization(org.id as string)
+        if (principal._tag === "Member") yield* addMembership(principal.personId, org.id as string)
+      }),
+    remove: (_principal, org) =>
+      Effect.gen(function*() {
+        const settings = yield* Settings
+        if (org.id === settings.operatorOrganizationId) {
+          return yield* Effect.fail(new Forbidden({ message: "The operator organization cannot be removed" }))
+        }
+        for (const table of [Tables.quotas, Tables.premiumFeatures, Tables.keys, Tables.secrets, Tables.members]) {
+          yield* removeWhere(table, [eq("organization_id", org.id as string)])
+        }
+      })
+  }
+})
+
+const removeWhere = (table: typeof Tables.keys, where: ReadonlyArray<Condition>) =>
+  Effect.gen(function*() {
+    const repo = (yield* Storage).repository(table)
+    for (;;) {
+      const page = yield* repo.find({ where, sort: [], limit: 500, skip: 0 })
+      if (page.data.length === 0) return
+      for (const row of page.data) yield* Effect.orDie(repo.remove(row.id as string))
+    }
+  })
+
+const baseRow = (organizationId: string) =>
+  Effect.gen(function*() {
+    const now = yield* nowIso
+    const id = yield* Effect.flatMap(Ids, (ids) => ids.next)
+    return { id, organization_id: organizationId, created_at: now, updated_at: now, version: 1 }
+  })
+
+/** Every organization gets its quota and premium-feature rows in the creating transaction. */
+export const provisionOrganization = (organizationId: string) =>
+  Effect.gen(function*() {
+    const storage = yield* Storage
+    const settings = yield* Settings
+    const flags = Object.fromEntries(
+      premiumFeatureFlags.map((f) => [f, settings.defaultPremiumFeatures.includes(f)])
+    )
+    yield* Effect.orDie(
+      storage.repository(Tables.quotas).create({ ...(yield* baseRow(organizationId)), ...settings.defaultQuotas })
+    )
+    yield* Effect.orDie(storage.repository(Tables.premiumFeatures).create({ ...(yield* baseRow(organizationId)), ...flags }))
+  })
+
+export const addMembership = (personId: string, organizationId: string) =>
+  Effect.gen(function*() {
+    const storage = yield* Storage
+    yield* storage.repository(Tables.members).create({
+      ...(yield* baseRow(organizationId)),
+      user_id: personId,
+      role_id: null,
+      authentication_method: "email_password",
+      saml_active: false
+    })
+  })
+
+// ---------------------------------------------------------------- quotas and premium features
+
+export const QuotasResource = defineResource({
+  name: "quota",
+  path: "quotas",
+  table: "quotas",
+  output: Quota,
+  createInput: QuotaCreate,
+  updateInput: QuotaUpdate,
+  methods: ["find", "get", "create", "patch"],
+  operatorOnly: ["create", "patch"],
+  ownerField: "organization_id",
+  unique: [["organization_id"]],
+  hooks: {
+    create: (_p, row, input) =>
+      Effect.map(Settings, (s) => {
+        const out = { ...row }
+        for (const [k, v] of Object.entries(s.defaultQuotas)) if (input[k] === undefined) out[k] = v
+        return { row: out }
+      })
+  }
+})
+
+export const PremiumFeaturesResource = defineResource({
+  name: "premium feature set",
+  path: "premium-features",
+  table: "premium_features",
+  output: PremiumFeature,
+  createInput: PremiumFeatureCreate,
+  updateInput: PremiumFeatureUpdate,
+  methods: ["find", "get", "create", "update", "patch"],
+  operatorOnly: ["create", "update", "patch"],
+  ownerField: "organization_id",
+  unique: [["organization_id"]],
+  defaults: Object.fromEntries(premiumFeatureFlags.map((f) => [f, false]))
+})
+
+// ---------------------------------------------------------------- keys
+
+const mentions = (where: ReadonlyArray<Condition>, f: string): ReadonlyArray<Condition> =>
+  where.flatMap((c) => (c._tag === "Or" ? c.branches.flatMap((b) => mentions(b, f)) : c.field === f ? [c] : []))
+
+/** Internal keys stay out of lists unless asked for, and only the operator may ask. */
+const scopeInternalKeys = (principal: Principal, query: FindQuery): Effect.Effect<FindQuery, Forbidden> => {
+  const asked = mentions(query.where, "is_internal")
+  if (asked.length === 0) return Effect.succeed({ ...query, where: [...query.where, eq("is_internal", false)] })
+  if (isOperator(principal)) return Effect.succeed(query)
+  const onlyPublic = asked.every((c) => c._tag === "Compare" && c.op === "eq" && c.value === false)
+  return onlyPublic
+    ? Effect.succeed(query)
+    : Effect.fail(new Forbidden({ message: "Only the operator may list internal keys" }))
+}
+
+export const ApiKeysResource = defineResource({
+  name: "API key",
+  path: "keys",
+  table: "api_keys",
+  output: ApiKey,
+  createInput: ApiKeyCreate,
+  updateInput: ApiKeyUpdate,
+  methods: ["find", "get", "create", "update", "patch", "remove"],
+  ownerField: "organization_id",
+  transient: ["secret"],
+  privateFields: { secret_hash: field.string },
+  unique: [["organization_id", "name"]],
+  defaults: { enabled: true, is_internal: false },
+  hooks: {
+    find: scopeInternalKeys,
+    visible: (principal, row) => row.is_internal !== true || isOperator(principal),
+    create: (principal, row) =>
+      Effect.gen(function*() {
+        if (row.is_internal === true && !isOperator(principal)) {
+          return yield* Effect.fail(new Forbidden({ message: "Only the operator may create internal keys" }))
+        }
+        const secret = `sk_${randomToken(32)}`
+        const secret_hash = yield* Effect.flatMap(SecretHasher, (h) => h.hash(secret))
+        return { row: { ...row, secret_hash }, reveal: { secret } }
+      })
+  }
+})
+
+// ---------------------------------------------------------------- secrets
+
+export const SecretsResource = defineResource({
+  name: "secret",
+  path: "secrets",
+  table: "secrets",
+  output: Secret,
+  createInput: SecretCreate,
+  updateInput: SecretUpdate,
+  methods: ["find", "get", "create", "update", "patch", "remove"],
+  ownerField: "organization_id",
+  transient: ["secret"],
+  privateFields: { secret_hash: field.string },
+  quota: "secrets",
+  hooks: {
+    create: (_p, row) =>
+      Effect.gen(function*() {
+        const secret = `ss_${randomToken(32)}`
+        const secret_hash = yield* Effect.flatMap(SecretHasher, (h) => h.hash(secret))
+        return { row: { ...row, secret_hash }, reveal: { secret } }
+      })
+  }
+})
+
+// ---------------------------------------------------------------- members
+
+/** Members are invitations of persons into organizations (the invite flow is its own module). */
+export const MembersResource = defineResource({
+  name: "member",
+  path: "members",
+  table: "members",
+  output: Member,
+  createInput: MemberCreate,
+  updateInput: MemberUpdate,
+  methods: ["find", "get", "patch", "remove"],
+  ownerField: "organization_id",
+  unique: [["organization_id", "user_id"]],
+  defaults: { authentication_method: "email_password", saml_active: false, role_id: null }
+})
+
+/** The organizations a person is a member of. */
+export const membershipsOf = (personId: string) =>
+  Effect.gen(function*() {
+    const storage = yield* Storage
+    const page = yield* storage.repository(Tables.members).find({
+      where: [eq("user_id", personId)],
+      sort: [],
+      limit: 10_000,
+      skip: 0
+    })
+    return page.data.map((m) => m.organization_id as string)
+  })
+
+export const findPersonByEmail = (email: string) =>
+  Effect.gen(function*() {
+    const storage = yield* Storage
+    const page = yield* storage.repository(Tables.persons).find({
+      where: [eq("email", email.trim().toLowerCase())],
+      sort: [],
+      limit: 1,
+      skip: 0
+    })
+    return Option.fromNullable(page.data[0])
+  })

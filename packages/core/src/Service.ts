@@ -1,0 +1,303 @@
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import { nowIso } from "./Clock.js"
+import { Forbidden, InvalidInput, NotFound, QuotaExceeded } from "./Domain/Errors.js"
+import type { DomainError } from "./Domain/Errors.js"
+import { Ids, type Page, type Row, Storage, UnitOfWork } from "./Ports.js"
+import { canAccess, isOperator, organizationsOf, type Principal, requireOrganization } from "./Principal.js"
+import { type Condition, eq, type FindQuery, inList, parseFindQuery } from "./Query.js"
+import type { AnySchema, CoreServices, Method, ResourceDef } from "./Resource.js"
+import { Tables } from "./Tables.js"
+
+/**
+ * The generic use-cases every resource shares: organization scope, output-only fields,
+ * optimistic `version`, count quotas and the resource's hooks. One path for every request.
+ */
+
+const isPlainObject = (u: unknown): u is Record<string, unknown> =>
+  typeof u === "object" && u !== null && !Array.isArray(u)
+
+const ignoredOnWrite = new Set(["id", "created_at", "updated_at", "version"])
+
+const methodNotAllowed = (def: ResourceDef, method: Method) =>
+  new Forbidden({ message: `Method '${method}' is not allowed on ${def.path}` })
+
+const ensureMethod = (def: ResourceDef, principal: Principal, method: Method): Effect.Effect<void, Forbidden> => {
+  if (!def.methods.includes(method)) return Effect.fail(methodNotAllowed(def, method))
+  if (def.operatorOnly.includes(method) && !isOperator(principal)) {
+    return Effect.fail(new Forbidden({ message: `Only the operator may ${method} ${def.path}` }))
+  }
+  return Effect.void
+}
+
+/** Turns a schema failure into field-named errors. */
+export const toInvalidInput = (error: ParseResult.ParseError, prefix = ""): InvalidInput => {
+  const errors: Record<string, string> = {}
+  for (const issue of ParseResult.ArrayFormatter.formatErrorSync(error)) {
+    const path = [prefix, ...issue.path.map(String)].filter((s) => s !== "").join(".") || "body"
+    errors[path] ??= issue.message
+  }
+  const first = Object.entries(errors)[0]
+  return new InvalidInput({
+    message: first ? `Invalid ${first[0]}: ${first[1]}` : "Invalid input",
+    errors
+  })
+}
+
+export const decode = <A>(schema: Schema.Schema<A, any, never>, input: unknown, prefix = "") =>
+  Either.mapLeft(
+    Schema.decodeUnknownEither(schema, { errors: "all", onExcessProperty: "error" })(input),
+    (e) => toInvalidInput(e, prefix)
+  )
+
+/** Validates a write body: unknown and output-only fields are named, then the schema runs. */
+const decodeBody = (
+  def: ResourceDef,
+  principal: Principal,
+  schema: AnySchema,
+  allowed: ReadonlySet<string>,
+  body: unknown,
+  mode: "create" | "write"
+): Effect.Effect<{ input: Row; version: number | undefined }, InvalidInput> => {
+  if (!isPlainObject(body)) {
+    return Effect.fail(new InvalidInput({ message: "The body must be a JSON object", errors: { body: "must be an object" } }))
+  }
+  const errors: Record<string, string> = {}
+  const clean: Row = {}
+  const extra: Row = {}
+  let version: number | undefined
+  const operator = isOperator(principal)
+  for (const [k, v] of Object.entries(body)) {
+    if (allowed.has(k)) clean[k] = v
+    else if (operator && def.operatorFields.has(k)) extra[k] = v
+    else if (mode === "write" && ignoredOnWrite.has(k)) {
+      if (k === "version" && v !== undefined && v !== null) {
+        if (typeof v !== "number" || !Number.isInteger(v) || v < 1) errors.version = "must be a positive integer"
+        else version = v
+      }
+    } else if (k in def.outputFields || def.operatorFields.has(k)) errors[k] = "is output only and cannot be set"
+    else errors[k] = "is not a field of this resource"
+  }
+  if (Object.keys(errors).length > 0) {
+    const [k, m] = Object.entries(errors)[0]!
+    return Effect.fail(new InvalidInput({ message: `Invalid ${k}: ${m}`, errors }))
+  }
+  const decoded = decode(schema, clean)
+  if (Either.isLeft(decoded)) return Effect.fail(decoded.left)
+  let input = decoded.right as Row
+  if (Object.keys(extra).length > 0 && def.operatorInput) {
+    const op = decode(Schema.partial(def.operatorInput), extra)
+    if (Either.isLeft(op)) return Effect.fail(op.left)
+    input = { ...input, ...(op.right as Row) }
+  }
+  return Effect.succeed({ input, version })
+}
+
+/** Rows keep `null` for unset columns; outputs omit what their schema does not allow null for. */
+export const toOutput = (def: ResourceDef, row: Row, reveal?: Row): Row => {
+  const out: Row = {}
+  for (const [k, info] of Object.entries(def.outputFields)) {
+    const v = reveal && k in reveal ? reveal[k] : row[k]
+    if (v === undefined || (v === null && !info.nullable)) continue
+    out[k] = v
+  }
+  return out
+}
+
+const select = (row: Row, fields: ReadonlyArray<string> | undefined): Row => {
+  if (!fields) return row
+  const out: Row = { id: row.id }
+  for (const f of fields) if (f in row) out[f] = row[f]
+  return out
+}
+
+const repoOf = (def: ResourceDef) => Effect.map(Storage, (s) => s.repository(def.tableDef))
+
+/** Loads a row the principal may see, or fails with NotFound (never revealing existence). */
+export const loadVisible = (def: ResourceDef, principal: Principal, id: string) =>
+  Effect.gen(function*() {
+    const repo = yield* repoOf(def)
+    const row = yield* repo.get(id)
+    if (Option.isNone(row)) return yield* Effect.fail(notFoundError(def, id))
+    const owner = def.ownerField === undefined ? undefined : row.value[def.ownerField]
+    if (def.ownerField !== undefined && !canAccess(principal, owner)) return yield* Effect.fail(notFoundError(def, id))
+    if (def.hooks.visible && !def.hooks.visible(principal, row.value)) return yield* Effect.fail(notFoundError(def, id))
+    return row.value
+  })
+
+const notFoundError = (def: ResourceDef, id: string) => new NotFound({ message: `No ${def.name} found for id '${id}'` })
+
+/** Conditions on the owner field may only name organizations the principal belongs to. */
+const scopeQuery = (def: ResourceDef, principal: Principal, query: FindQuery): Effect.Effect<FindQuery, Forbidden> => {
+  const orgs = organizationsOf(principal)
+  if (orgs === "all" || def.ownerField === undefined) return Effect.succeed(query)
+  const owner = def.ownerField
+  const allowed = (v: unknown) => typeof v === "string" && orgs.includes(v)
+  const check = (cs: ReadonlyArray<Condition>): boolean =>
+    cs.every((c) => {
+      if (c._tag === "Or") return c.branches.every(check)
+      if (c.field !== owner) return true
+      if (c._tag === "Compare") return c.op !== "eq" || allowed(c.value)
+      return c.negate || c.values.every(allowed)
+    })
+  if (!check(query.where)) {
+    return Effect.fail(new Forbidden({ message: "You are not allowed to read another organization's data" }))
+  }
+  return Effect.succeed({ ...query, where: [...query.where, inList(owner, orgs)] })
+}
+
+export const find = (def: ResourceDef, principal: Principal, rawQuery: Record<string, unknown>) =>
+  Effect.gen(function*() {
+    yield* ensureMethod(def, principal, "find")
+    const parsed = parseFindQuery(rawQuery, { fields: def.queryFields, passthrough: def.passthrough ?? [] })
+    if (Either.isLeft(parsed)) return yield* Effect.fail(parsed.left)
+    let query = yield* scopeQuery(def, principal, parsed.right.query)
+    if (def.hooks.find) query = yield* def.hooks.find(principal, query, parsed.right.params)
+    const repo = yield* repoOf(def)
+    const page = yield* repo.find(query)
+    return {
+      ...page,
+      data: page.data.map((r) => select(toOutput(def, r), query.select))
+    } satisfies Page<Row>
+  })
+
+export const get = (def: ResourceDef, principal: Principal, id: string) =>
+  Effect.gen(function*() {
+    yield* ensureMethod(def, principal, "get")
+    return toOutput(def, yield* loadVisible(def, principal, id))
+  })
+
+const nullsFor = (fields: ReadonlySet<string>, def: ResourceDef): Row => {
+  const out: Row = {}
+  for (const f of fields) if (def.tableDef.fields[f]?.nullable) out[f] = null
+  return out
+}
+
+/** Counts the organization's rows against its quota, inside the creating transaction. */
+export const checkQuota = (def: ResourceDef, organizationId: string, extra: ReadonlyArray<Condition> = []) =>
+  Effect.gen(function*() {
+    if (!def.quota || def.ownerField === undefined) return
+    const storage = yield* Storage
+    const quotas = yield* storage.repository(Tables.quotas).find({
+      where: [eq("organization_id", organizationId)],
+      sort: [],
+      limit: 1,
+      skip: 0
+    })
+    const limit = quotas.data[0]?.[def.quota]
+    if (typeof limit !== "number") return
+    const used = yield* storage.repository(def.tableDef).count([eq(def.ownerField, organizationId), ...extra])
+    if (used >= limit) {
+      return yield* Effect.fail(
+        new QuotaExceeded({
+          message: `Quota '${def.quota}' reached: the organization may have at most ${limit}`,
+          quota: def.quota,
+          limit
+        })
+      )
+    }
+  })
+
+/** An organization named in an input must exist (the operator can name any id). */
+export const requireExistingOrganization = (organizationId: string) =>
+  Effect.gen(function*() {
+    const storage = yield* Storage
+    const org = yield* storage.repository(Tables.organizations).get(organizationId)
+    if (Option.isNone(org)) {
+      return yield* Effect.fail(
+        new InvalidInput({
+          message: `Invalid organization_id: no organization '${organizationId}'`,
+          errors: { organization_id: "is not an existing organization" }
+        })
+      )
+    }
+  })
+
+export const create = (def: ResourceDef, principal: Principal, body: unknown) =>
+  Effect.gen(function*() {
+    yield* ensureMethod(def, principal, "create")
+    if (!def.createInput) return yield* Effect.fail(methodNotAllowed(def, "create"))
+    const { input } = yield* decodeBody(def, principal, def.createInput, def.createFields, body, "create")
+    const owner = def.ownerField === undefined ? undefined : input[def.ownerField]
+    if (def.ownerField !== undefined && def.ownerField !== "id") yield* requireOrganization(principal, owner)
+    const now = yield* nowIso
+    const id = typeof input.id === "string" ? input.id : yield* Effect.flatMap(Ids, (ids) => ids.next)
+    const base: Row = {
+      ...nullsFor(new Set(Object.keys(def.tableDef.fields)), def),
+      ...def.defaults,
+      ...input,
+      id,
+      created_at: typeof input.created_at === "string" ? new Date(input.created_at).toISOString() : now,
+      updated_at: now,
+      version: 1
+    }
+    const uow = yield* UnitOfWork
+    return yield* uow.transaction(
+      Effect.gen(function*() {
+        if (def.ownerField === "organization_id") yield* requireExistingOrganization(owner as string)
+        if (typeof owner === "string") yield* checkQuota(def, owner)
+        const prepared = def.hooks.create ? yield* def.hooks.create(principal, base, input) : { row: base }
+        const repo = yield* repoOf(def)
+        const stored = yield* repo.create(prepared.row)
+        if (def.hooks.afterCreate) yield* def.hooks.afterCreate(principal, stored)
+        return toOutput(def, stored, prepared.reveal)
+      })
+    )
+  })
+
+const write = (def: ResourceDef, principal: Principal, id: string, body: unknown, method: "update" | "patch") =>
+  Effect.gen(function*() {
+    yield* ensureMethod(def, principal, method)
+    if (!def.updateInput) return yield* Effect.fail(methodNotAllowed(def, method))
+    const schema = method === "patch" ? Schema.partial(def.updateInput) : def.updateInput
+    const { input, version } = yield* decodeBody(def, principal, schema, def.updateFields, body, "write")
+    const uow = yield* UnitOfWork
+    return yield* uow.transaction(
+      Effect.gen(function*() {
+        const before = yield* loadVisible(def, principal, id)
+        const now = yield* nowIso
+        const replaced = method === "update" ? nullsFor(def.updateFields, def) : {}
+        let after: Row = { ...before, ...replaced, ...input, updated_at: now }
+        if (def.hooks.update) after = yield* def.hooks.update(principal, before, after, input)
+        const expected = version ?? (before.version as number)
+        const repo = yield* repoOf(def)
+        const changes: Row = {}
+        for (const [k, v] of Object.entries(after)) {
+          if (k !== "id" && k !== "version" && JSON.stringify(v) !== JSON.stringify(before[k])) changes[k] = v
+        }
+        const stored = method === "update"
+          ? yield* repo.update(id, after, expected)
+          : yield* repo.patch(id, changes, expected)
+        return toOutput(def, stored)
+      })
+    )
+  })
+
+export const update = (def: ResourceDef, principal: Principal, id: string, body: unknown) =>
+  write(def, principal, id, body, "update")
+
+export const patch = (def: ResourceDef, principal: Principal, id: string, body: unknown) =>
+  write(def, principal, id, body, "patch")
+
+export const remove = (def: ResourceDef, principal: Principal, id: string) =>
+  Effect.gen(function*() {
+    yield* ensureMethod(def, principal, "remove")
+    const uow = yield* UnitOfWork
+    return yield* uow.transaction(
+      Effect.gen(function*() {
+        const row = yield* loadVisible(def, principal, id)
+        if (def.hooks.remove) yield* def.hooks.remove(principal, row)
+        const repo = yield* repoOf(def)
+        const removed = yield* repo.remove(id, row.version as number)
+        if (Option.isNone(removed)) return yield* Effect.fail(notFoundError(def, id))
+        return toOutput(def, removed.value)
+      })
+    )
+  })
+
+export type ServiceEffect<A> = Effect.Effect<A, DomainError, CoreServices>
+
+export const decodeWith = (schema: AnySchema) => (u: unknown) => decode(schema, u)

@@ -1,0 +1,107 @@
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import { nowIso, nowSeconds } from "./Clock.js"
+import { type Session, SessionInput } from "./Domain/Account.js"
+import { InvalidInput, NotAuthenticated } from "./Domain/Errors.js"
+import { Ids, SecretHasher, Storage, TokenIssuer } from "./Ports.js"
+import type { Principal } from "./Principal.js"
+import { findPersonByEmail, membershipsOf } from "./Resources/Account.js"
+import { decode } from "./Service.js"
+import { Settings } from "./Settings.js"
+import { Tables } from "./Tables.js"
+
+/** One message for every failed login, so a caller cannot tell which part was wrong. */
+const invalidLogin = () =>
+  new InvalidInput({ message: "Invalid login", errors: { secret: "the key or secret is not valid" } })
+
+/**
+ * Exchanges an API key and secret (or an email and password) for an access token.
+ * A failed attempt costs the same hashing work whether or not the key exists.
+ */
+export const createSession = (body: unknown) =>
+  Effect.gen(function*() {
+    const decoded = decode(SessionInput, body)
+    if (Either.isLeft(decoded)) return yield* Effect.fail(decoded.left)
+    const input = decoded.right
+    const storage = yield* Storage
+    const hasher = yield* SecretHasher
+    const tokens = yield* TokenIssuer
+    const settings = yield* Settings
+    const iat = yield* nowSeconds
+    const exp = iat + settings.tokenTtlSeconds
+
+    if (input.type === "api-key") {
+      const key = yield* storage.repository(Tables.keys).get(input.key)
+      const hash = Option.match(key, { onNone: () => undefined, onSome: (k) => k.secret_hash as string })
+      const ok = hash === undefined
+        ? yield* Effect.as(hasher.hash(input.secret), false)
+        : yield* hasher.verify(input.secret, hash)
+      if (!ok || Option.isNone(key) || key.value.enabled !== true) return yield* Effect.fail(invalidLogin())
+      const k = key.value
+      const kind = k.is_internal === true && k.organization_id === settings.operatorOrganizationId ? "operator" : "client"
+      const access_token = yield* tokens.issue({ sub: k.id as string, kind, org: k.organization_id as string, iat, exp })
+      return { type: "api-key", key: k.id as string, access_token } satisfies Session
+    }
+
+    const person = yield* findPersonByEmail(input.key)
+    const hash = Option.flatMapNullable(person, (p) => p.password_hash as string | null)
+    const ok = Option.isNone(hash)
+      ? yield* Effect.as(hasher.hash(input.secret), false)
+      : yield* hasher.verify(input.secret, hash.value)
+    if (!ok || Option.isNone(person)) return yield* Effect.fail(invalidLogin())
+    const access_token = yield* tokens.issue({ sub: person.value.id as string, kind: "member", iat, exp })
+    return { type: "email", key: person.value.email as string, access_token } satisfies Session
+  })
+
+/** Verifies a bearer token and builds the principal it stands for. */
+export const authenticate = (token: string | undefined) =>
+  Effect.gen(function*() {
+    if (!token) return yield* Effect.fail(new NotAuthenticated({ message: "No access token was sent" }))
+    const tokens = yield* TokenIssuer
+    const claims = yield* tokens.verify(token, yield* nowSeconds)
+    switch (claims.kind) {
+      case "operator":
+        return { _tag: "Operator", keyId: claims.sub, organizationId: claims.org ?? "" } satisfies Principal
+      case "client":
+        if (!claims.org) break
+        return { _tag: "Client", keyId: claims.sub, organizationId: claims.org } satisfies Principal
+      case "member":
+        return {
+          _tag: "Member",
+          personId: claims.sub,
+          organizationIds: yield* membershipsOf(claims.sub)
+        } satisfies Principal
+    }
+    return yield* Effect.fail(new NotAuthenticated({ message: "This token cannot be used here" }))
+  })
+
+/** Creates or updates a person's password (used by invitations and the CLI). */
+export const setPersonPassword = (input: { email: string; name: string; password: string }) =>
+  Effect.gen(function*() {
+    if (input.password.length < 8) {
+      return yield* Effect.fail(
+        new InvalidInput({ message: "Invalid password: too short", errors: { password: "must have at least 8 characters" } })
+      )
+    }
+    const storage = yield* Storage
+    const repo = storage.repository(Tables.persons)
+    const password_hash = yield* Effect.flatMap(SecretHasher, (h) => h.hash(input.password))
+    const now = yield* nowIso
+    const existing = yield* findPersonByEmail(input.email)
+    if (Option.isSome(existing)) {
+      return yield* Effect.orDie(
+        repo.patch(existing.value.id as string, { password_hash, updated_at: now }, existing.value.version as number)
+      )
+    }
+    const id = yield* Effect.flatMap(Ids, (ids) => ids.next)
+    return yield* Effect.orDie(repo.create({
+      id,
+      email: input.email.trim().toLowerCase(),
+      name: input.name,
+      password_hash,
+      created_at: now,
+      updated_at: now,
+      version: 1
+    }))
+  })

@@ -1,0 +1,46 @@
+import * as Context from "effect/Context"
+import * as Layer from "effect/Layer"
+import type { PremiumFeatureFlag, QuotaField } from "./Domain/Account.js"
+
+/** How long one `api_requests` quota period lasts. */
+export type QuotaPeriod = { readonly _tag: "CalendarMonth" } | { readonly _tag: "Fixed"; readonly seconds: number }
+
+export interface SettingsShape {
+  /** Id of the operator's own organization; its internal keys are operator keys. */
+  readonly operatorOrganizationId: string
+  readonly defaultQuotas: Readonly<Record<QuotaField, number>>
+  readonly defaultPremiumFeatures: ReadonlyArray<PremiumFeatureFlag>
+  readonly tokenTtlSeconds: number
+  readonly apiRequestsPeriod: QuotaPeriod
+}
+
+export const defaultQuotas: Readonly<Record<QuotaField, number>> = {
+  exports_configs: 5,
+  exports_destinations: 3,
+  scraper_enabled_properties: 10,
+  parallel_notices_deployments: 5,
+  consent_proof_reports: 10,
+  api_requests: 1_000_000,
+  delivery_clouds: 1,
+  services_per_delivery_cloud: 10,
+  regions_per_delivery_cloud: 3,
+  domains_per_delivery_cloud: 10,
+  acm_scan_max_pages_per_property: 500,
+  secrets: 20,
+  metadata_purposes: 100,
+  metadata_partners: 500
+}
+
+export const OPERATOR_ORGANIZATION_ID = "operator"
+
+export class Settings extends Context.Tag("@cmp/core/Settings")<Settings, SettingsShape>() {
+  static readonly defaults: SettingsShape = {
+    operatorOrganizationId: OPERATOR_ORGANIZATION_ID,
+    defaultQuotas,
+    defaultPremiumFeatures: [],
+    tokenTtlSeconds: 3600,
+    apiRequestsPeriod: { _tag: "CalendarMonth" }
+  }
+  static readonly layer = (overrides: Partial<SettingsShape> = {}) =>
+    Layer.succeed(Settings, { ...Settings.defaults, ...overrides })
+}

@@ -1,0 +1,53 @@
+import { field } from "./Resource.js"
+import { defineTable } from "./Resource.js"
+import {
+  ApiKeysResource,
+  MembersResource,
+  OrganizationsResource,
+  PremiumFeaturesResource,
+  QuotasResource,
+  SecretsResource
+} from "./Resources/Account.js"
+
+/** A person who can sign in with email and password; members point at it. */
+export const PersonsTable = defineTable("persons", {
+  id: field.string,
+  email: field.string,
+  name: field.string,
+  password_hash: field.optionalString,
+  created_at: field.timestamp,
+  updated_at: field.timestamp,
+  version: field.number
+}, [["email"]])
+
+/** Server-wide values kept in the database (the generated JWT signing key). */
+export const SettingsTable = defineTable("settings", {
+  id: field.string,
+  value: field.string,
+  created_at: field.timestamp,
+  updated_at: field.timestamp,
+  version: field.number
+})
+
+export const Tables = {
+  get organizations() {
+    return OrganizationsResource.tableDef
+  },
+  get quotas() {
+    return QuotasResource.tableDef
+  },
+  get premiumFeatures() {
+    return PremiumFeaturesResource.tableDef
+  },
+  get keys() {
+    return ApiKeysResource.tableDef
+  },
+  get secrets() {
+    return SecretsResource.tableDef
+  },
+  get members() {
+    return MembersResource.tableDef
+  },
+  persons: PersonsTable,
+  settings: SettingsTable
+}
