@@ -1,0 +1,151 @@
+import * as Schema from "effect/Schema"
+import { Audit, Id, JsonObject, opt, Timestamp } from "./Common.js"
+
+// ---------------------------------------------------------------- shared pieces
+
+/**
+ * A regulation code (`gdpr`, `ccpa`, `lgpd`, ...). The spec leaves the allowed values "not
+ * shown", so any short lower-case code is accepted; the default (`gdpr`) is applied elsewhere.
+ */
+export const Regulation = Schema.String.pipe(
+  Schema.pattern(/^[a-z][a-z0-9_-]{0,31}$/, {
+    message: () => "must be a lower-case regulation code such as gdpr"
+  })
+)
+export type Regulation = typeof Regulation.Type
+
+/** Two-letter ISO 3166-1 alpha-2 code, upper-case. */
+export const CountryCode = Schema.String.pipe(
+  Schema.pattern(/^[A-Z]{2}$/, { message: () => "must be a two-letter upper-case country code" })
+)
+
+/** `confirmed` is final; a pending event does not count until confirmed. */
+export const ConsentEventStatus = Schema.Literal("pending_approval", "confirmed")
+export type ConsentEventStatus = typeof ConsentEventStatus.Type
+
+export const ConsentPurpose = Schema.Struct({
+  id: Id,
+  enabled: Schema.Boolean,
+  /** Legitimate interest. */
+  enabled_li: Schema.optional(Schema.Boolean),
+  metadata: Schema.optional(JsonObject)
+})
+export type ConsentPurpose = typeof ConsentPurpose.Type
+
+const VendorIds = Schema.Array(Id)
+
+export const ConsentVendors = Schema.Struct({
+  enabled: Schema.optional(VendorIds),
+  disabled: Schema.optional(VendorIds),
+  enabled_li: Schema.optional(VendorIds),
+  disabled_li: Schema.optional(VendorIds)
+})
+export type ConsentVendors = typeof ConsentVendors.Type
+
+const Tcfcs = Schema.String.pipe(Schema.maxLength(65_536, { message: () => "must be at most 65536 characters" }))
+
+/** `consents` of an event: the choices this event records. */
+export const EventConsents = Schema.Struct({
+  purposes: Schema.optional(Schema.Array(ConsentPurpose)),
+  vendors: Schema.optional(ConsentVendors),
+  /** TCF consent string. */
+  tcfcs: Schema.optional(Tcfcs)
+})
+export type EventConsents = typeof EventConsents.Type
+
+/** `user` of an event: `id` and/or `organization_user_id` name the end user. */
+export const EventUser = Schema.Struct({
+  id: opt(Id),
+  organization_user_id: opt(Id),
+  metadata: opt(JsonObject),
+  country: opt(CountryCode)
+})
+export type EventUser = typeof EventUser.Type
+
+// ---------------------------------------------------------------- events
+
+export const ConsentEvent = Schema.Struct({
+  id: Id,
+  organization_id: Id,
+  status: ConsentEventStatus,
+  regulation: Regulation,
+  metadata: opt(JsonObject),
+  user: EventUser,
+  consents: EventConsents,
+  ...Audit
+})
+export type ConsentEvent = typeof ConsentEvent.Type
+
+export const ConsentEventCreate = Schema.Struct({
+  /** Client-chosen id; a duplicate is a conflict. */
+  id: Schema.optional(Id),
+  /** May be given, for imports. */
+  created_at: Schema.optional(Timestamp),
+  /** Default `confirmed`, applied elsewhere. */
+  status: Schema.optional(ConsentEventStatus),
+  /** Default `gdpr`, applied elsewhere. */
+  regulation: Schema.optional(Regulation),
+  metadata: opt(JsonObject),
+  user: EventUser,
+  consents: EventConsents,
+  organization_id: Id
+})
+export const ConsentEventUpdate = Schema.Struct({
+  status: ConsentEventStatus,
+  metadata: opt(JsonObject),
+  consents: EventConsents
+})
+
+// ---------------------------------------------------------------- users
+
+/**
+ * The effective status of a user for one regulation: the merge of its confirmed events in
+ * order of `created_at` (pending events do not count until confirmed).
+ *
+ *   {
+ *     purposes: [{ id, enabled, enabled_li?, metadata? }, ...],   // one entry per purpose id
+ *     vendors: { enabled?: [...], disabled?: [...], enabled_li?: [...], disabled_li?: [...] },
+ *     tcfcs?: "...",                                            // latest TCF consent string
+ *     updated_at?: "2026-11-22T10:00:00.000Z"                   // created_at of the last event merged
+ *   }
+ */
+export const ConsentState = Schema.Struct({
+  purposes: Schema.Array(ConsentPurpose),
+  vendors: ConsentVendors,
+  tcfcs: Schema.optional(Tcfcs),
+  updated_at: Schema.optional(Timestamp)
+})
+export type ConsentState = typeof ConsentState.Type
+
+/** A user's `consents`: regulation code → effective status, e.g. `{ "gdpr": ConsentState }`. */
+export const UserConsents = Schema.Record({ key: Regulation, value: ConsentState })
+export type UserConsents = typeof UserConsents.Type
+
+export const ConsentUser = Schema.Struct({
+  id: Id,
+  organization_id: Id,
+  organization_user_id: opt(Id),
+  metadata: opt(JsonObject),
+  country: opt(CountryCode),
+  /** The effective status per regulation (output only). */
+  consents: UserConsents,
+  ...Audit
+})
+export type ConsentUser = typeof ConsentUser.Type
+
+/**
+ * `consents`, when given, has the shape of an event's consents: creating the user then records
+ * one event (default status and regulation) whose merge becomes the user's effective status.
+ */
+export const ConsentUserCreate = Schema.Struct({
+  organization_id: Id,
+  organization_user_id: opt(Id),
+  metadata: opt(JsonObject),
+  country: opt(CountryCode),
+  consents: Schema.optional(EventConsents)
+})
+export const ConsentUserUpdate = Schema.Struct({
+  organization_user_id: opt(Id),
+  metadata: opt(JsonObject),
+  country: opt(CountryCode)
+})

@@ -1,0 +1,78 @@
+import * as Schema from "effect/Schema"
+import { Audit, HttpsUrl, Id, Name, NonNegativeInt, Timestamp } from "./Common.js"
+
+// ---------------------------------------------------------------- configurations
+
+export const DirectoryDestination = Schema.Struct({
+  type: Schema.Literal("directory"),
+  path: Schema.String.pipe(
+    Schema.filter((s) => s.trim().length > 0, { message: () => "must not be empty" }),
+    Schema.maxLength(4096, { message: () => "must be at most 4096 characters" })
+  )
+})
+export const HttpsDestination = Schema.Struct({
+  type: Schema.Literal("https"),
+  url: HttpsUrl
+})
+
+/** Discriminated on `type`. */
+export const ExportDestination = Schema.Union(DirectoryDestination, HttpsDestination)
+export type ExportDestination = typeof ExportDestination.Type
+
+const Destinations = Schema.Array(ExportDestination).pipe(
+  Schema.minItems(1, { message: () => "must have at least one destination" })
+)
+
+export const ExportConfig = Schema.Struct({
+  id: Id,
+  organization_id: Id,
+  name: Name,
+  enabled: Schema.Boolean,
+  destinations: Destinations,
+  ...Audit
+})
+export type ExportConfig = typeof ExportConfig.Type
+
+export const ExportConfigCreate = Schema.Struct({
+  organization_id: Id,
+  name: Name,
+  enabled: Schema.optional(Schema.Boolean),
+  destinations: Destinations
+})
+export const ExportConfigUpdate = Schema.Struct({
+  name: Name,
+  enabled: Schema.Boolean,
+  destinations: Destinations
+})
+
+// ---------------------------------------------------------------- runs (`exports/execute`)
+
+/** Exports the events and users changed in [from, to). */
+export const ExportRunInput = Schema.Struct({
+  organization_id: Id,
+  export_config_id: Id,
+  from: Timestamp,
+  to: Timestamp
+}).pipe(
+  Schema.filter((r) =>
+    Date.parse(r.to) < Date.parse(r.from) ? { path: ["to"], message: "must not be before from" } : undefined
+  )
+)
+export type ExportRunInput = typeof ExportRunInput.Type
+
+export const ExportRunStatus = Schema.Literal("succeeded", "failed")
+
+export const ExportRun = Schema.Struct({
+  id: Id,
+  organization_id: Id,
+  export_config_id: Id,
+  from: Timestamp,
+  to: Timestamp,
+  status: ExportRunStatus,
+  events_count: NonNegativeInt,
+  users_count: NonNegativeInt,
+  destinations_count: NonNegativeInt,
+  error: Schema.NullOr(Schema.String),
+  created_at: Timestamp
+})
+export type ExportRun = typeof ExportRun.Type

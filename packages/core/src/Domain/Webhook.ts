@@ -1,0 +1,121 @@
+import * as Schema from "effect/Schema"
+import { Audit, Id, JsonObject, NonNegativeInt, opt, Timestamp, Url } from "./Common.js"
+import { Regulation } from "./Consent.js"
+
+// ---------------------------------------------------------------- event types
+
+/** Spec section 6. */
+export const webhookEventTypes = [
+  "event.created",
+  "event.updated",
+  "event.deleted",
+  "user.created",
+  "user.updated",
+  "user.deleted"
+] as const
+
+export const WebhookEventType = Schema.Literal(...webhookEventTypes)
+export type WebhookEventType = typeof WebhookEventType.Type
+
+// ---------------------------------------------------------------- configuration
+
+const ShortString = Schema.String.pipe(Schema.maxLength(1024, { message: () => "must be at most 1024 characters" }))
+const NonEmptyShortString = ShortString.pipe(
+  Schema.minLength(1, { message: () => "must not be empty" })
+)
+
+/** Client credentials of the customer's authorization server, as shown (the secret is write-only). */
+export const WebhookAuth = Schema.Struct({
+  token_url: Url,
+  client_id: NonEmptyShortString,
+  scope: Schema.optional(ShortString),
+  audience: Schema.optional(ShortString)
+})
+export type WebhookAuth = typeof WebhookAuth.Type
+
+/** Client credentials on input. `token_url` must be https; that rule is enforced elsewhere. */
+export const WebhookAuthInput = Schema.Struct({
+  token_url: Url,
+  client_id: NonEmptyShortString,
+  client_secret: NonEmptyShortString,
+  scope: Schema.optional(ShortString),
+  audience: Schema.optional(ShortString)
+})
+export type WebhookAuthInput = typeof WebhookAuthInput.Type
+
+/**
+ * `url` is an http(s) URL here; the rule "https, plain http only for hosts listed in
+ * WEBHOOK_ALLOW_HOSTS" is enforced elsewhere.
+ */
+export const Webhook = Schema.Struct({
+  id: Id,
+  organization_id: Id,
+  url: Url,
+  enabled: Schema.Boolean,
+  /** Empty = all six types. */
+  event_types: Schema.Array(WebhookEventType),
+  flatten: Schema.Boolean,
+  /** Default `["gdpr"]`. */
+  regulations: Schema.Array(Regulation),
+  auth: opt(WebhookAuth),
+  /** `whsec_` + base64 of 32 random bytes; shown once, on creation. */
+  signing_secret: Schema.optional(Schema.String),
+  ...Audit
+})
+export type Webhook = typeof Webhook.Type
+
+export const WebhookCreate = Schema.Struct({
+  organization_id: Id,
+  url: Url,
+  enabled: Schema.optional(Schema.Boolean),
+  event_types: Schema.optional(Schema.Array(WebhookEventType)),
+  flatten: Schema.optional(Schema.Boolean),
+  regulations: Schema.optional(Schema.Array(Regulation)),
+  auth: opt(WebhookAuthInput)
+})
+export const WebhookUpdate = Schema.Struct({
+  url: Url,
+  enabled: Schema.Boolean,
+  event_types: Schema.Array(WebhookEventType),
+  flatten: Schema.Boolean,
+  regulations: Schema.Array(Regulation),
+  auth: opt(WebhookAuthInput)
+})
+
+// ---------------------------------------------------------------- delivery log
+
+export const WebhookDeliveryStatus = Schema.Literal("pending", "delivering", "delivered", "failed")
+export type WebhookDeliveryStatus = typeof WebhookDeliveryStatus.Type
+
+/** One HTTP attempt of a delivery. */
+export const WebhookAttempt = Schema.Struct({
+  id: Id,
+  delivery_id: Id,
+  attempted_at: Timestamp,
+  /** null when no response was received (timeout, connection error). */
+  status_code: Schema.NullOr(Schema.Int),
+  duration_ms: NonNegativeInt,
+  error: Schema.NullOr(Schema.String),
+  response_excerpt: Schema.NullOr(Schema.String)
+})
+export type WebhookAttempt = typeof WebhookAttempt.Type
+
+/** One message to one webhook; `id` is the `webhook-id` header value, the same across retries. */
+export const WebhookDelivery = Schema.Struct({
+  id: Id,
+  organization_id: Id,
+  webhook_id: Id,
+  event_type: WebhookEventType,
+  regulation: Regulation,
+  status: WebhookDeliveryStatus,
+  attempts_count: NonNegativeInt,
+  next_attempt_at: Schema.NullOr(Timestamp),
+  last_status_code: Schema.NullOr(Schema.Int),
+  /** The payload as sent (flattened when the webhook flattens). */
+  payload: JsonObject,
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  /** Present on `get`. */
+  attempts: Schema.optional(Schema.Array(WebhookAttempt))
+})
+export type WebhookDelivery = typeof WebhookDelivery.Type

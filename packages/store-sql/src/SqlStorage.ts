@@ -1,0 +1,257 @@
+import {
+  type Condition,
+  Conflict,
+  type FieldInfo,
+  type FindQuery,
+  NotFound,
+  type Page,
+  type Repository,
+  type Row,
+  Storage,
+  type TableDef,
+  UnitOfWork,
+  UsageStore
+} from "@cmp/core"
+import * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import type * as Statement from "@effect/sql/Statement"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+
+/**
+ * One implementation of the core storage ports over `SqlClient`, for SQLite and PostgreSQL.
+ * Identifiers only ever come from table declarations (the query parser has already checked
+ * every field), values are always bound parameters. The dialects differ in how booleans,
+ * JSON and timestamps come back, which `decodeValue` absorbs.
+ */
+
+type Dialect = "sqlite" | "pg"
+
+const encodeValue = (dialect: Dialect, info: FieldInfo | undefined, v: unknown): unknown => {
+  if (v === undefined || v === null) return null
+  switch (info?.kind) {
+    case "boolean":
+      return dialect === "sqlite" ? (v ? 1 : 0) : Boolean(v)
+    case "json":
+      return JSON.stringify(v)
+    default:
+      return v
+  }
+}
+
+const decodeValue = (info: FieldInfo, v: unknown): unknown => {
+  if (v === null || v === undefined) return null
+  switch (info.kind) {
+    case "boolean":
+      return v === true || v === 1 || v === "1" || v === "t" || v === "true"
+    case "json":
+      return typeof v === "string" ? JSON.parse(v) : v
+    case "timestamp":
+      return v instanceof Date ? v.toISOString() : new Date(String(v)).toISOString()
+    case "number":
+      return typeof v === "number" ? v : Number(v)
+    case "string":
+      return String(v)
+  }
+}
+
+const uniqueColumns = (error: SqlError): ReadonlyArray<string> | undefined => {
+  const cause = error.cause as { code?: unknown; message?: unknown; detail?: unknown } | undefined
+  const code = String(cause?.code ?? "")
+  if (code === "23505") {
+    const m = /Key \(([^)]+)\)/.exec(String(cause?.detail ?? ""))
+    return m ? m[1]!.split(",").map((s) => s.trim().replace(/"/g, "")) : []
+  }
+  if (code === "SQLITE_CONSTRAINT_UNIQUE" || code === "SQLITE_CONSTRAINT_PRIMARYKEY") {
+    const m = /constraint failed: (.*)$/.exec(String(cause?.message ?? ""))
+    return m ? m[1]!.split(",").map((s) => s.trim().split(".").pop()!) : []
+  }
+  return undefined
+}
+
+const conflictFrom = (table: TableDef, columns: ReadonlyArray<string>) => {
+  const named = columns.filter((c) => c !== "organization_id")
+  const fieldName = named[named.length - 1] ?? columns[columns.length - 1] ?? "id"
+  return new Conflict({
+    message: `A record with this ${fieldName} already exists`,
+    errors: { [fieldName]: "already exists" }
+  })
+}
+
+/** Unique violations become Conflict; every other SQL failure is a defect (a 500). */
+const mapWriteError = (table: TableDef) => (error: SqlError) => {
+  const columns = uniqueColumns(error)
+  return columns === undefined ? Effect.die(error) : Effect.fail(conflictFrom(table, columns))
+}
+
+export const make = Effect.gen(function*() {
+  const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+  const dialect: Dialect = sql.onDialectOrElse({ pg: () => "pg" as const, orElse: () => "sqlite" as const })
+  const cache = new Map<string, Repository>()
+
+  const repository = (table: TableDef): Repository => {
+    const cached = cache.get(table.table)
+    if (cached) return cached
+    const t = sql(table.table)
+    const columns = Object.keys(table.fields)
+    const col = (name: string) => {
+      if (!(name in table.fields)) throw new Error(`Unknown column ${table.table}.${name}`)
+      return sql(name)
+    }
+    const enc = (row: Row): Row => {
+      const out: Row = {}
+      for (const [k, v] of Object.entries(row)) {
+        if (k in table.fields) out[k] = encodeValue(dialect, table.fields[k], v)
+      }
+      return out
+    }
+    const dec = (raw: Record<string, unknown>): Row => {
+      const out: Row = {}
+      for (const c of columns) out[c] = decodeValue(table.fields[c]!, raw[c])
+      return out
+    }
+    const param = (field: string, v: unknown) => encodeValue(dialect, table.fields[field], v)
+
+    const compare = { eq: "=", ne: "<>", lt: "<", lte: "<=", gt: ">", gte: ">=" } as const
+    const condition = (c: Condition): Statement.Fragment => {
+      switch (c._tag) {
+        case "Compare": {
+          const f = col(c.field)
+          if (c.value === null) return c.op === "ne" ? sql`${f} IS NOT NULL` : sql`${f} IS NULL`
+          const v = param(c.field, c.value)
+          if (c.op === "ne") return sql`(${f} <> ${v} OR ${f} IS NULL)`
+          return sql`${f} ${sql.literal(compare[c.op])} ${v}`
+        }
+        case "In": {
+          const f = col(c.field)
+          const values = c.values.filter((v) => v !== null).map((v) => param(c.field, v))
+          const hasNull = values.length !== c.values.length
+          if (!c.negate) {
+            const inPart = values.length > 0 ? sql`${f} IN ${sql.in(values)}` : sql`1=0`
+            return hasNull ? sql`(${inPart} OR ${f} IS NULL)` : inPart
+          }
+          if (hasNull) return values.length > 0 ? sql`(${f} NOT IN ${sql.in(values)} AND ${f} IS NOT NULL)` : sql`${f} IS NOT NULL`
+          return values.length > 0 ? sql`(${f} NOT IN ${sql.in(values)} OR ${f} IS NULL)` : sql`1=1`
+        }
+        case "Or":
+          return c.branches.length === 0 ? sql`1=0` : sql.or(c.branches.map(conjunction))
+      }
+    }
+    const conjunction = (where: ReadonlyArray<Condition>): Statement.Fragment =>
+      where.length === 0 ? sql`1=1` : sql.and(where.map(condition))
+
+    const orderBy = (q: FindQuery) => {
+      const keys = [...q.sort, ...table.defaultSort.filter((d) => !q.sort.some((s) => s.field === d.field))]
+      const parts = keys.filter((k) => k.field !== "id").map((k) =>
+        sql`${col(k.field)} ${sql.literal(k.direction === 1 ? "ASC" : "DESC")}`
+      )
+      parts.push(sql`${sql("id")} ASC`)
+      return sql.csv(parts)
+    }
+
+    const count = (where: ReadonlyArray<Condition>) =>
+      sql<{ total: unknown }>`SELECT COUNT(*) AS total FROM ${t} WHERE ${conjunction(where)}`.pipe(
+        Effect.map((rows) => Number(rows[0]?.total ?? 0)),
+        Effect.orDie
+      )
+
+    const find = (q: FindQuery) =>
+      Effect.gen(function*() {
+        const where = conjunction(q.where)
+        const rows = q.limit === 0
+          ? []
+          : yield* sql<Record<string, unknown>>`SELECT * FROM ${t} WHERE ${where} ORDER BY ${orderBy(q)} LIMIT ${q.limit} OFFSET ${q.skip}`
+        const total = yield* count(q.where)
+        return { total, limit: q.limit, skip: q.skip, data: rows.map(dec) } satisfies Page<Row>
+      }).pipe(Effect.orDie)
+
+    const get = (id: string) =>
+      sql<Record<string, unknown>>`SELECT * FROM ${t} WHERE ${sql("id")} = ${id}`.pipe(
+        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), dec)),
+        Effect.orDie
+      )
+
+    const create = (row: Row) =>
+      sql<Record<string, unknown>>`INSERT INTO ${t} ${sql.insert(enc(row))} RETURNING *`.pipe(
+        Effect.catchTag("SqlError", mapWriteError(table)),
+        Effect.map((rows) => dec(rows[0]!))
+      )
+
+    /** A write that matched nothing is a stale version when the row still exists. */
+    const missed = (id: string): Effect.Effect<never, NotFound | Conflict> =>
+      Effect.flatMap(get(id), (row): Effect.Effect<never, NotFound | Conflict> =>
+        Option.isNone(row)
+          ? Effect.fail(new NotFound({ message: `No record found for id '${id}'` }))
+          : Effect.fail(
+            new Conflict({
+              message: `The record was changed meanwhile (version ${row.value.version}); reload it and try again`,
+              errors: { version: "is not the current version" }
+            })
+          ))
+
+    const write = (id: string, changes: Row, expectedVersion: number): Effect.Effect<Row, NotFound | Conflict> => {
+      const values = enc({ ...changes, version: expectedVersion + 1 })
+      delete values.id
+      return sql<Record<string, unknown>>`UPDATE ${t} SET ${sql.update(values)} WHERE ${sql("id")} = ${id} AND ${
+        sql("version")
+      } = ${expectedVersion} RETURNING *`.pipe(
+        Effect.catchTag("SqlError", mapWriteError(table)),
+        Effect.flatMap((rows) => (rows.length === 0 ? missed(id) : Effect.succeed(dec(rows[0]!))))
+      )
+    }
+
+    const update = (id: string, row: Row, expectedVersion: number) => {
+      const full: Row = {}
+      for (const c of columns) if (c !== "id" && c !== "created_at") full[c] = row[c] ?? null
+      return write(id, full, expectedVersion)
+    }
+
+    const remove = (id: string, expectedVersion?: number) => {
+      const versionCheck = expectedVersion === undefined ? sql`1=1` : sql`${sql("version")} = ${expectedVersion}`
+      return sql<Record<string, unknown>>`DELETE FROM ${t} WHERE ${sql("id")} = ${id} AND ${versionCheck} RETURNING *`.pipe(
+        Effect.orDie,
+        Effect.flatMap((rows) =>
+          rows.length > 0
+            ? Effect.succeed(Option.some(dec(rows[0]!)))
+            : expectedVersion === undefined
+            ? Effect.succeed(Option.none())
+            : Effect.flatMap(get(id), (row) =>
+              Option.isNone(row)
+                ? Effect.succeed(Option.none<Row>())
+                : Effect.fail(new Conflict({ message: "The record was changed meanwhile; reload it and try again" })))
+        )
+      )
+    }
+
+    const repo: Repository = { find, count, get, create, update, patch: write, remove }
+    cache.set(table.table, repo)
+    return repo
+  }
+
+  const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    sql.withTransaction(effect).pipe(
+      Effect.catchIf((e): e is SqlError => (e as { _tag?: unknown })?._tag === "SqlError", (e) => Effect.die(e))
+    ) as Effect.Effect<A, E, R>
+
+  const usage = {
+    add: (organizationId: string, period: string, n: number) =>
+      sql<{ count: unknown }>`INSERT INTO api_usage (organization_id, period, count) VALUES (${organizationId}, ${period}, ${n})
+        ON CONFLICT (organization_id, period) DO UPDATE SET count = api_usage.count + excluded.count
+        RETURNING count`.pipe(Effect.map((rows) => Number(rows[0]?.count ?? n)), Effect.orDie),
+    get: (organizationId: string, period: string) =>
+      sql<{ count: unknown }>`SELECT count FROM api_usage WHERE organization_id = ${organizationId} AND period = ${period}`.pipe(
+        Effect.map((rows) => Number(rows[0]?.count ?? 0)),
+        Effect.orDie
+      )
+  }
+
+  return { storage: Storage.of({ repository }), unitOfWork: UnitOfWork.of({ transaction }), usage: UsageStore.of(usage) }
+})
+
+/** The three storage ports over whatever `SqlClient` is provided. */
+export const layer: Layer.Layer<Storage | UnitOfWork | UsageStore, never, SqlClient.SqlClient> = Layer.effectContext(
+  Effect.map(make, ({ storage, unitOfWork, usage }) =>
+    Context.make(Storage, storage).pipe(Context.add(UnitOfWork, unitOfWork), Context.add(UsageStore, usage)))
+)

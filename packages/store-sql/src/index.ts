@@ -1,0 +1,1 @@
+export * as SqlStorage from "./SqlStorage.js"

@@ -1,0 +1,51 @@
+import type { Storage, UnitOfWork, UsageStore } from "@cmp/core"
+import { SqlStorage } from "@cmp/store-sql"
+import * as Migrator from "@effect/sql/Migrator"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import accounts from "./migrations/0001_accounts.js"
+
+/** Versioned migrations: a new change is a new entry, never an edit of an old one. */
+export const migrations = {
+  "0001_accounts": accounts
+}
+
+export interface SqliteStoreOptions {
+  /** A file path, or `:memory:` for tests. */
+  readonly filename: string
+}
+
+const pragmas = Layer.effectDiscard(
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Effect.all([
+      // Another process (the bootstrap command) may hold the write lock for a moment.
+      sql.unsafe("PRAGMA busy_timeout = 5000"),
+      sql.unsafe("PRAGMA synchronous = NORMAL")
+    ])).pipe(Effect.orDie)
+)
+
+const migrate = Layer.effectDiscard(
+  Migrator.make({})({ loader: Migrator.fromRecord(migrations) }).pipe(
+    Effect.tapErrorCause((cause) => Effect.logError("SQLite migration failed", cause)),
+    Effect.orDie
+  )
+)
+
+/** The SQLite client alone (WAL mode is the client's default). */
+export const clientLayer = (options: SqliteStoreOptions) => {
+  if (options.filename !== ":memory:") fs.mkdirSync(path.dirname(path.resolve(options.filename)), { recursive: true })
+  return SqliteClient.layer({ filename: options.filename })
+}
+
+/** The core storage ports on SQLite, migrated on start. */
+export const layer = (
+  options: SqliteStoreOptions
+): Layer.Layer<Storage | UnitOfWork | UsageStore | SqlClient.SqlClient> =>
+  SqlStorage.layer.pipe(
+    Layer.provideMerge(Layer.mergeAll(pragmas, migrate).pipe(Layer.provideMerge(clientLayer(options)))),
+    Layer.orDie
+  )

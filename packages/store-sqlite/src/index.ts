@@ -1,0 +1,1 @@
+export * as SqliteStore from "./SqliteStore.js"
