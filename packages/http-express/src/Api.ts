@@ -1,0 +1,207 @@
+import {
+  ApiUsage,
+  authenticate,
+  createSession,
+  type DomainError,
+  type Principal,
+  type ResourceDef,
+  ResourceService,
+  resources as defaultResources
+} from "@cmp/core"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import express from "express"
+import * as crypto from "node:crypto"
+import type { IncomingMessage } from "node:http"
+import type { TLSSocket } from "node:tls"
+import qs from "qs"
+import { type ErrorStatus, errorBody, fromDomainError } from "./Errors.js"
+import { docsRouter, openApiDocument } from "./OpenApi.js"
+import { type AppRuntime, type AppServices, makeRuntime, type RuntimeOptions } from "./Runtime.js"
+
+export interface ApiOptions extends RuntimeOptions {
+  /** Serve plain HTTP instead of answering 301 to the https URL (development only). */
+  readonly allowHttp?: boolean | undefined
+  /** Honour `X-Forwarded-Proto` from a proxy in front. */
+  readonly trustProxy?: boolean | undefined
+  /** Body size limit in bytes (default 1 MiB). */
+  readonly bodyLimit?: number | undefined
+  /** The resources served (default: every declared resource). */
+  readonly resources?: ReadonlyArray<ResourceDef> | undefined
+}
+
+export interface Api {
+  /** Mount with `app.use(api.router)` or `app.use("/prefix", api.router)`. */
+  readonly router: express.Router
+  readonly runtime: AppRuntime
+  readonly openapi: Record<string, unknown>
+  readonly dispose: () => Promise<void>
+}
+
+type Handler = (req: express.Request, res: express.Response) => void
+
+/** Paths whose requests do not count against the `api_requests` quota. */
+const uncounted = (path: string) => path.startsWith("/v1/consents/")
+
+const domainTags = new Set([
+  "InvalidInput", "NotAuthenticated", "Forbidden", "NotFound", "Conflict", "QuotaExceeded", "TooManyRequests"
+])
+const isDomainError = (u: unknown): u is DomainError =>
+  typeof u === "object" && u !== null && domainTags.has((u as { _tag?: string })._tag ?? "")
+
+const send = (res: express.Response, status: number, body: unknown) => {
+  if (!res.headersSent) res.status(status).json(body)
+}
+
+const sendError = (res: express.Response, code: ErrorStatus, message: string, errors?: Record<string, string>) =>
+  send(res, code, errorBody(code, message, errors))
+
+const isSecure = (req: IncomingMessage, trustProxy: boolean) => {
+  if ((req.socket as TLSSocket).encrypted) return true
+  if (!trustProxy) return false
+  const proto = req.headers["x-forwarded-proto"]
+  const first = (Array.isArray(proto) ? proto[0] : proto)?.split(",")[0]?.trim().toLowerCase()
+  return first === "https"
+}
+
+const hostPattern = /^[a-z0-9.-]+(:\d{1,5})?$|^\[[0-9a-f:.]+\](:\d{1,5})?$/i
+
+const bearer = (req: express.Request): string | undefined => {
+  const h = req.headers.authorization
+  if (!h) return undefined
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(h)
+  return m ? m[1] : ""
+}
+
+/** The query string as Feathers clients send it, tokenised the way `qs` does. */
+const parseQuery = (req: express.Request): Record<string, unknown> => {
+  const url = req.originalUrl ?? req.url
+  const i = url.indexOf("?")
+  if (i < 0) return {}
+  return qs.parse(url.slice(i + 1), { depth: 8, arrayLimit: 1000, parameterLimit: 2000, allowPrototypes: false })
+}
+
+export const createApi = async (options: ApiOptions): Promise<Api> => {
+  const runtime = makeRuntime(options)
+  // Build the layer now: a broken database or configuration fails here, not on a request.
+  await runtime.runtime()
+  const services = options.resources ?? defaultResources
+  const trustProxy = options.trustProxy === true
+  const openapi = openApiDocument(services)
+
+  /** Runs a use-case and writes its result or its error in the contract's shape. */
+  const respond = (
+    res: express.Response,
+    effect: Effect.Effect<unknown, DomainError, AppServices>,
+    status: number,
+    requestId: string
+  ) =>
+    runtime.runPromiseExit(effect.pipe(Effect.annotateLogs({ requestId }))).then((exit) => {
+      if (Exit.isSuccess(exit)) return send(res, status, exit.value)
+      const failure = Cause.failureOption(exit.cause)
+      if (failure._tag === "Some" && isDomainError(failure.value)) {
+        const e = failure.value
+        if (e._tag === "TooManyRequests") res.setHeader("Retry-After", String(e.retryAfterSeconds))
+        const body = fromDomainError(e)
+        return send(res, body.code, body)
+      }
+      runtime.runFork(Effect.logError("Request failed", exit.cause).pipe(Effect.annotateLogs({ requestId })))
+      return sendError(res, 500, "An internal error occurred")
+    })
+
+  /** Authenticates, counts the request against `api_requests`, then runs the use-case. */
+  const authed = (
+    use: (principal: Principal, req: express.Request) => Effect.Effect<unknown, DomainError, AppServices>,
+    status = 200
+  ): Handler =>
+  (req, res) => {
+    const path = req.baseUrl + req.path
+    const effect = Effect.gen(function*() {
+      const principal = yield* authenticate(bearer(req))
+      if (principal._tag === "Client" && !uncounted(path)) {
+        yield* Effect.flatMap(ApiUsage, (usage) => usage.hit(principal.organizationId))
+      }
+      return yield* use(principal, req)
+    })
+    void respond(res, effect, status, res.locals.requestId as string)
+  }
+
+  const router = express.Router({ strict: false })
+
+  router.use((req, res, next) => {
+    const incoming = req.headers["x-request-id"]
+    const requestId = typeof incoming === "string" && /^[\w.-]{1,128}$/.test(incoming) ? incoming : crypto.randomUUID()
+    res.locals.requestId = requestId
+    res.setHeader("X-Request-Id", requestId)
+    if (options.logLevel === "Debug" || options.logLevel === "All") {
+      const started = process.hrtime.bigint()
+      res.on("finish", () => {
+        runtime.runFork(Effect.logDebug("request").pipe(Effect.annotateLogs({
+          requestId,
+          method: req.method,
+          path: req.baseUrl + req.path,
+          status: res.statusCode,
+          durationMs: Number(process.hrtime.bigint() - started) / 1e6
+        })))
+      })
+    }
+    if (options.allowHttp !== true && !isSecure(req, trustProxy)) {
+      const host = req.headers.host ?? ""
+      if (!hostPattern.test(host)) return sendError(res, 400, "Invalid Host header")
+      res.redirect(301, `https://${host}${req.originalUrl}`)
+      return
+    }
+    next()
+  })
+
+  router.get("/openapi.json", (_req, res) => res.json(openapi))
+  router.use("/docs", docsRouter())
+
+  const v1 = express.Router({ strict: false })
+  v1.use(express.json({ limit: options.bodyLimit ?? 1024 * 1024, type: ["application/json", "application/*+json"] }))
+
+  v1.post("/sessions", (req, res) => {
+    void respond(res, createSession(req.body), 201, res.locals.requestId as string)
+  })
+
+  for (const def of services) {
+    const base = `/${def.path}`
+    const item = `${base}/:id`
+    const id = (req: express.Request) => String(req.params.id)
+    const allowed = new Set(def.methods)
+    if (allowed.has("find")) v1.get(base, authed((p, req) => ResourceService.find(def, p, parseQuery(req))))
+    if (allowed.has("get")) v1.get(item, authed((p, req) => ResourceService.get(def, p, id(req))))
+    if (allowed.has("create")) v1.post(base, authed((p, req) => ResourceService.create(def, p, req.body), 201))
+    if (allowed.has("update")) v1.put(item, authed((p, req) => ResourceService.update(def, p, id(req), req.body)))
+    if (allowed.has("patch")) v1.patch(item, authed((p, req) => ResourceService.patch(def, p, id(req), req.body)))
+    if (allowed.has("remove")) v1.delete(item, authed((p, req) => ResourceService.remove(def, p, id(req))))
+    // A known service answers an unsupported method with 405, as Feathers does.
+    const notAllowed: Handler = (req, res) =>
+      sendError(res, 405, `Method ${req.method} is not supported by ${def.path}`)
+    v1.all(base, notAllowed)
+    v1.all(item, notAllowed)
+  }
+  v1.all("/sessions", (req, res) => sendError(res, 405, `Method ${req.method} is not supported by sessions`))
+
+  v1.use((req, res) => sendError(res, 404, `Page not found: ${req.method} ${req.baseUrl}${req.path}`))
+
+  // Body parser and other middleware errors: malformed JSON is the client's fault, never a 500.
+  v1.use((err: unknown, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
+    const e = err as { type?: string; status?: number; message?: string }
+    if (e?.type === "entity.too.large") return sendError(res, 413, "The request body is too large")
+    if (e?.type === "entity.parse.failed") return sendError(res, 400, "The request body is not valid JSON", { body: "is not valid JSON" })
+    if (e?.type === "encoding.unsupported" || e?.type === "charset.unsupported") {
+      return sendError(res, 415, "Unsupported body encoding")
+    }
+    if (typeof e?.status === "number" && e.status >= 400 && e.status < 500) {
+      return sendError(res, 400, e.message ?? "Bad request")
+    }
+    runtime.runFork(Effect.logError("Unhandled error", String(e?.message ?? err)))
+    return sendError(res, 500, "An internal error occurred")
+  })
+
+  router.use("/v1", v1)
+
+  return { router, runtime, openapi, dispose: () => runtime.dispose() }
+}

@@ -1,0 +1,107 @@
+import { Ids, NotAuthenticated, SecretHasher, Storage, type TokenClaims, TokenIssuer, Tables, nowIso } from "@cmp/core"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as crypto from "node:crypto"
+import { jwtVerify, SignJWT } from "jose"
+
+// ---------------------------------------------------------------- secrets and passwords
+
+export interface ScryptOptions {
+  /** CPU/memory cost; lower only in tests. */
+  readonly cost?: number
+}
+
+const scrypt = (secret: string, salt: Buffer, N: number, keylen: number) =>
+  Effect.async<Buffer>((resume) => {
+    crypto.scrypt(secret, salt, keylen, { N, r: 8, p: 1, maxmem: 256 * N * 8 + 1024 * 1024 }, (err, key) => {
+      resume(err ? Effect.die(err) : Effect.succeed(key))
+    })
+  })
+
+/** scrypt hashes as `scrypt$N$salt$hash`, compared in constant time. */
+export const ScryptHasherLive = (options: ScryptOptions = {}) =>
+  Layer.succeed(SecretHasher, {
+    hash: (secret) =>
+      Effect.gen(function*() {
+        const N = options.cost ?? 16384
+        const salt = crypto.randomBytes(16)
+        const key = yield* scrypt(secret, salt, N, 32)
+        return `scrypt$${N}$${salt.toString("base64")}$${key.toString("base64")}`
+      }),
+    verify: (secret, stored) =>
+      Effect.gen(function*() {
+        const [scheme, n, salt, hash] = stored.split("$")
+        const N = Number(n)
+        if (scheme !== "scrypt" || !Number.isInteger(N) || N < 2 || N > 1 << 20 || !salt || !hash) return false
+        const expected = Buffer.from(hash, "base64")
+        const key = yield* scrypt(secret, Buffer.from(salt, "base64"), N, expected.length)
+        return key.length === expected.length && crypto.timingSafeEqual(key, expected)
+      })
+  })
+
+// ---------------------------------------------------------------- access tokens
+
+const JWT_SETTING = "jwt_secret"
+
+/** The configured signing key, or one generated once and kept in the database. */
+const signingKey = (configured: string | undefined) =>
+  Effect.gen(function*() {
+    if (configured !== undefined) {
+      if (configured.length < 32) return yield* Effect.dieMessage("JWT_SECRET must be at least 32 characters long")
+      return new TextEncoder().encode(configured)
+    }
+    const repo = (yield* Storage).repository(Tables.settings)
+    const existing = yield* repo.get(JWT_SETTING)
+    if (Option.isSome(existing)) return Buffer.from(existing.value.value as string, "base64")
+    const now = yield* nowIso
+    const value = crypto.randomBytes(32).toString("base64")
+    // Two servers starting at once: the loser of the insert reads the winner's key.
+    const created = yield* repo.create({ id: JWT_SETTING, value, created_at: now, updated_at: now, version: 1 }).pipe(
+      Effect.as(value),
+      Effect.catchTag("Conflict", () =>
+        Effect.map(repo.get(JWT_SETTING), (o) => Option.getOrThrow(o).value as string))
+    )
+    return Buffer.from(created, "base64")
+  })
+
+const kinds = new Set(["operator", "client", "member", "integration"])
+
+/** HS256 tokens via `jose`; only HS256 is accepted, so `alg: none` and other algorithms fail. */
+export const JoseTokensLive = (secret?: string) =>
+  Layer.effect(
+    TokenIssuer,
+    Effect.gen(function*() {
+      const key = yield* signingKey(secret)
+      const ids = yield* Ids
+      const invalid = new NotAuthenticated({ message: "Invalid or expired access token" })
+      return {
+        issue: (claims: TokenClaims) =>
+          Effect.flatMap(ids.next, (jti) =>
+            Effect.promise(() =>
+              new SignJWT({ kind: claims.kind, ...(claims.org ? { org: claims.org } : {}) })
+                .setProtectedHeader({ alg: "HS256", typ: "JWT" })
+                .setSubject(claims.sub)
+                .setIssuedAt(claims.iat)
+                .setNotBefore(claims.iat)
+                .setExpirationTime(claims.exp)
+                .setJti(jti)
+                .sign(key)
+            )),
+        verify: (token: string, nowSeconds: number) =>
+          Effect.tryPromise({
+            try: () => jwtVerify(token, key, { algorithms: ["HS256"], currentDate: new Date(nowSeconds * 1000) }),
+            catch: () => invalid
+          }).pipe(
+            Effect.flatMap(({ payload }) => {
+              const { exp, iat, kind, org, sub } = payload as Record<string, unknown>
+              if (
+                typeof sub !== "string" || typeof exp !== "number" || typeof iat !== "number" ||
+                typeof kind !== "string" || !kinds.has(kind) || (org !== undefined && typeof org !== "string")
+              ) return Effect.fail(invalid)
+              return Effect.succeed({ sub, exp, iat, kind, org } as TokenClaims)
+            })
+          )
+      }
+    })
+  )

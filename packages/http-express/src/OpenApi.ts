@@ -1,0 +1,206 @@
+import { type AnySchema, type ResourceDef, SessionInput, Session } from "@cmp/core"
+import * as JSONSchema from "effect/JSONSchema"
+import * as Schema from "effect/Schema"
+import express from "express"
+import { createRequire } from "node:module"
+import * as path from "node:path"
+
+/**
+ * The OpenAPI document, generated from the same resource declarations that register the
+ * routes, so the document and the served API cannot drift apart.
+ */
+
+const jsonSchema = (schema: AnySchema): Record<string, unknown> => {
+  try {
+    const { $schema: _ignored, ...rest } = JSONSchema.make(schema, { target: "openApi3.1" }) as unknown as Record<string, unknown>
+    return rest
+  } catch {
+    return { type: "object" }
+  }
+}
+
+const errorSchema = {
+  type: "object",
+  required: ["name", "message", "code", "className"],
+  properties: {
+    name: { type: "string", example: "BadRequest" },
+    message: { type: "string" },
+    code: { type: "integer", example: 400 },
+    className: { type: "string", example: "bad-request" },
+    errors: { type: "object", additionalProperties: { type: "string" } }
+  }
+}
+
+const errorResponses = (...codes: Array<number>) =>
+  Object.fromEntries(codes.map((c) => [String(c), { $ref: `#/components/responses/E${c}` }]))
+
+const pascal = (p: string) =>
+  p.split(/[^a-zA-Z0-9]+/).filter(Boolean).map((w) => w[0]!.toUpperCase() + w.slice(1)).join("")
+
+const queryParameters = (def: ResourceDef) => [
+  { name: "$limit", in: "query", schema: { type: "integer", minimum: 0, maximum: 1000, default: 100 } },
+  { name: "$skip", in: "query", schema: { type: "integer", minimum: 0, default: 0 } },
+  {
+    name: "$sort",
+    in: "query",
+    style: "deepObject",
+    explode: true,
+    description: "`$sort[field]=1` ascending, `-1` descending",
+    schema: { type: "object", additionalProperties: { type: "integer", enum: [1, -1] } }
+  },
+  { name: "$select", in: "query", description: "`$select[]=field`", schema: { type: "array", items: { type: "string" } } },
+  {
+    name: "filter",
+    in: "query",
+    style: "deepObject",
+    explode: true,
+    description: "Equality `field=value` (`null` matches null) and operators `field[$in][]`, `$nin`, `$ne`, `$lt`, " +
+      "`$lte`, `$gt`, `$gte`, and `$or[0][field]=value`. Fields: " + Object.keys(def.queryFields).filter((f) =>
+        def.queryFields[f]!.kind !== "json"
+      ).join(", "),
+    schema: { type: "object" }
+  }
+]
+
+export const openApiDocument = (resources: ReadonlyArray<ResourceDef>): Record<string, unknown> => {
+  const schemas: Record<string, unknown> = { Error: errorSchema }
+  const paths: Record<string, Record<string, unknown>> = {}
+  const json = (ref: string) => ({ "application/json": { schema: { $ref: `#/components/schemas/${ref}` } } })
+  const security = [{ bearer: [] }]
+
+  schemas.SessionInput = jsonSchema(SessionInput)
+  schemas.Session = jsonSchema(Session)
+  paths["/v1/sessions"] = {
+    post: {
+      tags: ["sessions"],
+      summary: "Create a session (obtain an access token)",
+      operationId: "sessions.create",
+      requestBody: { required: true, content: json("SessionInput") },
+      responses: { "201": { description: "Created", content: json("Session") }, ...errorResponses(400) }
+    }
+  }
+
+  for (const def of resources) {
+    const name = pascal(def.path)
+    schemas[name] = jsonSchema(def.output)
+    if (def.createInput) schemas[`${name}Create`] = jsonSchema(def.createInput)
+    if (def.updateInput) {
+      schemas[`${name}Update`] = jsonSchema(def.updateInput)
+      schemas[`${name}Patch`] = jsonSchema(Schema.partial(def.updateInput))
+    }
+    const tags = [def.path]
+    const collection: Record<string, unknown> = {}
+    const item: Record<string, unknown> = {}
+    const idParam = [{ name: "id", in: "path", required: true, schema: { type: "string" } }]
+    const common = errorResponses(401, 403, 429)
+    if (def.methods.includes("find")) {
+      collection.get = {
+        tags,
+        operationId: `${def.path}.find`,
+        summary: `Find ${def.name}s`,
+        security,
+        parameters: queryParameters(def),
+        responses: {
+          "200": {
+            description: "A page",
+            content: {
+              "application/json": {
+                schema: {
+                  type: "object",
+                  required: ["total", "limit", "skip", "data"],
+                  properties: {
+                    total: { type: "integer" },
+                    limit: { type: "integer" },
+                    skip: { type: "integer" },
+                    data: { type: "array", items: { $ref: `#/components/schemas/${name}` } }
+                  }
+                }
+              }
+            }
+          },
+          ...errorResponses(400),
+          ...common
+        }
+      }
+    }
+    if (def.methods.includes("create") && def.createInput) {
+      collection.post = {
+        tags,
+        operationId: `${def.path}.create`,
+        summary: `Create a ${def.name}`,
+        security,
+        requestBody: { required: true, content: json(`${name}Create`) },
+        responses: { "201": { description: "Created", content: json(name) }, ...errorResponses(400, 409, 413), ...common }
+      }
+    }
+    const itemOp = (method: string, summary: string, body?: string) => ({
+      tags,
+      operationId: `${def.path}.${method}`,
+      summary,
+      security,
+      parameters: idParam,
+      ...(body ? { requestBody: { required: true, content: json(body) } } : {}),
+      responses: {
+        "200": { description: "OK", content: json(name) },
+        ...errorResponses(...(body ? [400, 404, 409, 413] : [404])),
+        ...common
+      }
+    })
+    if (def.methods.includes("get")) item.get = itemOp("get", `Get a ${def.name}`)
+    if (def.methods.includes("update") && def.updateInput) item.put = itemOp("update", `Replace a ${def.name}`, `${name}Update`)
+    if (def.methods.includes("patch") && def.updateInput) item.patch = itemOp("patch", `Change a ${def.name}`, `${name}Patch`)
+    if (def.methods.includes("remove")) item.delete = itemOp("remove", `Remove a ${def.name}`)
+    if (Object.keys(collection).length > 0) paths[`/v1/${def.path}`] = collection
+    if (Object.keys(item).length > 0) paths[`/v1/${def.path}/{id}`] = item
+  }
+
+  const responses = Object.fromEntries(
+    [400, 401, 403, 404, 409, 413, 429].map((c) => [
+      `E${c}`,
+      { description: `Error ${c}`, content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } }
+    ])
+  )
+
+  return {
+    openapi: "3.1.0",
+    info: { title: "Consent and Privacy Management Platform API", version: "1.0" },
+    paths,
+    components: {
+      schemas,
+      responses,
+      securitySchemes: { bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT" } }
+    }
+  }
+}
+
+const swaggerDir = () => path.dirname(createRequire(import.meta.url).resolve("swagger-ui-dist/package.json"))
+
+const page = `<!doctype html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <title>Consent API documentation</title>
+  <link rel="stylesheet" href="./swagger-ui.css">
+</head>
+<body>
+  <div id="ui"></div>
+  <script src="./swagger-ui-bundle.js"></script>
+  <script src="./init.js"></script>
+</body>
+</html>`
+
+/** An offline API docs page: Swagger UI's files are served from the installed package. */
+export const docsRouter = () => {
+  const r = express.Router()
+  r.get("/", (req, res) => {
+    if (!req.originalUrl.split("?")[0]!.endsWith("/")) return res.redirect(301, `${req.baseUrl}/`)
+    res.type("html").send(page)
+  })
+  r.get("/init.js", (_req, res) => {
+    res.type("application/javascript").send(
+      `window.ui = SwaggerUIBundle({ url: new URL("../openapi.json", location.href).href, dom_id: "#ui" })`
+    )
+  })
+  r.use(express.static(swaggerDir(), { index: false }))
+  return r
+}

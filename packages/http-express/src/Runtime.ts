@@ -1,0 +1,78 @@
+import {
+  ApiUsage,
+  bootstrap,
+  Ids,
+  SecretHasher,
+  Settings,
+  type SettingsShape,
+  type Storage,
+  type TokenIssuer,
+  type UnitOfWork,
+  type UsageStore
+} from "@cmp/core"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
+import * as ManagedRuntime from "effect/ManagedRuntime"
+import { JoseTokensLive, ScryptHasherLive } from "./Crypto.js"
+
+export type StoreLayer = Layer.Layer<Storage | UnitOfWork | UsageStore, unknown>
+
+export interface RuntimeOptions {
+  /** The storage ports (SQLite or PostgreSQL store layer). */
+  readonly store: StoreLayer
+  readonly settings?: Partial<SettingsShape> | undefined
+  /** HS256 signing key; generated and kept in the database when absent. */
+  readonly jwtSecret?: string | undefined
+  /** The operator key to create on first start (`ADMIN_API_KEY`/`ADMIN_API_SECRET`). */
+  readonly admin?: { readonly key?: string | undefined; readonly secret?: string | undefined } | undefined
+  readonly logLevel?: LogLevel.Literal | undefined
+  /** Replaces the clock (tests move time with it). */
+  readonly clock?: Clock.Clock | undefined
+  /** scrypt cost; lower only in tests. */
+  readonly hashCost?: number | undefined
+}
+
+export type AppServices = Storage | UnitOfWork | UsageStore | Ids | SecretHasher | Settings | TokenIssuer | ApiUsage
+
+/** Every service a request needs, built once; the first start also bootstraps the operator. */
+export const appLayer = (options: RuntimeOptions): Layer.Layer<AppServices, unknown> => {
+  const base = Layer.mergeAll(
+    options.store,
+    Ids.Live,
+    ScryptHasherLive({ cost: options.hashCost }),
+    Settings.layer(options.settings)
+  )
+  const services = Layer.merge(JoseTokensLive(options.jwtSecret), ApiUsage.layer()).pipe(Layer.provideMerge(base))
+  const booted = Layer.effectDiscard(bootstrap(options.admin ?? {})).pipe(Layer.provideMerge(services))
+  const infra = Layer.mergeAll(
+    Logger.replace(Logger.defaultLogger, Logger.jsonLogger),
+    Logger.minimumLogLevel(LogLevel.fromLiteral(options.logLevel ?? "Info")),
+    options.clock ? Layer.setClock(options.clock) : Layer.empty
+  )
+  return booted.pipe(Layer.provideMerge(infra))
+}
+
+export const makeRuntime = (options: RuntimeOptions) => ManagedRuntime.make(appLayer(options))
+
+export type AppRuntime = ManagedRuntime.ManagedRuntime<AppServices, unknown>
+
+/** A clock tests can move by hand, shared by the server they start. */
+export class ManualClock implements Clock.Clock {
+  readonly [Clock.ClockTypeId]: Clock.ClockTypeId = Clock.ClockTypeId
+  constructor(public millis: number = Date.now()) {}
+  advance(ms: number) {
+    this.millis += ms
+  }
+  unsafeCurrentTimeMillis() {
+    return this.millis
+  }
+  unsafeCurrentTimeNanos() {
+    return BigInt(this.millis) * 1_000_000n
+  }
+  currentTimeMillis = Effect.sync(() => this.millis)
+  currentTimeNanos = Effect.sync(() => BigInt(this.millis) * 1_000_000n)
+  sleep = (duration: import("effect/Duration").Duration) => Effect.sleep(duration).pipe(Effect.withClock(Clock.make()))
+}

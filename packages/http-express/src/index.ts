@@ -1,0 +1,6 @@
+export * from "./Api.js"
+export * from "./Server.js"
+export * from "./Runtime.js"
+export * from "./Crypto.js"
+export * from "./Errors.js"
+export { openApiDocument } from "./OpenApi.js"

@@ -1,0 +1,98 @@
+import { defaultQuotas, type PremiumFeatureFlag, premiumFeatureFlags, type QuotaField, type QuotaPeriod } from "@cmp/core"
+import type { ServerOptions } from "@cmp/http-express"
+import { SqliteStore } from "@cmp/store-sqlite"
+import type * as LogLevel from "effect/LogLevel"
+
+/** A configuration mistake: reported in one line at start, never as a stack trace. */
+export class ConfigError extends Error {}
+
+const bool = (env: NodeJS.ProcessEnv, name: string, fallback: boolean) => {
+  const v = env[name]?.trim().toLowerCase()
+  if (v === undefined || v === "") return fallback
+  if (["true", "1", "yes"].includes(v)) return true
+  if (["false", "0", "no"].includes(v)) return false
+  throw new ConfigError(`${name} must be true or false, got '${env[name]}'`)
+}
+
+const int = (env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER) => {
+  const v = env[name]?.trim()
+  if (v === undefined || v === "") return fallback
+  const n = Number(v)
+  if (!Number.isInteger(n) || n < min || n > max) throw new ConfigError(`${name} must be an integer from ${min} to ${max}`)
+  return n
+}
+
+const logLevels = ["All", "Trace", "Debug", "Info", "Warning", "Error", "Fatal", "None"] as const
+
+const period = (v: string | undefined): QuotaPeriod => {
+  if (v === undefined || v.trim() === "" || v.trim() === "month") return { _tag: "CalendarMonth" }
+  const named: Record<string, number> = { day: 86_400, hour: 3_600 }
+  const seconds = named[v.trim()] ?? Number(v)
+  if (!Number.isInteger(seconds) || seconds < 1) {
+    throw new ConfigError("API_REQUESTS_PERIOD must be month, day, hour or a number of seconds")
+  }
+  return { _tag: "Fixed", seconds }
+}
+
+const quotas = (v: string | undefined): Record<QuotaField, number> => {
+  if (!v) return defaultQuotas
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(v)
+  } catch {
+    throw new ConfigError("DEFAULT_QUOTAS must be a JSON object such as {\"secrets\": 50}")
+  }
+  const out = { ...defaultQuotas }
+  for (const [k, n] of Object.entries(parsed as Record<string, unknown>)) {
+    if (!(k in defaultQuotas)) throw new ConfigError(`DEFAULT_QUOTAS: unknown quota '${k}'`)
+    if (typeof n !== "number" || !Number.isInteger(n) || n < 0) throw new ConfigError(`DEFAULT_QUOTAS: '${k}' must be a non-negative integer`)
+    out[k as QuotaField] = n
+  }
+  return out
+}
+
+const features = (v: string | undefined): Array<PremiumFeatureFlag> => {
+  const list = (v ?? "").split(",").map((s) => s.trim()).filter(Boolean)
+  for (const f of list) {
+    if (!(premiumFeatureFlags as ReadonlyArray<string>).includes(f)) {
+      throw new ConfigError(`DEFAULT_PREMIUM_FEATURES: unknown feature '${f}'`)
+    }
+  }
+  return list as Array<PremiumFeatureFlag>
+}
+
+/** Reads the server's options from the environment (see the README's table). */
+export const fromEnv = (env: NodeJS.ProcessEnv = process.env): ServerOptions & { sqlitePath: string } => {
+  if (env.DATABASE_URL) {
+    throw new ConfigError("DATABASE_URL is set, but the PostgreSQL store is not available in this build yet; unset it to use SQLite")
+  }
+  const sqlitePath = env.SQLITE_PATH || "./data/consent.db"
+  const logLevel = (env.LOG_LEVEL ?? "Info") as LogLevel.Literal
+  if (!logLevels.includes(logLevel as never)) throw new ConfigError(`LOG_LEVEL must be one of ${logLevels.join(", ")}`)
+  if ((env.TLS_CERT && !env.TLS_KEY) || (!env.TLS_CERT && env.TLS_KEY)) {
+    throw new ConfigError("TLS_CERT and TLS_KEY must be set together")
+  }
+  if ((env.ADMIN_API_KEY && !env.ADMIN_API_SECRET) || (!env.ADMIN_API_KEY && env.ADMIN_API_SECRET)) {
+    throw new ConfigError("ADMIN_API_KEY and ADMIN_API_SECRET must be set together")
+  }
+  if (env.ADMIN_API_SECRET && env.ADMIN_API_SECRET.length < 16) {
+    throw new ConfigError("ADMIN_API_SECRET must be at least 16 characters long")
+  }
+  return {
+    sqlitePath,
+    store: SqliteStore.layer({ filename: sqlitePath }),
+    port: int(env, "PORT", 3000, 0, 65535),
+    host: env.HOST || "127.0.0.1",
+    allowHttp: bool(env, "ALLOW_HTTP", false),
+    trustProxy: bool(env, "TRUST_PROXY", false),
+    tls: env.TLS_CERT && env.TLS_KEY ? { cert: env.TLS_CERT, key: env.TLS_KEY } : undefined,
+    jwtSecret: env.JWT_SECRET || undefined,
+    admin: { key: env.ADMIN_API_KEY || undefined, secret: env.ADMIN_API_SECRET || undefined },
+    logLevel,
+    settings: {
+      defaultQuotas: quotas(env.DEFAULT_QUOTAS),
+      defaultPremiumFeatures: features(env.DEFAULT_PREMIUM_FEATURES),
+      apiRequestsPeriod: period(env.API_REQUESTS_PERIOD)
+    }
+  }
+}
