@@ -36,7 +36,7 @@ export interface Repository {
   readonly count: (where: ReadonlyArray<Condition>) => Effect.Effect<number>
   readonly get: (id: string) => Effect.Effect<Option.Option<Row>>
   readonly create: (row: Row) => Effect.Effect<Row, Conflict>
-  /** Replaces every column but `id` with the given row; bumps `version`. */
+  /** Replaces every column but `id` and `created_at` with the given row; bumps `version`. */
   readonly update: (id: string, row: Row, expectedVersion: number) => Effect.Effect<Row, NotFound | Conflict>
   /** Writes only the given columns; bumps `version`. */
   readonly patch: (id: string, changes: Row, expectedVersion: number) => Effect.Effect<Row, NotFound | Conflict>

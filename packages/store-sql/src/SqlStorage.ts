@@ -36,18 +36,27 @@ const encodeValue = (dialect: Dialect, info: FieldInfo | undefined, v: unknown):
       return dialect === "sqlite" ? (v ? 1 : 0) : Boolean(v)
     case "json":
       return JSON.stringify(v)
+    case "timestamp": {
+      // One canonical form (UTC, milliseconds): SQLite stores and compares timestamps as text,
+      // so `+02:00` or a missing `.000` would otherwise compare by spelling, not by instant.
+      if (v instanceof Date) return v.toISOString()
+      const ms = typeof v === "string" ? Date.parse(v) : Number.NaN
+      return Number.isNaN(ms) ? v : new Date(ms).toISOString()
+    }
     default:
       return v
   }
 }
 
-const decodeValue = (info: FieldInfo, v: unknown): unknown => {
+const decodeValue = (dialect: Dialect, info: FieldInfo, v: unknown): unknown => {
   if (v === null || v === undefined) return null
   switch (info.kind) {
     case "boolean":
       return v === true || v === 1 || v === "1" || v === "t" || v === "true"
     case "json":
-      return typeof v === "string" ? JSON.parse(v) : v
+      // SQLite keeps JSON as text; PostgreSQL's JSONB comes back already decoded, where a
+      // string is a JSON string value (`"[1]"`), not JSON text to parse again.
+      return dialect === "sqlite" && typeof v === "string" ? JSON.parse(v) : v
     case "timestamp":
       return v instanceof Date ? v.toISOString() : new Date(String(v)).toISOString()
     case "number":
@@ -109,7 +118,7 @@ export const make = Effect.gen(function*() {
     }
     const dec = (raw: Record<string, unknown>): Row => {
       const out: Row = {}
-      for (const c of columns) out[c] = decodeValue(table.fields[c]!, raw[c])
+      for (const c of columns) out[c] = decodeValue(dialect, table.fields[c]!, raw[c])
       return out
     }
     const param = (field: string, v: unknown) => encodeValue(dialect, table.fields[field], v)
@@ -142,13 +151,19 @@ export const make = Effect.gen(function*() {
     const conjunction = (where: ReadonlyArray<Condition>): Statement.Fragment =>
       where.length === 0 ? sql`1=1` : sql.and(where.map(condition))
 
+    /**
+     * The query's sort, then the default sort, then `id` ascending, so equal rows page stably.
+     * `id` is unique: a sort on it (in either direction) ends the order there. NULL sorts as
+     * the smallest value on every dialect (PostgreSQL's default is the opposite).
+     */
     const orderBy = (q: FindQuery) => {
       const keys = [...q.sort, ...table.defaultSort.filter((d) => !q.sort.some((s) => s.field === d.field))]
-      const parts = keys.filter((k) => k.field !== "id").map((k) =>
-        sql`${col(k.field)} ${sql.literal(k.direction === 1 ? "ASC" : "DESC")}`
-      )
-      parts.push(sql`${sql("id")} ASC`)
-      return sql.csv(parts)
+      const idAt = keys.findIndex((k) => k.field === "id")
+      const ordered = idAt === -1 ? [...keys, { field: "id", direction: 1 as const }] : keys.slice(0, idAt + 1)
+      return sql.csv(ordered.map((k) => {
+        const nulls = table.fields[k.field]?.nullable ? (k.direction === 1 ? " NULLS FIRST" : " NULLS LAST") : ""
+        return sql`${k.field === "id" ? sql("id") : col(k.field)} ${sql.literal((k.direction === 1 ? "ASC" : "DESC") + nulls)}`
+      }))
     }
 
     const count = (where: ReadonlyArray<Condition>) =>

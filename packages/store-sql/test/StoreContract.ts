@@ -1,0 +1,850 @@
+/**
+ * The contract every store of the core ports must honour, run by each store package against
+ * its own layer (modelled on `@effect/sql`'s `SqlPersistedQueueTest`): `suite(name, makeLayer)`
+ * registers the tests, each of which builds a FRESH store from `makeLayer()` (so no test sees
+ * another's rows; `it.layer` would share one instance).
+ *
+ * Tables: the suite creates its own table `contract_items` with portable SQL (the column types
+ * differ per dialect only where they must), and also uses the real, migrated core tables.
+ */
+import {
+  type Condition,
+  Conflict,
+  defineTable,
+  emptyQuery,
+  field,
+  type FieldInfo,
+  type FindQuery,
+  NotFound,
+  type Row,
+  type SortKey,
+  Storage,
+  Tables,
+  UnitOfWork,
+  UsageStore
+} from "@cmp/core"
+import * as SqlClient from "@effect/sql/SqlClient"
+import { assert, describe, expect, it } from "@effect/vitest"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import type * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+
+export type StoreServices = Storage | UnitOfWork | UsageStore | SqlClient.SqlClient
+
+// ---------------------------------------------------------------- the suite's own table
+
+const optionalNumber: FieldInfo = { kind: "number", nullable: true }
+
+export const Items = defineTable("contract_items", {
+  id: field.string,
+  organization_id: field.string,
+  name: field.string,
+  score: optionalNumber,
+  active: field.boolean,
+  tags: field.json,
+  seen_at: field.optionalTimestamp,
+  created_at: field.timestamp,
+  updated_at: field.timestamp,
+  version: field.number
+}, [["organization_id", "name"]])
+
+/** Creates `contract_items`; the column types are the only thing that differs per dialect. */
+export const createItemsTable = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const type = sql.onDialectOrElse({
+    pg: () => ({ bool: "BOOLEAN", json: "JSONB", time: "TIMESTAMPTZ" }),
+    orElse: () => ({ bool: "INTEGER", json: "TEXT", time: "TEXT" })
+  })
+  yield* sql.unsafe(`CREATE TABLE contract_items (
+  id TEXT PRIMARY KEY,
+  organization_id TEXT NOT NULL,
+  name TEXT NOT NULL,
+  score INTEGER,
+  active ${type.bool} NOT NULL,
+  tags ${type.json},
+  seen_at ${type.time},
+  created_at ${type.time} NOT NULL,
+  updated_at ${type.time} NOT NULL,
+  version INTEGER NOT NULL,
+  UNIQUE (organization_id, name)
+)`)
+}).pipe(Effect.orDie)
+
+// ---------------------------------------------------------------- helpers
+
+/** `2024-01-01T00:00:<n>.000Z`: distinct, ordered creation times. */
+const at = (n: number) => new Date(Date.UTC(2024, 0, 1, 0, 0, n)).toISOString()
+
+const item = (id: string, over: Row = {}): Row => ({
+  id,
+  organization_id: "o1",
+  name: id,
+  score: null,
+  active: false,
+  tags: null,
+  seen_at: null,
+  created_at: at(0),
+  updated_at: at(0),
+  version: 1,
+  ...over
+})
+
+const items = Effect.map(Storage, (s) => s.repository(Items))
+
+const cmp = (f: string, op: "eq" | "ne" | "lt" | "lte" | "gt" | "gte", value: string | number | boolean | null) =>
+  ({ _tag: "Compare", field: f, op, value }) satisfies Condition
+const isIn = (f: string, values: ReadonlyArray<string | number | boolean | null>) =>
+  ({ _tag: "In", field: f, negate: false, values }) satisfies Condition
+const notIn = (f: string, values: ReadonlyArray<string | number | boolean | null>) =>
+  ({ _tag: "In", field: f, negate: true, values }) satisfies Condition
+const or = (...branches: ReadonlyArray<ReadonlyArray<Condition>>) => ({ _tag: "Or", branches }) satisfies Condition
+
+const asc = (f: string): SortKey => ({ field: f, direction: 1 })
+const desc = (f: string): SortKey => ({ field: f, direction: -1 })
+
+const query = (q: Partial<FindQuery>): FindQuery => ({ ...emptyQuery, ...q })
+
+/** The ids a query returns, in the store's order. */
+const idsOf = (q: Partial<FindQuery>) =>
+  Effect.flatMap(items, (repo) => repo.find(query(q))).pipe(Effect.map((page) => page.data.map((r) => r.id)))
+
+/** The ids matching `where`, sorted by id so only the set matters; also checks `count` agrees. */
+const matching = (...where: ReadonlyArray<Condition>) =>
+  Effect.gen(function*() {
+    const repo = yield* items
+    const page = yield* repo.find(query({ where, sort: [asc("id")] }))
+    const count = yield* repo.count(where)
+    assert.strictEqual(page.total, page.data.length, "total of an unpaged find")
+    assert.strictEqual(count, page.total, "count agrees with find's total")
+    return page.data.map((r) => r.id)
+  })
+
+/**
+ * The query fixture. Creation order (b, d, a, e, c) differs from id order (a..e) so the
+ * default sort is observable.
+ */
+const seed = Effect.gen(function*() {
+  const repo = yield* items
+  const rows = [
+    item("a", { name: "alpha", score: 10, active: true, seen_at: "2024-01-01T00:00:00.000Z", created_at: at(3) }),
+    item("b", { name: "bravo", score: 20, active: false, seen_at: "2024-02-01T00:00:00.000Z", created_at: at(1) }),
+    item("c", { name: "charlie", score: null, active: true, seen_at: null, created_at: at(5) }),
+    item("d", { name: "delta", score: 30, active: false, seen_at: "2024-03-01T00:00:00.500Z", created_at: at(2) }),
+    item("e", { organization_id: "o2", name: "alpha", score: 20, active: true, seen_at: null, created_at: at(4) })
+  ]
+  yield* Effect.forEach(rows, (r) => repo.create(r), { discard: true })
+  return rows
+}).pipe(Effect.orDie)
+
+const snapshot = Effect.flatMap(items, (repo) => repo.find(query({ sort: [asc("id")], limit: 1000 })))
+
+// ---------------------------------------------------------------- the suite
+
+export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>) =>
+  describe(`store contract: ${name}`, () => {
+    /** Runs a test against a fresh store with `contract_items` created. */
+    const run = <A, E>(effect: Effect.Effect<A, E, StoreServices>) =>
+      Effect.provide(Effect.zipRight(createItemsTable, effect), makeLayer())
+
+    describe("repository", () => {
+      it.effect("create returns the stored row; get finds it; get of a missing id is none", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          const row = item("x1", { score: 7, active: true, tags: ["t"], seen_at: at(9) })
+          const created = yield* repo.create(row)
+          assert.deepStrictEqual(created, row)
+          assert.deepStrictEqual(yield* repo.get("x1"), Option.some(row))
+          assert.deepStrictEqual(yield* repo.get("nope"), Option.none())
+        })))
+
+      it.effect("create fills columns it was not given with null", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          const { score: _s, tags: _t, seen_at: _a, ...partial } = item("x1")
+          const created = yield* repo.create(partial)
+          assert.deepStrictEqual(created, item("x1"))
+        })))
+
+      it.effect("create ignores keys that are not columns", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          const created = yield* repo.create({ ...item("x1"), secret: "not a column" })
+          assert.deepStrictEqual(created, item("x1"))
+        })))
+
+      it.effect("find and count with no conditions see every row", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          const empty = yield* repo.find(emptyQuery)
+          assert.deepStrictEqual(empty, { total: 0, limit: emptyQuery.limit, skip: 0, data: [] })
+          assert.strictEqual(yield* repo.count([]), 0)
+          const rows = yield* seed
+          const page = yield* repo.find(query({ sort: [asc("id")] }))
+          assert.strictEqual(page.total, 5)
+          assert.deepStrictEqual(page.data, [...rows].sort((x, y) => String(x.id).localeCompare(String(y.id))))
+          assert.strictEqual(yield* repo.count([]), 5)
+        })))
+
+      it.effect("update replaces every column but id and created_at, and bumps version by 1", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          yield* repo.create(item("x1", { score: 1, active: true, tags: { a: 1 }, seen_at: at(1) }))
+          const updated = yield* repo.update("x1", {
+            id: "ignored",
+            organization_id: "o9",
+            name: "renamed",
+            active: false,
+            created_at: at(50),
+            updated_at: at(60),
+            version: 99
+          }, 1)
+          const expected = item("x1", {
+            organization_id: "o9",
+            name: "renamed",
+            score: null,
+            active: false,
+            tags: null,
+            seen_at: null,
+            created_at: at(0),
+            updated_at: at(60),
+            version: 2
+          })
+          assert.deepStrictEqual(updated, expected)
+          assert.deepStrictEqual(yield* repo.get("x1"), Option.some(expected))
+          assert.deepStrictEqual(yield* repo.get("ignored"), Option.none())
+        })))
+
+      it.effect("patch writes only the given columns and bumps version by 1", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          const row = item("x1", { score: 1, active: true, tags: { a: 1 }, seen_at: at(1) })
+          yield* repo.create(row)
+          const patched = yield* repo.patch("x1", { score: 2, updated_at: at(7) }, 1)
+          const expected = { ...row, score: 2, updated_at: at(7), version: 2 }
+          assert.deepStrictEqual(patched, expected)
+          assert.deepStrictEqual(yield* repo.get("x1"), Option.some(expected))
+          const again = yield* repo.patch("x1", { seen_at: null, tags: null, active: false }, 2)
+          assert.deepStrictEqual(again, { ...expected, seen_at: null, tags: null, active: false, version: 3 })
+        })))
+
+      it.effect("patch ignores id and version in the changes", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          yield* repo.create(item("x1"))
+          const patched = yield* repo.patch("x1", { id: "other", version: 42, name: "n" }, 1)
+          assert.deepStrictEqual(patched, item("x1", { name: "n", version: 2 }))
+          assert.deepStrictEqual(yield* repo.get("other"), Option.none())
+        })))
+
+      it.effect("remove returns the removed row, with or without an expected version", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          yield* repo.create(item("x1"))
+          yield* repo.create(item("x2"))
+          assert.deepStrictEqual(yield* repo.remove("x1"), Option.some(item("x1")))
+          assert.deepStrictEqual(yield* repo.remove("x2", 1), Option.some(item("x2")))
+          assert.deepStrictEqual(yield* repo.get("x1"), Option.none())
+          assert.deepStrictEqual(yield* repo.get("x2"), Option.none())
+          assert.strictEqual(yield* repo.count([]), 0)
+        })))
+
+      it.effect("remove of a missing id is none, with or without an expected version", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          assert.deepStrictEqual(yield* repo.remove("nope"), Option.none())
+          assert.deepStrictEqual(yield* repo.remove("nope", 1), Option.none())
+        })))
+    })
+
+    describe("query operators", () => {
+      it.effect("eq on strings, numbers, booleans and timestamps", () =>
+        run(Effect.gen(function*() {
+          yield* seed
+          assert.deepStrictEqual(yield* matching(cmp("name", "eq", "alpha")), ["a", "e"])
+          assert.deepStrictEqual(yield* matching(cmp("score", "eq", 20)), ["b", "e"])
+          assert.deepStrictEqual(yield* matching(cmp("active", "eq", true)), ["a", "c", "e"])
+          assert.deepStrictEqual(yield* matching(cmp("active", "eq", false)), ["b", "d"])
+          assert.deepStrictEqual(yield* matching(cmp("seen_at", "eq", "2024-02-01T00:00:00.000Z")), ["b"])
+          assert.deepStrictEqual(yield* matching(cmp("name", "eq", "zulu")), [])
+        })))
+
+      it.effect("eq null matches exactly the NULL rows", () =>
+        run(Effect.gen(function*() {
+          yield* seed
+          assert.deepStrictEqual(yield* matching(cmp("score", "eq", null)), ["c"])
+          assert.deepStrictEqual(yield* matching(cmp("seen_at", "eq", null)), ["c", "e"])
+        })))
+
+      it.effect("ne matches NULL rows too; ne null matches the non-NULL rows", () =>
+        run(Effect.gen(function*() {
+          yield* seed
+          assert.deepStrictEqual(yield* matching(cmp("score", "ne", 20)), ["a", "c", "d"])
+          assert.deepStrictEqual(yield* matching(cmp("seen_at", "ne", "2024-02-01T00:00:00.000Z")), ["a", "c", "d", "e"])
+          assert.deepStrictEqual(yield* matching(cmp("active", "ne", true)), ["b", "d"])
+          assert.deepStrictEqual(yield* matching(cmp("name", "ne", "alpha")), ["b", "c", "d"])
+          assert.deepStrictEqual(yield* matching(cmp("score", "ne", null)), ["a", "b", "d", "e"])
+          assert.deepStrictEqual(yield* matching(cmp("seen_at", "ne", null)), ["a", "b", "d"])
+        })))
+
+      it.effect("lt/lte/gt/gte on numbers never match NULL", () =>
+        run(Effect.gen(function*() {
+          yield* seed
+          assert.deepStrictEqual(yield* matching(cmp("score", "lt", 20)), ["a"])
+          assert.deepStrictEqual(yield* matching(cmp("score", "lte", 20)), ["a", "b", "e"])
+          assert.deepStrictEqual(yield* matching(cmp("score", "gt", 20)), ["d"])
+          assert.deepStrictEqual(yield* matching(cmp("score", "gte", 20)), ["b", "d", "e"])
+          assert.deepStrictEqual(yield* matching(cmp("score", "gte", 10), cmp("score", "lt", 30)), ["a", "b", "e"])
+          assert.deepStrictEqual(yield* matching(cmp("score", "gt", 1000)), [])
+        })))
+
+      it.effect("lt/lte/gt/gte on timestamps compare instants to the millisecond", () =>
+        run(Effect.gen(function*() {
+          yield* seed
+          const feb = "2024-02-01T00:00:00.000Z"
+          assert.deepStrictEqual(yield* matching(cmp("seen_at", "lt", feb)), ["a"])
+          assert.deepStrictEqual(yield* matching(cmp("seen_at", "lte", feb)), ["a", "b"])
+          assert.deepStrictEqual(yield* matching(cmp("seen_at", "gt", feb)), ["d"])
+          assert.deepStrictEqual(yield* matching(cmp("seen_at", "gte", feb)), ["b", "d"])
+          // d is at .500: milliseconds count.
+          assert.deepStrictEqual(yield* matching(cmp("seen_at", "gt", "2024-03-01T00:00:00.000Z")), ["d"])
+          assert.deepStrictEqual(yield* matching(cmp("seen_at", "lt", "2024-03-01T00:00:00.500Z")), ["a", "b"])
+          assert.deepStrictEqual(yield* matching(cmp("seen_at", "lte", "2024-03-01T00:00:00.500Z")), ["a", "b", "d"])
+          assert.deepStrictEqual(yield* matching(cmp("seen_at", "gt", "2024-03-01T00:00:00.501Z")), [])
+          // Non-null timestamp columns too.
+          assert.deepStrictEqual(yield* matching(cmp("created_at", "gte", at(4))), ["c", "e"])
+        })))
+
+      it.effect("$in, with a null member, and an empty list matching nothing", () =>
+        run(Effect.gen(function*() {
+          yield* seed
+          assert.deepStrictEqual(yield* matching(isIn("name", ["alpha", "delta"])), ["a", "d", "e"])
+          assert.deepStrictEqual(yield* matching(isIn("score", [10, 30])), ["a", "d"])
+          assert.deepStrictEqual(yield* matching(isIn("active", [false])), ["b", "d"])
+          assert.deepStrictEqual(yield* matching(isIn("score", [10, null])), ["a", "c"])
+          assert.deepStrictEqual(yield* matching(isIn("score", [null])), ["c"])
+          assert.deepStrictEqual(yield* matching(isIn("score", [])), [])
+          assert.deepStrictEqual(yield* matching(isIn("seen_at", ["2024-01-01T00:00:00.000Z", null])), ["a", "c", "e"])
+        })))
+
+      it.effect("$nin includes NULL rows unless null is in the list; an empty list matches all", () =>
+        run(Effect.gen(function*() {
+          yield* seed
+          assert.deepStrictEqual(yield* matching(notIn("score", [10, 20])), ["c", "d"])
+          assert.deepStrictEqual(yield* matching(notIn("score", [10, null])), ["b", "d", "e"])
+          assert.deepStrictEqual(yield* matching(notIn("score", [null])), ["a", "b", "d", "e"])
+          assert.deepStrictEqual(yield* matching(notIn("score", [])), ["a", "b", "c", "d", "e"])
+          assert.deepStrictEqual(yield* matching(notIn("name", ["alpha"])), ["b", "c", "d"])
+          assert.deepStrictEqual(yield* matching(notIn("active", [true])), ["b", "d"])
+        })))
+
+      it.effect("$or of conjunctions", () =>
+        run(Effect.gen(function*() {
+          yield* seed
+          assert.deepStrictEqual(
+            yield* matching(or([cmp("name", "eq", "alpha"), cmp("organization_id", "eq", "o2")], [cmp("score", "gte", 30)])),
+            ["d", "e"]
+          )
+          assert.deepStrictEqual(yield* matching(or([cmp("score", "eq", null)], [cmp("name", "eq", "bravo")])), ["b", "c"])
+          // A branch with no conditions is true.
+          assert.deepStrictEqual(yield* matching(or([cmp("name", "eq", "bravo")], [])), ["a", "b", "c", "d", "e"])
+        })))
+
+      it.effect("nested combinations: conditions AND an $or whose branches hold $or, $in and $nin", () =>
+        run(Effect.gen(function*() {
+          yield* seed
+          assert.deepStrictEqual(
+            yield* matching(cmp("active", "eq", true), or([cmp("score", "lt", 15)], [cmp("score", "eq", null)])),
+            ["a", "c"]
+          )
+          assert.deepStrictEqual(
+            yield* matching(
+              or(
+                [or([cmp("name", "eq", "bravo")], [cmp("name", "eq", "delta")]), cmp("active", "eq", false)],
+                [cmp("organization_id", "eq", "o2")]
+              )
+            ),
+            ["b", "d", "e"]
+          )
+          assert.deepStrictEqual(
+            yield* matching(
+              cmp("organization_id", "eq", "o1"),
+              or([isIn("score", [10, null])], [notIn("name", ["alpha", "charlie", "bravo"]), cmp("score", "ne", null)])
+            ),
+            ["a", "c", "d"]
+          )
+        })))
+    })
+
+    describe("paging", () => {
+      it.effect("limit and skip page the sorted rows; total ignores them", () =>
+        run(Effect.gen(function*() {
+          yield* seed
+          const repo = yield* items
+          const page = yield* repo.find(query({ sort: [asc("id")], limit: 2, skip: 1 }))
+          assert.strictEqual(page.total, 5)
+          assert.strictEqual(page.limit, 2)
+          assert.strictEqual(page.skip, 1)
+          assert.deepStrictEqual(page.data.map((r) => r.id), ["b", "c"])
+          assert.deepStrictEqual(yield* idsOf({ sort: [asc("id")], limit: 2, skip: 4 }), ["e"])
+          const past = yield* repo.find(query({ sort: [asc("id")], limit: 2, skip: 10 }))
+          assert.strictEqual(past.total, 5)
+          assert.deepStrictEqual(past.data, [])
+          // Every page together is every row, once.
+          const pages = yield* Effect.forEach([0, 2, 4], (skip) => idsOf({ limit: 2, skip }))
+          assert.deepStrictEqual(pages.flat(), ["b", "d", "a", "e", "c"])
+        })))
+
+      it.effect("total counts the matching rows, not the page", () =>
+        run(Effect.gen(function*() {
+          yield* seed
+          const repo = yield* items
+          const page = yield* repo.find(query({ where: [cmp("active", "eq", true)], limit: 1 }))
+          assert.strictEqual(page.total, 3)
+          assert.strictEqual(page.data.length, 1)
+        })))
+
+      it.effect("limit 0 gives the total with no data", () =>
+        run(Effect.gen(function*() {
+          yield* seed
+          const repo = yield* items
+          const page = yield* repo.find(query({ where: [cmp("organization_id", "eq", "o1")], limit: 0 }))
+          assert.deepStrictEqual(page, { total: 4, limit: 0, skip: 0, data: [] })
+        })))
+    })
+
+    describe("ordering", () => {
+      it.effect("default sort is created_at ascending", () =>
+        run(Effect.gen(function*() {
+          yield* seed
+          assert.deepStrictEqual(yield* idsOf({}), ["b", "d", "a", "e", "c"])
+        })))
+
+      it.effect("sort ascending and descending; the default sort breaks ties", () =>
+        run(Effect.gen(function*() {
+          yield* seed
+          const where = [cmp("score", "ne", null)]
+          assert.deepStrictEqual(yield* idsOf({ where, sort: [asc("score")] }), ["a", "b", "e", "d"])
+          // b and e tie on 20: created_at (b before e) decides, in either direction.
+          assert.deepStrictEqual(yield* idsOf({ where, sort: [desc("score")] }), ["d", "b", "e", "a"])
+          assert.deepStrictEqual(yield* idsOf({ sort: [asc("name")] }), ["a", "e", "b", "c", "d"])
+          assert.deepStrictEqual(yield* idsOf({ sort: [desc("created_at")] }), ["c", "e", "a", "d", "b"])
+          assert.deepStrictEqual(yield* idsOf({ where: [cmp("seen_at", "ne", null)], sort: [desc("seen_at")] }), [
+            "d",
+            "b",
+            "a"
+          ])
+        })))
+
+      it.effect("sort on several keys", () =>
+        run(Effect.gen(function*() {
+          yield* seed
+          const where = [cmp("score", "ne", null)]
+          assert.deepStrictEqual(yield* idsOf({ where, sort: [desc("active"), asc("score")] }), ["a", "e", "b", "d"])
+          assert.deepStrictEqual(yield* idsOf({ where, sort: [desc("score"), asc("name")] }), ["d", "e", "b", "a"])
+          assert.deepStrictEqual(yield* idsOf({ sort: [asc("organization_id"), desc("name")] }), [
+            "d",
+            "c",
+            "b",
+            "a",
+            "e"
+          ])
+        })))
+
+      it.effect("sort on id, in either direction", () =>
+        run(Effect.gen(function*() {
+          yield* seed
+          assert.deepStrictEqual(yield* idsOf({ sort: [asc("id")] }), ["a", "b", "c", "d", "e"])
+          assert.deepStrictEqual(yield* idsOf({ sort: [desc("id")] }), ["e", "d", "c", "b", "a"])
+          assert.deepStrictEqual(yield* idsOf({ sort: [desc("active"), desc("id")] }), ["e", "c", "a", "d", "b"])
+        })))
+
+      it.effect("NULL sorts as the smallest value: first ascending, last descending", () =>
+        run(Effect.gen(function*() {
+          yield* seed
+          assert.deepStrictEqual(yield* idsOf({ sort: [asc("score")] }), ["c", "a", "b", "e", "d"])
+          assert.deepStrictEqual(yield* idsOf({ sort: [desc("score")] }), ["d", "b", "e", "a", "c"])
+          assert.deepStrictEqual(yield* idsOf({ sort: [asc("seen_at")] }), ["e", "c", "a", "b", "d"])
+          assert.deepStrictEqual(yield* idsOf({ sort: [desc("seen_at")] }), ["d", "b", "a", "e", "c"])
+        })))
+
+      it.effect("rows equal on every sort key come in id order, so paging is stable", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          // Same created_at and score; inserted out of id order.
+          for (const id of ["r3", "r1", "r5", "r2", "r4"]) yield* repo.create(item(id, { score: 1 }))
+          assert.deepStrictEqual(yield* idsOf({}), ["r1", "r2", "r3", "r4", "r5"])
+          assert.deepStrictEqual(yield* idsOf({ sort: [desc("score")] }), ["r1", "r2", "r3", "r4", "r5"])
+          const pages = yield* Effect.forEach([0, 2, 4], (skip) => idsOf({ sort: [asc("score")], limit: 2, skip }))
+          assert.deepStrictEqual(pages, [["r1", "r2"], ["r3", "r4"], ["r5"]])
+        })))
+    })
+
+    describe("values round-trip unchanged", () => {
+      it.effect("booleans come back as true and false", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          const t = yield* repo.create(item("t", { active: true }))
+          const f = yield* repo.create(item("f", { active: false }))
+          assert.strictEqual(t.active, true)
+          assert.strictEqual(f.active, false)
+          const got = yield* snapshot
+          assert.deepStrictEqual(got.data.map((r) => [r.id, r.active]), [["f", false], ["t", true]])
+          const flipped = yield* repo.patch("t", { active: false }, 1)
+          assert.strictEqual(flipped.active, false)
+        })))
+
+      it.effect("JSON objects, arrays and scalars keep their shape and keys", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          const values: ReadonlyArray<unknown> = [
+            {
+              camelCase: { nestedKey: [1, "two", { deepKey: true, nothing: null }] },
+              snake_case: 1.5,
+              "with space": "x",
+              unicode: "ünïcødé ✓",
+              emptyObject: {},
+              emptyArray: []
+            },
+            [{ aB: 1 }, [2, 3], "s", null, false],
+            [],
+            {},
+            "a plain string",
+            "[1,2]",
+            42,
+            true
+          ]
+          for (const [i, tags] of values.entries()) {
+            const created = yield* repo.create(item(`j${i}`, { tags }))
+            assert.deepStrictEqual(created.tags, tags, `create of ${JSON.stringify(tags)}`)
+            const got = yield* repo.get(`j${i}`)
+            assert.deepStrictEqual(Option.map(got, (r) => r.tags), Option.some(tags), `get of ${JSON.stringify(tags)}`)
+          }
+          const page = yield* snapshot
+          assert.deepStrictEqual(page.data.map((r) => r.tags), values)
+          const patched = yield* repo.patch("j0", { tags: { replacedKey: { innerKey: [] } } }, 1)
+          assert.deepStrictEqual(patched.tags, { replacedKey: { innerKey: [] } })
+        })))
+
+      it.effect("timestamps come back as ISO 8601 UTC with milliseconds", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          const row = item("x1", {
+            seen_at: "2024-02-29T23:59:59.999Z",
+            created_at: "2024-01-02T03:04:05.006Z",
+            updated_at: "2024-01-02T03:04:05.000Z"
+          })
+          assert.deepStrictEqual(yield* repo.create(row), row)
+          assert.deepStrictEqual(yield* repo.get("x1"), Option.some(row))
+          assert.deepStrictEqual((yield* snapshot).data, [row])
+        })))
+
+      it.effect("a timestamp written in another ISO form is stored as its instant", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          const created = yield* repo.create(item("x1", { seen_at: "2024-06-01T12:00:00+02:00" }))
+          yield* repo.create(item("x2", { seen_at: "2024-06-01T10:30:00Z" }))
+          assert.strictEqual(created.seen_at, "2024-06-01T10:00:00.000Z")
+          assert.deepStrictEqual(yield* matching(cmp("seen_at", "eq", "2024-06-01T10:00:00.000Z")), ["x1"])
+          assert.deepStrictEqual(yield* matching(cmp("seen_at", "eq", "2024-06-01T10:30:00.000Z")), ["x2"])
+          assert.deepStrictEqual(yield* matching(cmp("seen_at", "lt", "2024-06-01T10:15:00.000Z")), ["x1"])
+          assert.deepStrictEqual(yield* idsOf({ sort: [desc("seen_at")] }), ["x2", "x1"])
+        })))
+
+      it.effect("numbers and nullable strings", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          const row = item("x1", { score: -2147483648, name: "" })
+          assert.deepStrictEqual(yield* repo.create(row), row)
+          // The INTEGER column's range is 32 bits on every dialect.
+          const big = item("x2", { score: 2147483647 })
+          assert.deepStrictEqual(yield* repo.create(big), big)
+          assert.deepStrictEqual(yield* matching(cmp("score", "lt", 0)), ["x1"])
+        })))
+    })
+
+    describe("unique conflicts", () => {
+      it.effect("create of a duplicate unique key fails with Conflict naming the field", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          yield* repo.create(item("x1", { name: "same" }))
+          const error = yield* Effect.flip(repo.create(item("x2", { name: "same", score: 5 })))
+          assert.instanceOf(error, Conflict)
+          assert.deepStrictEqual(Object.keys(error.errors ?? {}), ["name"])
+          assert.deepStrictEqual(yield* repo.get("x2"), Option.none())
+          // Another organization may use the name.
+          yield* repo.create(item("x3", { name: "same", organization_id: "o2" }))
+          assert.strictEqual(yield* repo.count([]), 2)
+        })))
+
+      it.effect("create of a duplicate id fails with Conflict naming id", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          yield* repo.create(item("x1", { name: "one" }))
+          const error = yield* Effect.flip(repo.create(item("x1", { name: "two" })))
+          assert.instanceOf(error, Conflict)
+          assert.deepStrictEqual(Object.keys(error.errors ?? {}), ["id"])
+          assert.deepStrictEqual(yield* repo.get("x1"), Option.some(item("x1", { name: "one" })))
+        })))
+
+      it.effect("patch and update onto a taken unique key fail with Conflict naming the field and change nothing", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          yield* repo.create(item("x1", { name: "one" }))
+          const two = yield* repo.create(item("x2", { name: "two" }))
+          const patchError = yield* Effect.flip(repo.patch("x2", { name: "one", score: 3 }, 1))
+          assert.instanceOf(patchError, Conflict)
+          assert.deepStrictEqual(Object.keys(patchError.errors ?? {}), ["name"])
+          const updateError = yield* Effect.flip(repo.update("x2", { ...two, name: "one" }, 1))
+          assert.instanceOf(updateError, Conflict)
+          assert.deepStrictEqual(Object.keys(updateError.errors ?? {}), ["name"])
+          assert.deepStrictEqual(yield* repo.get("x2"), Option.some(two))
+        })))
+    })
+
+    describe("optimistic versions", () => {
+      it.effect("patch and update with a stale version fail with Conflict and change nothing", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          const row = yield* repo.create(item("x1", { score: 1 }))
+          const v2 = yield* repo.patch("x1", { score: 2 }, 1)
+          assert.strictEqual(v2.version, 2)
+          const stalePatch = yield* Effect.flip(repo.patch("x1", { score: 3 }, 1))
+          assert.instanceOf(stalePatch, Conflict)
+          const staleUpdate = yield* Effect.flip(repo.update("x1", { ...row, score: 4 }, 1))
+          assert.instanceOf(staleUpdate, Conflict)
+          const future = yield* Effect.flip(repo.patch("x1", { score: 5 }, 3))
+          assert.instanceOf(future, Conflict)
+          assert.deepStrictEqual(yield* repo.get("x1"), Option.some(v2))
+          const v3 = yield* repo.update("x1", { ...row, score: 6 }, 2)
+          assert.deepStrictEqual(v3, { ...row, score: 6, version: 3 })
+        })))
+
+      it.effect("patch and update of a missing id fail with NotFound", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          const patchError = yield* Effect.flip(repo.patch("nope", { score: 1 }, 1))
+          assert.instanceOf(patchError, NotFound)
+          const updateError = yield* Effect.flip(repo.update("nope", item("nope"), 1))
+          assert.instanceOf(updateError, NotFound)
+          assert.strictEqual(yield* repo.count([]), 0)
+        })))
+
+      it.effect("remove with a stale version fails with Conflict and keeps the row", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          yield* repo.create(item("x1"))
+          const v2 = yield* repo.patch("x1", { score: 2 }, 1)
+          const error = yield* Effect.flip(repo.remove("x1", 1))
+          assert.instanceOf(error, Conflict)
+          assert.deepStrictEqual(yield* repo.get("x1"), Option.some(v2))
+          assert.deepStrictEqual(yield* repo.remove("x1", 2), Option.some(v2))
+        })))
+
+      it.effect("of two concurrent writers with the same version exactly one wins", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          yield* repo.create(item("x1", { score: 0 }))
+          const results = yield* Effect.all(
+            [repo.patch("x1", { score: 1 }, 1), repo.patch("x1", { score: 2 }, 1)],
+            { concurrency: "unbounded", mode: "either" }
+          )
+          const wins = results.filter((r) => r._tag === "Right")
+          const losses = results.filter((r) => r._tag === "Left")
+          assert.strictEqual(wins.length, 1)
+          assert.strictEqual(losses.length, 1)
+          assert.instanceOf(losses[0]!.left, Conflict)
+          const winner = wins[0]!.right
+          assert.strictEqual(winner.version, 2)
+          assert.deepStrictEqual(yield* repo.get("x1"), Option.some(winner))
+        })))
+
+      it.effect("of two concurrent read-modify-write transactions exactly one wins", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          const uow = yield* UnitOfWork
+          yield* repo.create(item("x1", { score: 0 }))
+          const increment = (by: number) =>
+            uow.transaction(Effect.gen(function*() {
+              const current = Option.getOrThrow(yield* repo.get("x1"))
+              yield* Effect.yieldNow()
+              return yield* repo.patch("x1", { score: Number(current.score) + by }, 1)
+            }))
+          const results = yield* Effect.all([increment(1), increment(2)], { concurrency: "unbounded", mode: "either" })
+          assert.strictEqual(results.filter((r) => r._tag === "Right").length, 1)
+          const losses = results.filter((r) => r._tag === "Left")
+          assert.strictEqual(losses.length, 1)
+          assert.instanceOf(losses[0]!.left, Conflict)
+          const final = Option.getOrThrow(yield* repo.get("x1"))
+          assert.strictEqual(final.version, 2)
+          assert.include([1, 2], final.score)
+        })))
+    })
+
+    describe("transactions", () => {
+      it.effect("a successful transaction commits every write", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          const uow = yield* UnitOfWork
+          yield* repo.create(item("x1"))
+          yield* repo.create(item("x2"))
+          const result = yield* uow.transaction(Effect.gen(function*() {
+            yield* repo.create(item("n1"))
+            yield* repo.patch("x1", { score: 5 }, 1)
+            yield* repo.remove("x2")
+            // Reads inside see the transaction's own writes.
+            assert.isTrue(Option.isSome(yield* repo.get("n1")))
+            return "done"
+          }))
+          assert.strictEqual(result, "done")
+          assert.deepStrictEqual((yield* snapshot).data.map((r) => [r.id, r.score, r.version]), [
+            ["n1", null, 1],
+            ["x1", 5, 2]
+          ])
+        })))
+
+      it.effect("a failure inside a transaction rolls back every write in it", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          const uow = yield* UnitOfWork
+          const usage = yield* UsageStore
+          yield* repo.create(item("x1"))
+          yield* repo.create(item("x2"))
+          yield* usage.add("o1", "2024-01", 1)
+          const before = yield* snapshot
+          const error = yield* Effect.flip(uow.transaction(Effect.gen(function*() {
+            yield* repo.create(item("n1"))
+            yield* repo.patch("x1", { score: 5 }, 1)
+            yield* repo.update("x2", item("x2", { name: "renamed" }), 1)
+            yield* repo.remove("x1", 2)
+            yield* usage.add("o1", "2024-01", 10)
+            return yield* Effect.fail("boom" as const)
+          })))
+          assert.strictEqual(error, "boom")
+          assert.deepStrictEqual(yield* snapshot, before)
+          assert.strictEqual(yield* usage.get("o1", "2024-01"), 1)
+        })))
+
+      it.effect("a Conflict inside a transaction fails it and rolls back the writes before it", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          const uow = yield* UnitOfWork
+          yield* repo.create(item("x1", { name: "taken" }))
+          const before = yield* snapshot
+          const error = yield* Effect.flip(uow.transaction(Effect.gen(function*() {
+            yield* repo.create(item("n1"))
+            yield* repo.patch("x1", { score: 1 }, 1)
+            yield* repo.create(item("n2", { name: "taken" }))
+          })))
+          assert.instanceOf(error, Conflict)
+          assert.deepStrictEqual(yield* snapshot, before)
+        })))
+
+      it.effect("a defect inside a transaction rolls it back", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          const uow = yield* UnitOfWork
+          const exit = yield* Effect.exit(uow.transaction(Effect.gen(function*() {
+            yield* repo.create(item("n1"))
+            return yield* Effect.dieMessage("crash")
+          })))
+          assert.isTrue(Exit.isFailure(exit) && Cause.isDie(exit.cause))
+          assert.strictEqual(yield* Effect.flatMap(items, (r) => r.count([])), 0)
+        })))
+
+      it.effect("a nested transaction that fails rolls back only its own writes", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          const uow = yield* UnitOfWork
+          yield* uow.transaction(Effect.gen(function*() {
+            yield* repo.create(item("outer1"))
+            const inner = yield* Effect.either(uow.transaction(Effect.gen(function*() {
+              yield* repo.create(item("inner"))
+              return yield* Effect.fail("inner failed" as const)
+            })))
+            assert.isTrue(inner._tag === "Left")
+            yield* repo.create(item("outer2"))
+          }))
+          assert.deepStrictEqual((yield* snapshot).data.map((r) => r.id), ["outer1", "outer2"])
+        })))
+    })
+
+    describe("usage", () => {
+      it.effect("add accumulates per organization and period; get of an unknown pair is 0", () =>
+        run(Effect.gen(function*() {
+          const usage = yield* UsageStore
+          assert.strictEqual(yield* usage.get("o1", "2024-01"), 0)
+          assert.strictEqual(yield* usage.add("o1", "2024-01", 5), 5)
+          assert.strictEqual(yield* usage.add("o1", "2024-01", 3), 8)
+          assert.strictEqual(yield* usage.add("o1", "2024-02", 1), 1)
+          assert.strictEqual(yield* usage.add("o2", "2024-01", 7), 7)
+          assert.strictEqual(yield* usage.get("o1", "2024-01"), 8)
+          assert.strictEqual(yield* usage.get("o1", "2024-02"), 1)
+          assert.strictEqual(yield* usage.get("o2", "2024-01"), 7)
+          assert.strictEqual(yield* usage.get("o2", "2024-02"), 0)
+        })))
+
+      it.effect("concurrent adds lose no increment", () =>
+        run(Effect.gen(function*() {
+          const usage = yield* UsageStore
+          const totals = yield* Effect.all(Array.from({ length: 20 }, () => usage.add("o1", "p", 1)), {
+            concurrency: "unbounded"
+          })
+          assert.strictEqual(yield* usage.get("o1", "p"), 20)
+          assert.deepStrictEqual([...totals].sort((x, y) => x - y), Array.from({ length: 20 }, (_, i) => i + 1))
+        })))
+    })
+
+    describe("core tables on the migrated schema", () => {
+      it.effect("an API key row round-trips, booleans included", () =>
+        run(Effect.gen(function*() {
+          const keys = (yield* Storage).repository(Tables.keys)
+          const internal = {
+            id: "key-1",
+            name: "operator",
+            description: null,
+            organization_id: "org-1",
+            enabled: true,
+            is_internal: true,
+            secret_hash: "hash-1",
+            created_at: "2024-05-06T07:08:09.010Z",
+            updated_at: "2024-05-06T07:08:09.010Z",
+            version: 1
+          }
+          const external = { ...internal, id: "key-2", name: "client", enabled: false, is_internal: false }
+          assert.deepStrictEqual(Object.keys(Tables.keys.fields).sort(), Object.keys(internal).sort())
+          assert.deepStrictEqual(yield* keys.create(internal), internal)
+          assert.deepStrictEqual(yield* keys.create(external), external)
+          assert.deepStrictEqual(yield* keys.get("key-1"), Option.some(internal))
+          assert.deepStrictEqual(yield* keys.get("key-2"), Option.some(external))
+          const found = yield* keys.find(query({ where: [cmp("is_internal", "eq", true)] }))
+          assert.deepStrictEqual(found.data, [internal])
+          const patched = yield* keys.patch("key-1", { is_internal: false, enabled: false }, 1)
+          assert.deepStrictEqual(patched, { ...internal, is_internal: false, enabled: false, version: 2 })
+          const dup = yield* Effect.flip(keys.create({ ...external, id: "key-3" }))
+          assert.instanceOf(dup, Conflict)
+          assert.deepStrictEqual(Object.keys(dup.errors ?? {}), ["name"])
+        })))
+
+      it.effect("every core table is queryable with its default sort", () =>
+        run(Effect.gen(function*() {
+          const storage = yield* Storage
+          const tables = [
+            Tables.organizations,
+            Tables.quotas,
+            Tables.premiumFeatures,
+            Tables.keys,
+            Tables.secrets,
+            Tables.members,
+            Tables.persons,
+            Tables.settings
+          ]
+          for (const table of tables) {
+            const repo = storage.repository(table)
+            const page = yield* repo.find(query({ where: [cmp("id", "eq", "none")] }))
+            expect(page, table.table).toEqual({ total: 0, limit: emptyQuery.limit, skip: 0, data: [] })
+          }
+        })))
+    })
+  })

@@ -1,0 +1,94 @@
+import { Storage, Tables } from "@cmp/core"
+import { suite } from "@cmp/store-sql/contract"
+import * as SqlClient from "@effect/sql/SqlClient"
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as crypto from "node:crypto"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { SqliteStore } from "../src/index.js"
+
+/** A fresh database file name in the temp directory. */
+const tempFile = () => path.join(os.tmpdir(), `cmp-store-${crypto.randomUUID()}.sqlite`)
+
+/** The database file and, in WAL mode, its `-wal` and `-shm` companions. */
+const removeDatabase = (file: string) =>
+  Effect.sync(() => {
+    for (const suffix of ["", "-wal", "-shm", "-journal"]) fs.rmSync(file + suffix, { force: true })
+  })
+
+/** A store on a new temp file, deleted (with its WAL files) once the layer is released. */
+const fileLayer = () =>
+  Layer.unwrapScoped(
+    Effect.acquireRelease(Effect.sync(tempFile), removeDatabase).pipe(
+      Effect.map((filename) => SqliteStore.layer({ filename }))
+    )
+  )
+
+suite("sqlite :memory:", () => SqliteStore.layer({ filename: ":memory:" }))
+
+suite("sqlite temp file (WAL)", fileLayer)
+
+describe("SqliteStore", () => {
+  const key = {
+    id: "key-1",
+    name: "operator",
+    description: "kept across restarts",
+    organization_id: "org-1",
+    enabled: true,
+    is_internal: true,
+    secret_hash: "hash",
+    created_at: "2024-01-01T00:00:00.000Z",
+    updated_at: "2024-01-01T00:00:00.000Z",
+    version: 1
+  }
+
+  it.effect("migrations are idempotent: reopening a file migrates nothing twice and keeps the data", () =>
+    Effect.gen(function*() {
+      const filename = tempFile()
+      yield* Effect.addFinalizer(() => removeDatabase(filename))
+      const open = <A, E>(effect: Effect.Effect<A, E, Storage | SqlClient.SqlClient>) =>
+        Effect.provide(effect, SqliteStore.layer({ filename }))
+      const keys = Effect.map(Storage, (s) => s.repository(Tables.keys))
+      const migrationsApplied = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        sql<{ migration_id: number; name: string }>`SELECT migration_id, name FROM effect_sql_migrations`)
+
+      yield* open(Effect.flatMap(keys, (repo) => repo.create(key)))
+      for (let i = 0; i < 2; i++) {
+        const [stored, applied] = yield* open(
+          Effect.all([Effect.flatMap(keys, (repo) => repo.get("key-1")), migrationsApplied])
+        )
+        assert.deepStrictEqual(stored, Option.some(key))
+        assert.deepStrictEqual(applied.map((m) => [Number(m.migration_id), m.name]), [[1, "accounts"]])
+      }
+      yield* open(Effect.flatMap(keys, (repo) => repo.patch("key-1", { enabled: false }, 1)))
+      const reopened = yield* open(Effect.flatMap(keys, (repo) => repo.get("key-1")))
+      assert.deepStrictEqual(reopened, Option.some({ ...key, enabled: false, version: 2 }))
+    }).pipe(Effect.scoped))
+
+  it.effect("a file database runs in WAL mode", () =>
+    Effect.gen(function*() {
+      const mode = yield* Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        sql<{ journal_mode: string }>`PRAGMA journal_mode`)
+      assert.strictEqual(mode[0]?.journal_mode, "wal")
+    }).pipe(Effect.provide(fileLayer())))
+
+  it.effect("two stores open on one file see each other's writes", () =>
+    Effect.gen(function*() {
+      const filename = tempFile()
+      yield* Effect.addFinalizer(() => removeDatabase(filename))
+      const a = yield* Layer.build(SqliteStore.layer({ filename }))
+      const b = yield* Layer.build(SqliteStore.layer({ filename }))
+      const repoA = Effect.map(Storage, (s) => s.repository(Tables.keys)).pipe(Effect.provide(a))
+      const repoB = Effect.map(Storage, (s) => s.repository(Tables.keys)).pipe(Effect.provide(b))
+      yield* Effect.flatMap(repoA, (repo) => repo.create(key))
+      assert.deepStrictEqual(yield* Effect.flatMap(repoB, (repo) => repo.get("key-1")), Option.some(key))
+      const won = yield* Effect.flatMap(repoB, (repo) => repo.patch("key-1", { enabled: false }, 1))
+      assert.strictEqual(won.version, 2)
+      const lost = yield* Effect.flip(Effect.flatMap(repoA, (repo) => repo.patch("key-1", { enabled: true }, 1)))
+      assert.strictEqual(lost._tag, "Conflict")
+    }).pipe(Effect.scoped))
+})
