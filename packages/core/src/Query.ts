@@ -77,6 +77,10 @@ const operators: Record<string, CompareOp | "in" | "nin"> = {
 const isPlainObject = (u: unknown): u is Record<string, unknown> =>
   typeof u === "object" && u !== null && !Array.isArray(u)
 
+/** Own fields only: `constructor`, `toString`... are inherited by every object, never fields. */
+const fieldOf = (options: ParseOptions, name: string): FieldInfo | undefined =>
+  Object.hasOwn(options.fields, name) ? options.fields[name] : undefined
+
 /** qs turns `a[0]=x` into an array but large or sparse indices into an object: accept both. */
 const asList = (u: unknown): ReadonlyArray<unknown> | undefined => {
   if (Array.isArray(u)) return u
@@ -100,7 +104,8 @@ const coerce = (path: string, info: FieldInfo, raw: unknown): Scalar => {
       return Number.isNaN(ms) ? fail(path, "must be an ISO 8601 date-time") : new Date(ms).toISOString()
     }
     case "number": {
-      const n = typeof raw === "number" ? raw : typeof raw === "string" && raw.trim() !== "" ? Number(raw) : Number.NaN
+      // Plain decimal notation only: `0x10` or `1e3` in a filter is more likely a mistake than intent.
+      const n = typeof raw === "number" ? raw : typeof raw === "string" && /^-?\d+(\.\d+)?$/.test(raw.trim()) ? Number(raw) : Number.NaN
       return Number.isFinite(n) ? n : fail(path, "must be a number")
     }
     case "boolean":
@@ -146,12 +151,12 @@ const parseConditions = (
       }
       fail(path, depth === 0 ? "is not a supported query parameter" : "is not allowed here")
     }
-    const info = options.fields[key]
+    const info = fieldOf(options, key)
     if (!info) fail(path, "is not a field of this resource")
     if (info!.kind === "json") fail(path, "cannot be used in a query")
     if (isPlainObject(value) && asList(value) === undefined) {
       for (const [op, operand] of Object.entries(value)) {
-        const kind = operators[op]
+        const kind = Object.hasOwn(operators, op) ? operators[op] : undefined
         const opPath = `${path}.${op}`
         if (kind === undefined) fail(opPath, "is not a supported operator")
         if (kind === "in" || kind === "nin") {
@@ -185,10 +190,10 @@ const parseConditions = (
 const parseSort = (raw: unknown, options: ParseOptions): Array<SortKey> => {
   if (!isPlainObject(raw)) return fail("$sort", "must be of the form $sort[field]=1 or -1")
   return Object.entries(raw).map(([field, dir]) => {
-    const info = options.fields[field]
+    const info = fieldOf(options, field)
     if (!info) fail(`$sort.${field}`, "is not a field of this resource")
     if (info!.kind === "json") fail(`$sort.${field}`, "cannot be sorted on")
-    const d = String(dir).toLowerCase()
+    const d = typeof dir === "string" || typeof dir === "number" ? String(dir).toLowerCase() : ""
     if (d === "1" || d === "asc") return { field, direction: 1 as const }
     if (d === "-1" || d === "desc") return { field, direction: -1 as const }
     return fail(`$sort.${field}`, "must be 1 or -1")
@@ -199,7 +204,7 @@ const parseSelect = (raw: unknown, options: ParseOptions): Array<string> => {
   const list = typeof raw === "string" ? raw.split(",") : asList(raw)
   if (!list) return fail("$select", "must be a list of fields")
   return list!.map((f, i) => {
-    if (typeof f !== "string" || !options.fields[f]) return fail(`$select.${i}`, "is not a field of this resource")
+    if (typeof f !== "string" || !fieldOf(options, f)) return fail(`$select.${i}`, "is not a field of this resource")
     return f
   })
 }

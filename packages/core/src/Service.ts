@@ -78,7 +78,7 @@ const decodeBody = (
         if (typeof v !== "number" || !Number.isInteger(v) || v < 1) errors.version = "must be a positive integer"
         else version = v
       }
-    } else if (k in def.outputFields || def.operatorFields.has(k)) errors[k] = "is output only and cannot be set"
+    } else if (Object.hasOwn(def.outputFields, k) || def.operatorFields.has(k)) errors[k] = "is output only and cannot be set"
     else errors[k] = "is not a field of this resource"
   }
   if (Object.keys(errors).length > 0) {

@@ -106,13 +106,13 @@ export const make = Effect.gen(function*() {
     const t = sql(table.table)
     const columns = Object.keys(table.fields)
     const col = (name: string) => {
-      if (!(name in table.fields)) throw new Error(`Unknown column ${table.table}.${name}`)
+      if (!Object.hasOwn(table.fields, name)) throw new Error(`Unknown column ${table.table}.${name}`)
       return sql(name)
     }
     const enc = (row: Row): Row => {
       const out: Row = {}
       for (const [k, v] of Object.entries(row)) {
-        if (k in table.fields) out[k] = encodeValue(dialect, table.fields[k], v)
+        if (Object.hasOwn(table.fields, k)) out[k] = encodeValue(dialect, table.fields[k], v)
       }
       return out
     }

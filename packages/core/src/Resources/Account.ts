@@ -172,8 +172,9 @@ const scopeInternalKeys = (principal: Principal, query: FindQuery): Effect.Effec
   if (asked.length === 0) return Effect.succeed({ ...query, where: [...query.where, eq("is_internal", false)] })
   if (isOperator(principal)) return Effect.succeed(query)
   const onlyPublic = asked.every((c) => c._tag === "Compare" && c.op === "eq" && c.value === false)
+  // Still forced at the top level: a mention inside one `$or` branch does not constrain the others.
   return onlyPublic
-    ? Effect.succeed(query)
+    ? Effect.succeed({ ...query, where: [...query.where, eq("is_internal", false)] })
     : Effect.fail(new Forbidden({ message: "Only the operator may list internal keys" }))
 }
 

@@ -1,0 +1,904 @@
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as TestClock from "effect/TestClock"
+import qs from "qs"
+import { periodOf, ApiUsage } from "../src/ApiUsage.js"
+import { bootstrap } from "../src/Bootstrap.js"
+import { eq } from "../src/Query.js"
+import type { Row, TokenClaims } from "../src/Ports.js"
+import type { Principal } from "../src/Principal.js"
+import {
+  ApiKeysResource,
+  OrganizationsResource,
+  PremiumFeaturesResource,
+  QuotasResource,
+  SecretsResource
+} from "../src/Resources/Account.js"
+import * as RS from "../src/Service.js"
+import { authenticate, createSession, setPersonPassword } from "../src/Sessions.js"
+import { Tables } from "../src/Tables.js"
+import { InMemory, testLayer } from "./InMemoryStore.js"
+import { Storage, UnitOfWork } from "../src/Ports.js"
+
+// ---------------------------------------------------------------- helpers
+
+const T0 = Date.parse("2026-03-10T12:00:00.000Z")
+const iso = (ms: number) => new Date(ms).toISOString()
+
+/** A query object as the HTTP adapter hands it over (parsed by qs). */
+const q = (s: string) => qs.parse(s, { depth: 10, arrayLimit: 1000 }) as Record<string, unknown>
+
+const login = (key: string, secret: string) =>
+  Effect.gen(function*() {
+    const session = yield* createSession({ type: "api-key", key, secret })
+    return (yield* authenticate(session.access_token)) as Principal
+  })
+
+const loginPerson = (email: string, password: string) =>
+  Effect.gen(function*() {
+    const session = yield* createSession({ type: "email", key: email, secret: password })
+    return (yield* authenticate(session.access_token)) as Principal
+  })
+
+/** The operator, two organizations with one key each, and their clients. */
+const world = (startAt = T0) =>
+  Effect.gen(function*() {
+    yield* TestClock.setTime(startAt)
+    yield* bootstrap({ key: "admin", secret: "admin-secret" })
+    const operator = yield* login("admin", "admin-secret")
+    const orgA = (yield* RS.create(OrganizationsResource, operator, { name: "Org A" })).id as string
+    const orgB = (yield* RS.create(OrganizationsResource, operator, { name: "Org B" })).id as string
+    const keyA = yield* RS.create(ApiKeysResource, operator, { organization_id: orgA, name: "key a", description: "d" })
+    const keyB = yield* RS.create(ApiKeysResource, operator, { organization_id: orgB, name: "key b" })
+    const clientA = yield* login(keyA.id as string, keyA.secret as string)
+    const clientB = yield* login(keyB.id as string, keyB.secret as string)
+    return { operator, orgA, orgB, keyA, keyB, keyAId: keyA.id as string, keyBId: keyB.id as string, clientA, clientB }
+  })
+
+const rowsOf = (table: string) => Effect.map(InMemory, (m) => [...(m.tables.get(table)?.values() ?? [])])
+
+const quotaOf = (organizationId: string) =>
+  Effect.map(rowsOf("quotas"), (rs) => rs.find((r) => r.organization_id === organizationId))
+
+const ids = (page: { data: ReadonlyArray<Row> }) => page.data.map((r) => r.id)
+
+// ---------------------------------------------------------------- principals
+
+describe("principals from sessions", () => {
+  it.effect("the bootstrap key is the operator; an org key is a client of that org", () =>
+    Effect.gen(function*() {
+      const w = yield* world()
+      expect(w.operator).toEqual({ _tag: "Operator", keyId: "admin", organizationId: "operator" })
+      expect(w.clientA).toEqual({ _tag: "Client", keyId: w.keyAId, organizationId: w.orgA })
+      expect(w.clientB).toEqual({ _tag: "Client", keyId: w.keyBId, organizationId: w.orgB })
+    }).pipe(Effect.provide(testLayer())))
+
+  it.effect("an internal key of another organization is a client, not the operator", () =>
+    Effect.gen(function*() {
+      const w = yield* world()
+      const internal = yield* RS.create(ApiKeysResource, w.operator, {
+        organization_id: w.orgA,
+        name: "managed",
+        is_internal: true
+      })
+      const p = yield* login(internal.id as string, internal.secret as string)
+      expect(p).toEqual({ _tag: "Client", keyId: internal.id, organizationId: w.orgA })
+    }).pipe(Effect.provide(testLayer())))
+})
+
+// ---------------------------------------------------------------- organization scope
+
+describe("organization scope", () => {
+  it.effect("a client of org A cannot get, patch, update or remove org B's key (NotFound)", () =>
+    Effect.gen(function*() {
+      const w = yield* world()
+      const get = yield* Effect.flip(RS.get(ApiKeysResource, w.clientA, w.keyBId))
+      expect(get._tag).toBe("NotFound")
+      expect(get.message).toBe(`No API key found for id '${w.keyBId}'`)
+      expect((yield* Effect.flip(RS.patch(ApiKeysResource, w.clientA, w.keyBId, { name: "x" })))._tag).toBe("NotFound")
+      expect(
+        (yield* Effect.flip(RS.update(ApiKeysResource, w.clientA, w.keyBId, { name: "x", enabled: false })))._tag
+      ).toBe("NotFound")
+      expect((yield* Effect.flip(RS.remove(ApiKeysResource, w.clientA, w.keyBId)))._tag).toBe("NotFound")
+      // Same answer as an id that does not exist at all.
+      const missing = yield* Effect.flip(RS.get(ApiKeysResource, w.clientA, "no-such-id"))
+      expect(missing._tag).toBe("NotFound")
+      // Untouched.
+      const b = yield* RS.get(ApiKeysResource, w.clientB, w.keyBId)
+      expect(b.name).toBe("key b")
+      expect(b.version).toBe(1)
+    }).pipe(Effect.provide(testLayer())))
+
+  it.effect("a client of org A cannot create in org B (Forbidden), nor in an unknown org", () =>
+    Effect.gen(function*() {
+      const w = yield* world()
+      const e = yield* Effect.flip(RS.create(ApiKeysResource, w.clientA, { organization_id: w.orgB, name: "intruder" }))
+      expect(e._tag).toBe("Forbidden")
+      const e2 = yield* Effect.flip(RS.create(SecretsResource, w.clientA, { organization_id: w.orgB, name: "s" }))
+      expect(e2._tag).toBe("Forbidden")
+      // An organization that does not exist is not revealed as such to a client.
+      const e3 = yield* Effect.flip(RS.create(ApiKeysResource, w.clientA, { organization_id: "nope", name: "k" }))
+      expect(e3._tag).toBe("Forbidden")
+      expect((yield* rowsOf("api_keys")).filter((k) => k.organization_id === w.orgB).map((k) => k.name)).toEqual([
+        "key b"
+      ])
+    }).pipe(Effect.provide(testLayer())))
+
+  it.effect("the operator creating in an unknown organization gets InvalidInput naming organization_id", () =>
+    Effect.gen(function*() {
+      const w = yield* world()
+      const e = yield* Effect.flip(RS.create(ApiKeysResource, w.operator, { organization_id: "nope", name: "k" }))
+      expect(e._tag).toBe("InvalidInput")
+      expect(e._tag === "InvalidInput" && e.errors).toEqual({ organization_id: "is not an existing organization" })
+    }).pipe(Effect.provide(testLayer())))
+
+  it.effect("find with organization_id of another org is Forbidden, in any form", () =>
+    Effect.gen(function*() {
+      const w = yield* world()
+      for (
+        const query of [
+          `organization_id=${w.orgB}`,
+          `organization_id[$in][]=${w.orgA}&organization_id[$in][]=${w.orgB}`,
+          `$or[0][organization_id]=${w.orgB}&$or[1][name]=x`,
+          `organization_id=null`
+        ]
+      ) {
+        const e = yield* Effect.flip(RS.find(ApiKeysResource, w.clientA, q(query)))
+        expect([query, e._tag]).toEqual([query, "Forbidden"])
+      }
+      const e = yield* Effect.flip(RS.find(QuotasResource, w.clientA, q(`organization_id=${w.orgB}`)))
+      expect(e._tag).toBe("Forbidden")
+      const e2 = yield* Effect.flip(RS.find(OrganizationsResource, w.clientA, q(`id=${w.orgB}`)))
+      expect(e2._tag).toBe("Forbidden")
+    }).pipe(Effect.provide(testLayer())))
+
+  it.effect("a client's find only returns its organization's rows", () =>
+    Effect.gen(function*() {
+      const w = yield* world()
+      yield* RS.create(ApiKeysResource, w.clientA, { organization_id: w.orgA, name: "a2" })
+      yield* RS.create(ApiKeysResource, w.clientB, { organization_id: w.orgB, name: "b2" })
+      const pageA = yield* RS.find(ApiKeysResource, w.clientA, {})
+      expect(pageA.total).toBe(2)
+      expect(pageA.data.map((k) => [k.organization_id, k.name])).toEqual([[w.orgA, "key a"], [w.orgA, "a2"]])
+      // Asking for its own organization explicitly is the same.
+      const own = yield* RS.find(ApiKeysResource, w.clientA, q(`organization_id=${w.orgA}`))
+      expect(ids(own)).toEqual(ids(pageA))
+      // A filter that would match the other org's rows does not widen the scope.
+      const ne = yield* RS.find(ApiKeysResource, w.clientA, q(`organization_id[$ne]=${w.orgA}`))
+      expect(ne.total).toBe(0)
+      const orgs = yield* RS.find(OrganizationsResource, w.clientA, {})
+      expect(ids(orgs)).toEqual([w.orgA])
+      const quotas = yield* RS.find(QuotasResource, w.clientA, {})
+      expect(quotas.data.map((r) => r.organization_id)).toEqual([w.orgA])
+      // The operator sees every organization's keys (bootstrap key is internal: left out).
+      const all = yield* RS.find(ApiKeysResource, w.operator, q("$sort[name]=1"))
+      expect(all.data.map((k) => k.name)).toEqual(["a2", "b2", "key a", "key b"])
+    }).pipe(Effect.provide(testLayer())))
+
+  it.effect("a client reads its own organization but not another (NotFound)", () =>
+    Effect.gen(function*() {
+      const w = yield* world()
+      expect((yield* RS.get(OrganizationsResource, w.clientA, w.orgA)).name).toBe("Org A")
+      expect((yield* Effect.flip(RS.get(OrganizationsResource, w.clientA, w.orgB)))._tag).toBe("NotFound")
+      expect((yield* Effect.flip(RS.patch(OrganizationsResource, w.clientA, w.orgB, { website: "https://x.io" })))._tag)
+        .toBe("NotFound")
+    }).pipe(Effect.provide(testLayer())))
+})
+
+// ---------------------------------------------------------------- find through the store
+
+describe("find: query semantics through the store", () => {
+  it.effect("filters, operators, $or, sort, paging, total and $select", () =>
+    Effect.gen(function*() {
+      const w = yield* world()
+      for (const [name, description] of [["k1", "x"], ["k2", null], ["k3", "y"], ["k4", "x"]] as const) {
+        yield* TestClock.adjust("1 second")
+        yield* RS.create(ApiKeysResource, w.clientA, { organization_id: w.orgA, name, description })
+      }
+      const names = (p: { data: ReadonlyArray<Row> }) => p.data.map((r) => r.name)
+
+      expect(names(yield* RS.find(ApiKeysResource, w.clientA, q("description=x")))).toEqual(["k1", "k4"])
+      expect(names(yield* RS.find(ApiKeysResource, w.clientA, q("description=null")))).toEqual(["k2"])
+      // $ne matches NULL too (a user expects "not x" to include unset).
+      expect(names(yield* RS.find(ApiKeysResource, w.clientA, q("description[$ne]=x")))).toEqual(["key a", "k2", "k3"])
+      expect(names(yield* RS.find(ApiKeysResource, w.clientA, q("name[$in][]=k1&name[$in][]=k3")))).toEqual(["k1", "k3"])
+      expect(names(yield* RS.find(ApiKeysResource, w.clientA, q("name[$nin][]=k1&name[$nin][]=k3")))).toEqual([
+        "key a",
+        "k2",
+        "k4"
+      ])
+      expect(
+        names(yield* RS.find(ApiKeysResource, w.clientA, q(`created_at[$gt]=${iso(T0 + 1000)}&created_at[$lte]=${iso(T0 + 3000)}`)))
+      ).toEqual(["k2", "k3"])
+      expect(names(yield* RS.find(ApiKeysResource, w.clientA, q("$or[0][name]=k1&$or[1][description]=y")))).toEqual([
+        "k1",
+        "k3"
+      ])
+
+      const page = yield* RS.find(ApiKeysResource, w.clientA, q("$sort[name]=-1&$limit=2&$skip=1"))
+      expect(page.total).toBe(5)
+      expect(page.limit).toBe(2)
+      expect(page.skip).toBe(1)
+      expect(names(page)).toEqual(["k4", "k3"])
+
+      const none = yield* RS.find(ApiKeysResource, w.clientA, q("$limit=0"))
+      expect(none).toEqual({ total: 5, limit: 0, skip: 0, data: [] })
+
+      const selected = yield* RS.find(ApiKeysResource, w.clientA, q("$select[]=name&name=k1"))
+      expect(selected.data).toEqual([{ id: selected.data[0]!.id, name: "k1" }])
+    }).pipe(Effect.provide(testLayer())))
+
+  it.effect("an unknown field, a private column or a bad value is InvalidInput", () =>
+    Effect.gen(function*() {
+      const w = yield* world()
+      const unknown = yield* Effect.flip(RS.find(ApiKeysResource, w.clientA, q("colour=red")))
+      expect(unknown._tag === "InvalidInput" && unknown.errors).toEqual({ colour: "is not a field of this resource" })
+      const hash = yield* Effect.flip(RS.find(ApiKeysResource, w.clientA, q("secret_hash=h:x")))
+      expect(hash._tag === "InvalidInput" && hash.errors).toEqual({ secret_hash: "is not a field of this resource" })
+      const bool = yield* Effect.flip(RS.find(ApiKeysResource, w.clientA, q("enabled=maybe")))
+      expect(bool._tag === "InvalidInput" && bool.errors).toEqual({ enabled: "must be true or false" })
+    }).pipe(Effect.provide(testLayer())))
+})
+
+// ---------------------------------------------------------------- input rules
+
+describe("write bodies", () => {
+  it.effect("output-only fields in a create body are InvalidInput naming the field", () =>
+    Effect.gen(function*() {
+      const w = yield* world()
+      for (const field of ["created_at", "updated_at", "id", "version", "secret", "enabled"]) {
+        const e = yield* Effect.flip(
+          RS.create(ApiKeysResource, w.clientA, { organization_id: w.orgA, name: "k", [field]: "x" })
+        )
+        expect(e._tag).toBe("InvalidInput")
+        expect([field, e._tag === "InvalidInput" && e.errors]).toEqual([
+          field,
+          { [field]: "is output only and cannot be set" }
+        ])
+      }
+      // Nothing was created by the refused attempts.
+      expect((yield* RS.find(ApiKeysResource, w.clientA, {})).total).toBe(1)
+    }).pipe(Effect.provide(testLayer())))
+
+  it.effect("is_internal is a create input of keys (false accepted from a client)", () =>
+    Effect.gen(function*() {
+      const w = yield* world()
+      const k = yield* RS.create(ApiKeysResource, w.clientA, { organization_id: w.orgA, name: "k", is_internal: false })
+      expect(k.is_internal).toBe(false)
+      expect(k.enabled).toBe(true)
+      expect(k.version).toBe(1)
+      expect(k.created_at).toBe(iso(T0))
+    }).pipe(Effect.provide(testLayer())))
+
+  it.effect("an unknown field is InvalidInput; several problems are all named", () =>
+    Effect.gen(function*() {
+      const w = yield* world()
+      const e = yield* Effect.flip(
+        RS.create(ApiKeysResource, w.clientA, { organization_id: w.orgA, name: "k", colour: "red", secret: "s" })
+      )
+      expect(e._tag === "InvalidInput" && e.errors).toEqual({
+        colour: "is not a field of this resource",
+        secret: "is output only and cannot be set"
+      })
+      const e2 = yield* Effect.flip(RS.patch(ApiKeysResource, w.clientA, w.keyAId, { colour: "red" }))
+      expect(e2._tag === "InvalidInput" && e2.errors).toEqual({ colour: "is not a field of this resource" })
+    }).pipe(Effect.provide(testLayer())))
+
+  it.effect("schema violations name the field; a non-object body is refused", () =>
+    Effect.gen(function*() {
+      const w = yield* world()
+      const e = yield* Effect.flip(RS.create(ApiKeysResource, w.clientA, { organization_id: w.orgA, name: "  " }))
+      expect(e._tag === "InvalidInput" && e.errors).toEqual({ name: "must not be empty" })
+      const missing = yield* Effect.flip(RS.create(ApiKeysResource, w.clientA, { organization_id: w.orgA }))
+      expect(missing._tag === "InvalidInput" && Object.keys(missing.errors ?? {})).toEqual(["name"])
+      const arr = yield* Effect.flip(RS.create(ApiKeysResource, w.clientA, [1, 2]))
+      expect(arr._tag === "InvalidInput" && arr.errors).toEqual({ body: "must be an object" })
+      const put = yield* Effect.flip(RS.update(ApiKeysResource, w.clientA, w.keyAId, { name: "n" }))
+      expect(put._tag === "InvalidInput" && Object.keys(put.errors ?? {})).toEqual(["enabled"])
+    }).pipe(Effect.provide(testLayer())))
+
+  it.effect("patch ignores id, created_at and updated_at, and sets updated_at itself", () =>
+    Effect.gen(function*() {
+      const w = yield* world()
+      yield* TestClock.adjust("10 seconds")
+      const after = yield* RS.patch(ApiKeysResource, w.clientA, w.keyAId, {
+        id: "hijack",
+        created_at: "2000-01-01T00:00:00.000Z",
+        updated_at: "2000-01-01T00:00:00.000Z",
+        description: "changed"
+      })
+      expect(after.id).toBe(w.keyAId)
+      expect(after.created_at).toBe(iso(T0))
+      expect(after.updated_at).toBe(iso(T0 + 10_000))
+      expect(after.description).toBe("changed")
+      expect(after.name).toBe("key a")
+      expect(Option.isNone(yield* Effect.flatMap(Storage, (s) => s.repository(Tables.keys).get("hijack")))).toBe(true)
+    }).pipe(Effect.provide(testLayer())))
+
+  it.effect("output-only fields in a patch are refused (is_internal, organization_id)", () =>
+    Effect.gen(function*() {
+      const w = yield* world()
+      const e = yield* Effect.flip(RS.patch(ApiKeysResource, w.clientA, w.keyAId, { is_internal: true }))
+      expect(e._tag === "InvalidInput" && e.errors).toEqual({ is_internal: "is output only and cannot be set" })
+      const e2 = yield* Effect.flip(RS.patch(ApiKeysResource, w.clientA, w.keyAId, { organization_id: w.orgB }))
+      expect(e2._tag === "InvalidInput" && e2.errors).toEqual({ organization_id: "is output only and cannot be set" })
+    }).pipe(Effect.provide(testLayer())))
+
+  it.effect("version starts at 1 and increments on every patch and update", () =>
+    Effect.gen(function*() {
+      const w = yield* world()
+      expect(w.keyA.version).toBe(1)
+      const p1 = yield* RS.patch(ApiKeysResource, w.clientA, w.keyAId, { description: "one" })
+      expect(p1.version).toBe(2)
+      // A patch that changes nothing still counts as a write.
+      const p2 = yield* RS.patch(ApiKeysResource, w.clientA, w.keyAId, {})
+      expect(p2.version).toBe(3)
+      const u = yield* RS.update(ApiKeysResource, w.clientA, w.keyAId, { name: "renamed", enabled: true, version: 3 })
+      expect(u.version).toBe(4)
+      // update replaces: the description not sent is cleared.
+      expect(u.description).toBeNull()
+      expect(u.name).toBe("renamed")
+      expect((yield* RS.get(ApiKeysResource, w.clientA, w.keyAId)).version).toBe(4)
+    }).pipe(Effect.provide(testLayer())))
+
+  it.effect("a stale version is a Conflict and changes nothing", () =>
+    Effect.gen(function*() {
+      const w = yield* world()
+      yield* RS.patch(ApiKeysResource, w.clientA, w.keyAId, { description: "v2" })
+      const e = yield* Effect.flip(RS.patch(ApiKeysResource, w.clientA, w.keyAId, { description: "stale", version: 1 }))
+      expect(e._tag).toBe("Conflict")
+      expect(e._tag === "Conflict" && e.errors).toEqual({ version: "is not the current version" })
+      const e2 = yield* Effect.flip(
+        RS.update(ApiKeysResource, w.clientA, w.keyAId, { name: "n", enabled: true, version: 5 })
+      )
+      expect(e2._tag).toBe("Conflict")
+      const now = yield* RS.get(ApiKeysResource, w.clientA, w.keyAId)
+      expect([now.description, now.name, now.version]).toEqual(["v2", "key a", 2])
+      // The current version is accepted.
+      expect((yield* RS.patch(ApiKeysResource, w.clientA, w.keyAId, { description: "v3", version: 2 })).version).toBe(3)
+      const bad = yield* Effect.flip(RS.patch(ApiKeysResource, w.clientA, w.keyAId, { version: "3" }))
+      expect(bad._tag === "InvalidInput" && bad.errors).toEqual({ version: "must be a positive integer" })
+    }).pipe(Effect.provide(testLayer())))
+
+  it.effect("a duplicate key name in one organization is a Conflict naming name; other orgs may reuse it", () =>
+    Effect.gen(function*() {
+      const w = yield* world()
+      const e = yield* Effect.flip(RS.create(ApiKeysResource, w.clientA, { organization_id: w.orgA, name: "key a" }))
+      expect(e._tag === "Conflict" && e.errors).toEqual({ name: "already exists" })
+      const other = yield* RS.create(ApiKeysResource, w.clientB, { organization_id: w.orgB, name: "key a" })
+      expect(other.organization_id).toBe(w.orgB)
+      const dupOrg = yield* Effect.flip(RS.create(OrganizationsResource, w.operator, { name: "Org A" }))
+      expect(dupOrg._tag === "Conflict" && dupOrg.errors).toEqual({ name: "already exists" })
+    }).pipe(Effect.provide(testLayer())))
+
+  it.effect("remove returns the removed object; then it is gone", () =>
+    Effect.gen(function*() {
+      const w = yield* world()
+      const k = yield* RS.create(ApiKeysResource, w.clientA, { organization_id: w.orgA, name: "tmp" })
+      const removed = yield* RS.remove(ApiKeysResource, w.clientA, k.id as string)
+      expect(removed.name).toBe("tmp")
+      expect(removed.secret).toBeUndefined()
+      expect((yield* Effect.flip(RS.get(ApiKeysResource, w.clientA, k.id as string)))._tag).toBe("NotFound")
+      expect((yield* Effect.flip(RS.remove(ApiKeysResource, w.clientA, k.id as string)))._tag).toBe("NotFound")
+    }).pipe(Effect.provide(testLayer())))
+})
+
+// ---------------------------------------------------------------- keys: internal keys and secrets
+
+describe("API keys", () => {
+  const withInternalKey = Effect.gen(function*() {
+    const w = yield* world()
+    const internal = yield* RS.create(ApiKeysResource, w.operator, {
+      organization_id: w.orgA,
+      name: "managed",
+      is_internal: true
+    })
+    return { ...w, internalId: internal.id as string }
+  })
+
+  it.effect("internal keys are hidden from a client's find and get", () =>
+    Effect.gen(function*() {
+      const w = yield* withInternalKey
+      const page = yield* RS.find(ApiKeysResource, w.clientA, {})
+      expect(page.data.map((k) => k.name)).toEqual(["key a"])
+      expect(page.total).toBe(1)
+      expect((yield* Effect.flip(RS.get(ApiKeysResource, w.clientA, w.internalId)))._tag).toBe("NotFound")
+      expect((yield* Effect.flip(RS.patch(ApiKeysResource, w.clientA, w.internalId, { enabled: false })))._tag).toBe(
+        "NotFound"
+      )
+      expect((yield* Effect.flip(RS.remove(ApiKeysResource, w.clientA, w.internalId)))._tag).toBe("NotFound")
+      // Asking for public keys only is fine.
+      expect((yield* RS.find(ApiKeysResource, w.clientA, q("is_internal=false"))).data.map((k) => k.name)).toEqual([
+        "key a"
+      ])
+    }).pipe(Effect.provide(testLayer())))
+
+  it.effect("is_internal=true (or any other way to ask for them) by a non-operator is Forbidden", () =>
+    Effect.gen(function*() {
+      const w = yield* withInternalKey
+      for (const query of ["is_internal=true", "is_internal[$ne]=false", "is_internal[$in][]=true"]) {
+        const e = yield* Effect.flip(RS.find(ApiKeysResource, w.clientA, q(query)))
+        expect([query, e._tag]).toEqual([query, "Forbidden"])
+      }
+    }).pipe(Effect.provide(testLayer())))
+
+  it.effect("is_internal=false inside $or does not let internal keys through the other branches", () =>
+    Effect.gen(function*() {
+      const w = yield* withInternalKey
+      const page = yield* RS.find(ApiKeysResource, w.clientA, q("$or[0][is_internal]=false&$or[1][enabled]=true"))
+      expect(page.data.map((k) => k.name)).toEqual(["key a"])
+      const byName = yield* RS.find(ApiKeysResource, w.clientA, q("$or[0][is_internal]=false&$or[1][name]=managed"))
+      expect(byName.data.map((k) => k.name)).toEqual(["key a"])
+    }).pipe(Effect.provide(testLayer())))
+
+  it.effect("the operator sees internal keys when it asks, and only then", () =>
+    Effect.gen(function*() {
+      const w = yield* withInternalKey
+      const asked = yield* RS.find(ApiKeysResource, w.operator, q(`is_internal=true&$sort[name]=1`))
+      expect(asked.data.map((k) => k.name)).toEqual(["admin-admin", "managed"])
+      const inA = yield* RS.find(ApiKeysResource, w.operator, q(`is_internal=true&organization_id=${w.orgA}`))
+      expect(ids(inA)).toEqual([w.internalId])
+      const notAsked = yield* RS.find(ApiKeysResource, w.operator, q(`organization_id=${w.orgA}`))
+      expect(notAsked.data.map((k) => k.name)).toEqual(["key a"])
+      expect((yield* RS.get(ApiKeysResource, w.operator, w.internalId)).is_internal).toBe(true)
+    }).pipe(Effect.provide(testLayer())))
+
+  it.effect("only the operator creates internal keys", () =>
+    Effect.gen(function*() {
+      const w = yield* world()
+      const e = yield* Effect.flip(
+        RS.create(ApiKeysResource, w.clientA, { organization_id: w.orgA, name: "x", is_internal: true })
+      )
+      expect(e._tag).toBe("Forbidden")
+      expect(e.message).toBe("Only the operator may create internal keys")
+      yield* setPersonPassword({ email: "m@example.com", name: "M", password: "password1" })
+      const member = yield* loginPerson("m@example.com", "password1")
+      const org = yield* RS.create(OrganizationsResource, member, { name: "Mine" })
+      const member2 = yield* loginPerson("m@example.com", "password1")
+      const e2 = yield* Effect.flip(
+        RS.create(ApiKeysResource, member2, { organization_id: org.id, name: "x", is_internal: true })
+      )
+      expect(e2._tag).toBe("Forbidden")
+      expect((yield* rowsOf("api_keys")).filter((k) => k.is_internal === true).map((k) => k.id)).toEqual(["admin"])
+    }).pipe(Effect.provide(testLayer())))
+
+  it.effect("the secret is returned once on create, stored hashed, never on get or find", () =>
+    Effect.gen(function*() {
+      const w = yield* world()
+      const created = yield* RS.create(ApiKeysResource, w.clientA, { organization_id: w.orgA, name: "new" })
+      const secret = created.secret as string
+      expect(secret).toMatch(/^sk_[A-Za-z0-9_-]{43}$/)
+      expect(created.secret_hash).toBeUndefined()
+      const stored = (yield* rowsOf("api_keys")).find((k) => k.id === created.id)!
+      expect(stored.secret_hash).toBe(`h:${secret}`)
+      expect(stored.secret).toBeUndefined()
+      const got = yield* RS.get(ApiKeysResource, w.clientA, created.id as string)
+      expect(got).not.toHaveProperty("secret")
+      expect(got).not.toHaveProperty("secret_hash")
+      expect(Object.keys(got).sort()).toEqual(
+        ["created_at", "description", "enabled", "id", "is_internal", "name", "organization_id", "updated_at", "version"]
+      )
+      const found = yield* RS.find(ApiKeysResource, w.clientA, q("name=new"))
+      expect(found.data[0]).not.toHaveProperty("secret")
+      expect(found.data[0]).not.toHaveProperty("secret_hash")
+      const patched = yield* RS.patch(ApiKeysResource, w.clientA, created.id as string, { description: "d" })
+      expect(patched).not.toHaveProperty("secret")
+      // The shown secret opens a session.
+      expect(yield* login(created.id as string, secret)).toEqual({
+        _tag: "Client",
+        keyId: created.id,
+        organizationId: w.orgA
+      })
+    }).pipe(Effect.provide(testLayer())))
+})
+
+// ---------------------------------------------------------------- quotas, premium features, secrets
+
+describe("quotas and premium features", () => {
+  it.effect("creating secrets beyond the organization's quota is QuotaExceeded", () =>
+    Effect.gen(function*() {
+      const w = yield* world()
+      const quotaA = (yield* quotaOf(w.orgA))!
+      const patched = yield* RS.patch(QuotasResource, w.operator, quotaA.id as string, { secrets: 2 })
+      expect(patched.secrets).toBe(2)
+      expect(patched.version).toBe(2)
+      const s1 = yield* RS.create(SecretsResource, w.clientA, { organization_id: w.orgA, name: "s1" })
+      expect(s1.secret).toMatch(/^ss_/)
+      expect((yield* RS.get(SecretsResource, w.clientA, s1.id as string)).secret).toBeUndefined()
+      yield* RS.create(SecretsResource, w.clientA, { organization_id: w.orgA, name: "s2" })
+      const e = yield* Effect.flip(RS.create(SecretsResource, w.clientA, { organization_id: w.orgA, name: "s3" }))
+      expect(e._tag).toBe("QuotaExceeded")
+      expect(e._tag === "QuotaExceeded" && [e.quota, e.limit]).toEqual(["secrets", 2])
+      expect((yield* RS.find(SecretsResource, w.clientA, {})).total).toBe(2)
+      // Another organization has its own count.
+      yield* RS.create(SecretsResource, w.clientB, { organization_id: w.orgB, name: "s1" })
+      // Freeing one makes room again.
+      yield* RS.remove(SecretsResource, w.clientA, s1.id as string)
+      const s3 = yield* RS.create(SecretsResource, w.clientA, { organization_id: w.orgA, name: "s3" })
+      expect(s3.name).toBe("s3")
+    }).pipe(Effect.provide(testLayer())))
+
+  it.effect("a quota of 0 forbids the first one", () =>
+    Effect.gen(function*() {
+      const w = yield* world()
+      const quotaA = (yield* quotaOf(w.orgA))!
+      yield* RS.patch(QuotasResource, w.operator, quotaA.id as string, { secrets: 0 })
+      const e = yield* Effect.flip(RS.create(SecretsResource, w.clientA, { organization_id: w.orgA, name: "s" }))
+      expect(e._tag === "QuotaExceeded" && e.limit).toBe(0)
+    }).pipe(Effect.provide(testLayer())))
+
+  it.effect("quotas and premium features: a client reads its own, cannot create, patch or update them", () =>
+    Effect.gen(function*() {
+      const w = yield* world()
+      const quotaA = (yield* quotaOf(w.orgA))!
+      const featuresA = (yield* rowsOf("premium_features")).find((r) => r.organization_id === w.orgA)!
+      expect((yield* RS.get(QuotasResource, w.clientA, quotaA.id as string)).secrets).toBe(20)
+      expect((yield* RS.get(PremiumFeaturesResource, w.clientA, featuresA.id as string)).webhooks).toBe(false)
+      const attempts = [
+        RS.create(QuotasResource, w.clientA, { organization_id: w.orgA, secrets: 100 }),
+        RS.patch(QuotasResource, w.clientA, quotaA.id as string, { secrets: 100 }),
+        RS.create(PremiumFeaturesResource, w.clientA, { organization_id: w.orgA, webhooks: true }),
+        RS.patch(PremiumFeaturesResource, w.clientA, featuresA.id as string, { webhooks: true }),
+        RS.update(PremiumFeaturesResource, w.clientA, featuresA.id as string, { webhooks: true })
+      ]
+      for (const [i, attempt] of attempts.entries()) {
+        const e = yield* Effect.flip(attempt)
+        expect([i, e._tag]).toEqual([i, "Forbidden"])
+      }
+      // Methods a resource does not have are refused for everyone.
+      expect((yield* Effect.flip(RS.remove(QuotasResource, w.operator, quotaA.id as string)))._tag).toBe("Forbidden")
+      expect((yield* quotaOf(w.orgA))!.secrets).toBe(20)
+      expect((yield* quotaOf(w.orgA))!.version).toBe(1)
+    }).pipe(Effect.provide(testLayer())))
+
+  it.effect("the operator patches premium features; a second quota row for an org is a Conflict", () =>
+    Effect.gen(function*() {
+      const w = yield* world()
+      const featuresA = (yield* rowsOf("premium_features")).find((r) => r.organization_id === w.orgA)!
+      const p = yield* RS.patch(PremiumFeaturesResource, w.operator, featuresA.id as string, { webhooks: true })
+      expect([p.webhooks, p.sso, p.version]).toEqual([true, false, 2])
+      const e = yield* Effect.flip(RS.create(QuotasResource, w.operator, { organization_id: w.orgA }))
+      expect(e._tag).toBe("Conflict")
+    }).pipe(Effect.provide(testLayer())))
+})
+
+// ---------------------------------------------------------------- organizations
+
+describe("organizations", () => {
+  it.effect("a client cannot create an organization", () =>
+    Effect.gen(function*() {
+      const w = yield* world()
+      const e = yield* Effect.flip(RS.create(OrganizationsResource, w.clientA, { name: "Rogue" }))
+      expect(e._tag).toBe("Forbidden")
+      expect((yield* rowsOf("organizations")).map((o) => o.name).sort()).toEqual(["Operator", "Org A", "Org B"])
+      expect((yield* rowsOf("quotas")).length).toBe(3)
+    }).pipe(Effect.provide(testLayer())))
+
+  it.effect("created by the operator: self_register false, quota and premium-feature rows created", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(T0)
+      yield* bootstrap({ key: "admin", secret: "admin-secret" })
+      const operator = yield* login("admin", "admin-secret")
+      const org = yield* RS.create(OrganizationsResource, operator, {
+        name: "Acme",
+        website: "https://acme.example",
+        allow_chat_support: true
+      })
+      expect(org.self_register).toBe(false)
+      expect(org.allow_chat_support).toBe(true)
+      expect(org.validate_purpose_id).toBe(false)
+      expect(org.auth_message_priority).toEqual([])
+      expect(org.public_api_key).toMatch(/^pk_/)
+      expect(org.version).toBe(1)
+      expect(org.created_at).toBe(iso(T0))
+      const quotas = (yield* rowsOf("quotas")).filter((r) => r.organization_id === org.id)
+      expect(quotas.length).toBe(1)
+      expect([quotas[0]!.secrets, quotas[0]!.api_requests, quotas[0]!.version]).toEqual([20, 1_000_000, 1])
+      const features = (yield* rowsOf("premium_features")).filter((r) => r.organization_id === org.id)
+      expect(features.length).toBe(1)
+      expect([features[0]!.webhooks, features[0]!.consents_api]).toEqual([true, false])
+      // Visible through the services too.
+      expect((yield* RS.find(QuotasResource, operator, q(`organization_id=${org.id}`))).total).toBe(1)
+    }).pipe(Effect.provide(testLayer({ defaultPremiumFeatures: ["webhooks"] }))))
+
+  it.effect("created by a member: self_register true and a membership created", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(T0)
+      yield* bootstrap({ key: "admin", secret: "admin-secret" })
+      const person = yield* setPersonPassword({ email: "Ann@Example.com", name: "Ann", password: "correct horse" })
+      const member = yield* loginPerson("ann@example.com", "correct horse")
+      expect(member).toEqual({ _tag: "Member", personId: person.id, organizationIds: [] })
+      const org = yield* RS.create(OrganizationsResource, member, { name: "Ann's" })
+      expect(org.self_register).toBe(true)
+      const memberships = (yield* rowsOf("members")).filter((m) => m.organization_id === org.id)
+      expect(memberships.map((m) => m.user_id)).toEqual([person.id])
+      expect((yield* rowsOf("quotas")).filter((r) => r.organization_id === org.id).length).toBe(1)
+      // A new session of the member acts in it.
+      const again = yield* loginPerson("ann@example.com", "correct horse")
+      expect(again).toEqual({ _tag: "Member", personId: person.id, organizationIds: [org.id] })
+      expect((yield* RS.get(OrganizationsResource, again, org.id as string)).name).toBe("Ann's")
+      // A member may not set the operator's flags.
+      const e = yield* Effect.flip(RS.create(OrganizationsResource, member, { name: "Two", allow_chat_support: true }))
+      expect(e._tag === "InvalidInput" && e.errors).toEqual({ allow_chat_support: "is output only and cannot be set" })
+    }).pipe(Effect.provide(testLayer())))
+
+  it.effect("output-only organization fields: refused from a client, operator flags allowed to the operator, self_register to nobody", () =>
+    Effect.gen(function*() {
+      const w = yield* world()
+      const e = yield* Effect.flip(RS.patch(OrganizationsResource, w.clientA, w.orgA, { validate_purpose_id: true }))
+      expect(e._tag === "InvalidInput" && e.errors).toEqual({ validate_purpose_id: "is output only and cannot be set" })
+      const e2 = yield* Effect.flip(RS.patch(OrganizationsResource, w.clientA, w.orgA, { public_api_key: "pk_x" }))
+      expect(e2._tag === "InvalidInput" && e2.errors).toEqual({ public_api_key: "is output only and cannot be set" })
+      const e3 = yield* Effect.flip(RS.create(OrganizationsResource, w.operator, { name: "X", self_register: true }))
+      expect(e3._tag === "InvalidInput" && e3.errors).toEqual({ self_register: "is output only and cannot be set" })
+      const ok = yield* RS.patch(OrganizationsResource, w.operator, w.orgA, { validate_purpose_id: true })
+      expect([ok.validate_purpose_id, ok.version]).toEqual([true, 2])
+      const own = yield* RS.patch(OrganizationsResource, w.clientA, w.orgA, { website: "https://a.example" })
+      expect([own.website, own.version]).toEqual(["https://a.example", 3])
+    }).pipe(Effect.provide(testLayer())))
+
+  it.effect("removal: operator only; takes the organization's rows with it; never the operator's own", () =>
+    Effect.gen(function*() {
+      const w = yield* world()
+      expect((yield* Effect.flip(RS.remove(OrganizationsResource, w.clientA, w.orgA)))._tag).toBe("Forbidden")
+      const removed = yield* RS.remove(OrganizationsResource, w.operator, w.orgA)
+      expect(removed.name).toBe("Org A")
+      for (const table of ["quotas", "premium_features", "api_keys"]) {
+        expect([table, (yield* rowsOf(table)).filter((r) => r.organization_id === w.orgA).length]).toEqual([table, 0])
+      }
+      expect((yield* rowsOf("api_keys")).filter((r) => r.organization_id === w.orgB).length).toBe(1)
+      const login2 = yield* Effect.flip(createSession({ type: "api-key", key: w.keyAId, secret: w.keyA.secret }))
+      expect(login2._tag).toBe("InvalidInput")
+      const e = yield* Effect.flip(RS.remove(OrganizationsResource, w.operator, "operator"))
+      expect(e._tag).toBe("Forbidden")
+      expect((yield* rowsOf("organizations")).some((o) => o.id === "operator")).toBe(true)
+      expect((yield* rowsOf("quotas")).some((o) => o.organization_id === "operator")).toBe(true)
+    }).pipe(Effect.provide(testLayer())))
+})
+
+// ---------------------------------------------------------------- sessions
+
+describe("sessions", () => {
+  it.effect("api-key happy path: a token with the key, its org and exp = iat + 3600", () =>
+    Effect.gen(function*() {
+      const w = yield* world()
+      const s = yield* createSession({ type: "api-key", key: w.keyAId, secret: w.keyA.secret })
+      expect(s.type).toBe("api-key")
+      expect(s.key).toBe(w.keyAId)
+      const claims = JSON.parse(s.access_token) as TokenClaims
+      expect(claims).toEqual({ sub: w.keyAId, kind: "client", org: w.orgA, iat: T0 / 1000, exp: T0 / 1000 + 3600 })
+      const admin = JSON.parse((yield* createSession({ type: "api-key", key: "admin", secret: "admin-secret" })).access_token)
+      expect([admin.kind, admin.org]).toEqual(["operator", "operator"])
+    }).pipe(Effect.provide(testLayer())))
+
+  it.effect("wrong secret, unknown key and disabled key are the same InvalidInput", () =>
+    Effect.gen(function*() {
+      const w = yield* world()
+      yield* RS.patch(ApiKeysResource, w.clientB, w.keyBId, { enabled: false })
+      const attempts = [
+        { type: "api-key", key: w.keyAId, secret: "wrong" },
+        { type: "api-key", key: "no-such-key", secret: w.keyA.secret },
+        { type: "api-key", key: w.keyBId, secret: w.keyB.secret },
+        { type: "api-key", key: "admin", secret: "h:admin-secret" }
+      ]
+      for (const [i, body] of attempts.entries()) {
+        const e = yield* Effect.flip(createSession(body))
+        expect([i, e._tag, e.message, e._tag === "InvalidInput" && e.errors]).toEqual([
+          i,
+          "InvalidInput",
+          "Invalid login",
+          { secret: "the key or secret is not valid" }
+        ])
+      }
+      const malformed = yield* Effect.flip(createSession({ type: "token", key: "k", secret: "s" }))
+      expect(malformed._tag === "InvalidInput" && Object.keys(malformed.errors ?? {})).toEqual(["type"])
+      const email = yield* Effect.flip(createSession({ type: "email", key: "nobody@example.com", secret: "whatever" }))
+      expect(email.message).toBe("Invalid login")
+    }).pipe(Effect.provide(testLayer())))
+
+  it.effect("a token expires after 3600 s (NotAuthenticated)", () =>
+    Effect.gen(function*() {
+      const w = yield* world()
+      const s = yield* createSession({ type: "api-key", key: w.keyAId, secret: w.keyA.secret })
+      yield* TestClock.adjust("3599 seconds")
+      expect(yield* authenticate(s.access_token)).toEqual(w.clientA)
+      yield* TestClock.adjust("1 second")
+      const e = yield* Effect.flip(authenticate(s.access_token))
+      expect(e._tag).toBe("NotAuthenticated")
+      expect(e.message).toBe("The token has expired")
+    }).pipe(Effect.provide(testLayer())))
+
+  it.effect("no token, a garbage token or an unusable kind is NotAuthenticated", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(T0)
+      expect((yield* Effect.flip(authenticate(undefined)))._tag).toBe("NotAuthenticated")
+      expect((yield* Effect.flip(authenticate("")))._tag).toBe("NotAuthenticated")
+      expect((yield* Effect.flip(authenticate("not json")))._tag).toBe("NotAuthenticated")
+      const exp = T0 / 1000 + 60
+      const integration = JSON.stringify({ sub: "x", kind: "integration", iat: 0, exp })
+      expect((yield* Effect.flip(authenticate(integration)))._tag).toBe("NotAuthenticated")
+      const clientWithoutOrg = JSON.stringify({ sub: "x", kind: "client", iat: 0, exp })
+      expect((yield* Effect.flip(authenticate(clientWithoutOrg)))._tag).toBe("NotAuthenticated")
+    }).pipe(Effect.provide(testLayer())))
+
+  it.effect("a disabled key cannot open a session, but its existing token still authenticates", () =>
+    Effect.gen(function*() {
+      const w = yield* world()
+      const s = yield* createSession({ type: "api-key", key: w.keyAId, secret: w.keyA.secret })
+      const disabled = yield* RS.patch(ApiKeysResource, w.operator, w.keyAId, { enabled: false })
+      expect(disabled.enabled).toBe(false)
+      expect((yield* Effect.flip(createSession({ type: "api-key", key: w.keyAId, secret: w.keyA.secret })))._tag)
+        .toBe("InvalidInput")
+      yield* TestClock.adjust("30 minutes")
+      expect(yield* authenticate(s.access_token)).toEqual({ _tag: "Client", keyId: w.keyAId, organizationId: w.orgA })
+    }).pipe(Effect.provide(testLayer())))
+})
+
+// ---------------------------------------------------------------- api usage
+
+describe("periodOf", () => {
+  const at = (s: string) => Date.parse(s)
+  const month = { _tag: "CalendarMonth" } as const
+
+  it("calendar months: the last millisecond of January and the first of February", () => {
+    expect(periodOf(month, at("2026-01-31T23:59:59.999Z"))).toEqual({
+      key: "2026-01",
+      endsAt: at("2026-02-01T00:00:00.000Z")
+    })
+    expect(periodOf(month, at("2026-02-01T00:00:00.000Z"))).toEqual({
+      key: "2026-02",
+      endsAt: at("2026-03-01T00:00:00.000Z")
+    })
+  })
+
+  it("calendar months: December rolls into the next year; leap February", () => {
+    expect(periodOf(month, at("2026-12-31T23:59:59.999Z"))).toEqual({
+      key: "2026-12",
+      endsAt: at("2027-01-01T00:00:00.000Z")
+    })
+    expect(periodOf(month, at("2028-02-29T12:00:00.000Z"))).toEqual({
+      key: "2028-02",
+      endsAt: at("2028-03-01T00:00:00.000Z")
+    })
+  })
+
+  it("calendar months are UTC, whatever the offset written", () => {
+    expect(periodOf(month, at("2026-03-01T00:30:00+01:00")).key).toBe("2026-02")
+  })
+
+  it("fixed periods", () => {
+    const minute = { _tag: "Fixed", seconds: 60 } as const
+    expect(periodOf(minute, 0)).toEqual({ key: "60s:0", endsAt: 60_000 })
+    expect(periodOf(minute, 59_999)).toEqual({ key: "60s:0", endsAt: 60_000 })
+    expect(periodOf(minute, 60_000)).toEqual({ key: "60s:1", endsAt: 120_000 })
+    const day = { _tag: "Fixed", seconds: 86_400 } as const
+    expect(periodOf(day, at("2026-01-02T05:00:00.000Z"))).toEqual({
+      key: `86400s:${Math.floor(at("2026-01-02T00:00:00.000Z") / 86_400_000)}`,
+      endsAt: at("2026-01-03T00:00:00.000Z")
+    })
+  })
+})
+
+describe("ApiUsage", () => {
+  const setQuota = (operator: Principal, organizationId: string, api_requests: number) =>
+    Effect.gen(function*() {
+      const quota = (yield* RS.find(QuotasResource, operator, q(`organization_id=${organizationId}`))).data[0]!
+      yield* RS.patch(QuotasResource, operator, quota.id as string, { api_requests })
+    })
+
+  it.effect("quota 3: the 4th hit is TooManyRequests until the period ends; hits are written on flush", () =>
+    Effect.gen(function*() {
+      const w = yield* world(Date.parse("2026-01-31T23:59:00.000Z"))
+      yield* setQuota(w.operator, w.orgA, 3)
+      const mem = yield* InMemory
+      const usage = yield* ApiUsage.make
+      yield* usage.hit(w.orgA)
+      yield* usage.hit(w.orgA)
+      yield* usage.hit(w.orgA)
+      const e = yield* Effect.flip(usage.hit(w.orgA))
+      expect(e._tag).toBe("TooManyRequests")
+      expect(e.retryAfterSeconds).toBe(60)
+      // Another organization is not affected.
+      yield* usage.hit(w.orgB)
+      // Nothing written yet.
+      expect(mem.usageAdds).toEqual([])
+      yield* usage.flush
+      expect(mem.usageAdds).toEqual([
+        { organizationId: w.orgA, period: "2026-01", count: 3 },
+        { organizationId: w.orgB, period: "2026-01", count: 1 }
+      ])
+      // A second flush has nothing to add.
+      yield* usage.flush
+      expect(mem.usageAdds.length).toBe(2)
+      // Another server sharing the store sees the flushed total.
+      const other = yield* ApiUsage.make
+      expect((yield* Effect.flip(other.hit(w.orgA)))._tag).toBe("TooManyRequests")
+      // Still refused 30 s later, with a shorter wait.
+      yield* TestClock.adjust("30 seconds")
+      expect((yield* Effect.flip(usage.hit(w.orgA))).retryAfterSeconds).toBe(30)
+      // A new month starts afresh.
+      yield* TestClock.adjust("30 seconds")
+      yield* usage.hit(w.orgA)
+      yield* usage.flush
+      expect(mem.usageAdds.at(-1)).toEqual({ organizationId: w.orgA, period: "2026-02", count: 1 })
+      expect(mem.usage.get(`${w.orgA}|2026-01`)).toBe(3)
+      expect(mem.usage.get(`${w.orgA}|2026-02`)).toBe(1)
+    }).pipe(Effect.provide(testLayer())))
+
+  it.effect("fixed periods: retryAfterSeconds counts to the end of the window", () =>
+    Effect.gen(function*() {
+      const w = yield* world(Date.parse("2026-05-05T10:00:10.000Z"))
+      yield* setQuota(w.operator, w.orgA, 1)
+      const usage = yield* ApiUsage.make
+      yield* usage.hit(w.orgA)
+      const e = yield* Effect.flip(usage.hit(w.orgA))
+      expect(e.retryAfterSeconds).toBe(50)
+      yield* TestClock.adjust("50 seconds")
+      yield* usage.hit(w.orgA)
+    }).pipe(Effect.provide(testLayer({ apiRequestsPeriod: { _tag: "Fixed", seconds: 60 } }))))
+
+  it.effect("a quota lowered meanwhile is seen after the refresh interval", () =>
+    Effect.gen(function*() {
+      const w = yield* world(Date.parse("2026-05-05T10:00:00.000Z"))
+      const usage = yield* ApiUsage.make
+      yield* usage.hit(w.orgA)
+      yield* usage.hit(w.orgA)
+      yield* setQuota(w.operator, w.orgA, 2)
+      yield* TestClock.adjust("6 seconds")
+      expect((yield* Effect.flip(usage.hit(w.orgA)))._tag).toBe("TooManyRequests")
+      // The refresh wrote what was pending.
+      expect((yield* InMemory).usage.get(`${w.orgA}|2026-05`)).toBe(2)
+    }).pipe(Effect.provide(testLayer())))
+})
+
+// ---------------------------------------------------------------- the double itself
+
+describe("InMemoryStore (test double)", () => {
+  it.effect("create/patch/update/remove follow the repository contract", () =>
+    Effect.gen(function*() {
+      const repo = (yield* Storage).repository(Tables.keys)
+      const base = {
+        id: "k1",
+        name: "n",
+        organization_id: "o",
+        enabled: true,
+        is_internal: false,
+        secret_hash: "h",
+        created_at: iso(0),
+        updated_at: iso(0),
+        version: 1
+      }
+      const created = yield* repo.create({ ...base, junk: "dropped" })
+      expect(created.description).toBeNull()
+      expect(created).not.toHaveProperty("junk")
+      expect((yield* Effect.flip(repo.create(base))).errors).toEqual({ id: "already exists" })
+      expect((yield* Effect.flip(repo.create({ ...base, id: "k2" }))).errors).toEqual({ name: "already exists" })
+      expect((yield* Effect.flip(repo.patch("k1", { name: "m" }, 2)))._tag).toBe("Conflict")
+      expect((yield* Effect.flip(repo.patch("zz", { name: "m" }, 1)))._tag).toBe("NotFound")
+      const p = yield* repo.patch("k1", { name: "m" }, 1)
+      expect([p.name, p.version, p.secret_hash]).toEqual(["m", 2, "h"])
+      const u = yield* repo.update("k1", { name: "u", organization_id: "o", enabled: false, is_internal: false }, 2)
+      expect([u.name, u.version, u.secret_hash, u.created_at]).toEqual(["u", 3, null, iso(0)])
+      expect((yield* Effect.flip(repo.remove("k1", 1)))._tag).toBe("Conflict")
+      expect(Option.isSome(yield* repo.remove("k1", 3))).toBe(true)
+      expect(Option.isNone(yield* repo.remove("k1"))).toBe(true)
+      expect(yield* repo.count([eq("organization_id", "o")])).toBe(0)
+    }).pipe(Effect.provide(testLayer())))
+
+  it.effect("a failed transaction leaves the store as it was", () =>
+    Effect.gen(function*() {
+      yield* bootstrap({ key: "admin", secret: "s" })
+      const uow = yield* UnitOfWork
+      const repo = (yield* Storage).repository(Tables.keys)
+      const before = yield* rowsOf("api_keys")
+      const failed = yield* Effect.flip(uow.transaction(Effect.gen(function*() {
+        yield* repo.patch("admin", { name: "changed" }, 1)
+        yield* repo.remove("admin")
+        return yield* Effect.fail("boom" as const)
+      })))
+      expect(failed).toBe("boom")
+      expect(yield* rowsOf("api_keys")).toEqual(before)
+      expect((yield* rowsOf("api_keys"))[0]!.name).toBe("admin-admin")
+    }).pipe(Effect.provide(testLayer())))
+})
