@@ -2,9 +2,9 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import { nowIso, nowSeconds } from "./Clock.js"
-import { type Session, SessionInput } from "./Domain/Account.js"
+import { InvitationAcceptInput, type Session, SessionInput } from "./Domain/Account.js"
 import { InvalidInput, NotAuthenticated } from "./Domain/Errors.js"
-import { Ids, SecretHasher, Storage, TokenIssuer } from "./Ports.js"
+import { Ids, SecretHasher, Storage, TokenIssuer, UnitOfWork } from "./Ports.js"
 import type { Principal } from "./Principal.js"
 import { findPersonByEmail, membershipsOf } from "./Resources/Account.js"
 import { decode } from "./Service.js"
@@ -103,5 +103,70 @@ export const setPersonPassword = (input: { email: string; name: string; password
       created_at: now,
       updated_at: now,
       version: 1
+    }))
+  })
+
+const invalidInvitation = () =>
+  new InvalidInput({ message: "Invalid or expired invitation", errors: { token: "is not a valid invitation" } })
+
+/**
+ * Accepts an invitation: a new person sets its password; a person who already has one proves
+ * it (so an inviter holding the token cannot take over an existing account). Answers with an
+ * email session, like `POST /v1/sessions`.
+ */
+export const acceptInvitation = (body: unknown) =>
+  Effect.gen(function*() {
+    const decoded = decode(InvitationAcceptInput, body)
+    if (Either.isLeft(decoded)) return yield* Effect.fail(decoded.left)
+    const { password, token } = decoded.right
+    const m = /^inv_([^.]+)\.(.+)$/.exec(token)
+    if (!m) return yield* Effect.fail(invalidInvitation())
+    const storage = yield* Storage
+    const hasher = yield* SecretHasher
+    const settings = yield* Settings
+    const invitations = storage.repository(Tables.invitations)
+    const persons = storage.repository(Tables.persons)
+    const uow = yield* UnitOfWork
+    return yield* uow.transaction(Effect.gen(function*() {
+      const invitation = yield* invitations.get(m[1]!)
+      if (Option.isNone(invitation)) {
+        yield* hasher.hash(m[2]!)
+        return yield* Effect.fail(invalidInvitation())
+      }
+      const inv = invitation.value
+      const now = yield* nowIso
+      const ok = yield* hasher.verify(m[2]!, inv.token_hash as string)
+      if (!ok || inv.accepted_at !== null || (inv.expires_at as string) <= now) {
+        return yield* Effect.fail(invalidInvitation())
+      }
+      const person = yield* persons.get(inv.person_id as string)
+      if (Option.isNone(person)) return yield* Effect.fail(invalidInvitation())
+      const p = person.value
+      if (typeof p.password_hash === "string") {
+        if (!(yield* hasher.verify(password, p.password_hash))) {
+          return yield* Effect.fail(
+            new InvalidInput({
+              message: "This person already has a password: accept with it",
+              errors: { password: "does not match the existing password" }
+            })
+          )
+        }
+      } else {
+        const password_hash = yield* hasher.hash(password)
+        yield* persons.patch(p.id as string, { password_hash, updated_at: now }, p.version as number).pipe(
+          Effect.mapError(() => invalidInvitation())
+        )
+      }
+      yield* invitations.patch(inv.id as string, { accepted_at: now, updated_at: now }, inv.version as number).pipe(
+        Effect.mapError(() => invalidInvitation())
+      )
+      const iat = yield* nowSeconds
+      const access_token = yield* (yield* TokenIssuer).issue({
+        sub: p.id as string,
+        kind: "member",
+        iat,
+        exp: iat + settings.tokenTtlSeconds
+      })
+      return { type: "email", key: p.email as string, access_token } satisfies Session
     }))
   })

@@ -29,6 +29,20 @@ export const SettingsTable = defineTable("settings", {
   version: field.number
 })
 
+/** An invitation of a person into an organization; its token is kept hashed. */
+export const InvitationsTable = defineTable("invitations", {
+  id: field.string,
+  person_id: field.string,
+  organization_id: field.string,
+  member_id: field.string,
+  token_hash: field.string,
+  expires_at: field.timestamp,
+  accepted_at: field.optionalTimestamp,
+  created_at: field.timestamp,
+  updated_at: field.timestamp,
+  version: field.number
+})
+
 export const Tables = {
   get organizations() {
     return OrganizationsResource.tableDef
@@ -49,5 +63,6 @@ export const Tables = {
     return MembersResource.tableDef
   },
   persons: PersonsTable,
+  invitations: InvitationsTable,
   settings: SettingsTable
 }

@@ -1,4 +1,5 @@
 import {
+  acceptInvitation,
   ApiUsage,
   authenticate,
   createSession,
@@ -41,8 +42,8 @@ export interface Api {
 
 type Handler = (req: express.Request, res: express.Response) => void
 
-/** Paths whose requests do not count against the `api_requests` quota. */
-const uncounted = (path: string) => path.startsWith("/v1/consents/")
+/** Paths (relative to `/v1`) whose requests do not count against the `api_requests` quota. */
+const uncounted = (path: string) => path.startsWith("/consents/")
 
 const domainTags = new Set([
   "InvalidInput", "NotAuthenticated", "Forbidden", "NotFound", "Conflict", "QuotaExceeded", "TooManyRequests"
@@ -79,7 +80,33 @@ const parseQuery = (req: express.Request): Record<string, unknown> => {
   const url = req.originalUrl ?? req.url
   const i = url.indexOf("?")
   if (i < 0) return {}
-  return qs.parse(url.slice(i + 1), { depth: 8, arrayLimit: 1000, parameterLimit: 2000, allowPrototypes: false })
+  // `plainObjects`: keys such as `constructor` or `toString` reach the query validator (and are
+  // rejected there as unknown fields) instead of being dropped silently, which made a full scan.
+  return qs.parse(url.slice(i + 1), {
+    depth: 8,
+    arrayLimit: 1000,
+    parameterLimit: 2000,
+    allowPrototypes: false,
+    plainObjects: true
+  })
+}
+
+/**
+ * JSON nested deeper than this is refused with 400 before any use-case sees it: no resource
+ * nests that deep, and formatting the validation error of such a value (Effect's
+ * `formatUnknown` is recursive) overflowed the stack, which answered 500.
+ */
+const MAX_JSON_DEPTH = 64
+
+const nestedTooDeep = (value: unknown): boolean => {
+  const stack: Array<[unknown, number]> = [[value, 0]]
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!
+    if (typeof v !== "object" || v === null) continue
+    if (depth >= MAX_JSON_DEPTH) return true
+    for (const child of Object.values(v)) stack.push([child, depth + 1])
+  }
+  return false
 }
 
 export const createApi = async (options: ApiOptions): Promise<Api> => {
@@ -116,7 +143,8 @@ export const createApi = async (options: ApiOptions): Promise<Api> => {
     status = 200
   ): Handler =>
   (req, res) => {
-    const path = req.baseUrl + req.path
+    // Relative to the v1 router: `req.baseUrl` carries the host app's mount prefix (`/api/v1`).
+    const path = req.path
     const effect = Effect.gen(function*() {
       const principal = yield* authenticate(bearer(req))
       if (principal._tag === "Client" && !uncounted(path)) {
@@ -160,9 +188,19 @@ export const createApi = async (options: ApiOptions): Promise<Api> => {
 
   const v1 = express.Router({ strict: false })
   v1.use(express.json({ limit: options.bodyLimit ?? 1024 * 1024, type: ["application/json", "application/*+json"] }))
+  v1.use((req, res, next) => {
+    if (!nestedTooDeep(req.body)) return next()
+    sendError(res, 400, "The request body is nested too deeply", {
+      body: `must not be nested deeper than ${MAX_JSON_DEPTH} levels`
+    })
+  })
 
   v1.post("/sessions", (req, res) => {
     void respond(res, createSession(req.body), 201, res.locals.requestId as string)
+  })
+  // No token: the invitation token itself is the credential. Answers with an email session.
+  v1.post("/invitations/accept", (req, res) => {
+    void respond(res, acceptInvitation(req.body), 201, res.locals.requestId as string)
   })
 
   for (const def of services) {

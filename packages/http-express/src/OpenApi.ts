@@ -1,4 +1,4 @@
-import { type AnySchema, type ResourceDef, SessionInput, Session } from "@cmp/core"
+import { type AnySchema, InvitationAcceptInput, type ResourceDef, Session, SessionInput } from "@cmp/core"
 import * as JSONSchema from "effect/JSONSchema"
 import * as Schema from "effect/Schema"
 import express from "express"
@@ -76,6 +76,17 @@ export const openApiDocument = (resources: ReadonlyArray<ResourceDef>): Record<s
       summary: "Create a session (obtain an access token)",
       operationId: "sessions.create",
       requestBody: { required: true, content: json("SessionInput") },
+      responses: { "201": { description: "Created", content: json("Session") }, ...errorResponses(400) }
+    }
+  }
+
+  schemas.InvitationAcceptInput = jsonSchema(InvitationAcceptInput)
+  paths["/v1/invitations/accept"] = {
+    post: {
+      tags: ["members"],
+      summary: "Accept a member invitation: set a password (or prove the existing one) and open an email session",
+      operationId: "invitations.accept",
+      requestBody: { required: true, content: json("InvitationAcceptInput") },
       responses: { "201": { description: "Created", content: json("Session") }, ...errorResponses(400) }
     }
   }

@@ -8,10 +8,12 @@ import * as Layer from "effect/Layer"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import accounts from "./migrations/0001_accounts.js"
+import invitations from "./migrations/0002_invitations.js"
 
 /** Versioned migrations: a new change is a new entry, never an edit of an old one. */
 export const migrations = {
-  "0001_accounts": accounts
+  "0001_accounts": accounts,
+  "0002_invitations": invitations
 }
 
 export interface SqliteStoreOptions {

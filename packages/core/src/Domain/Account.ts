@@ -243,6 +243,12 @@ export const SecretUpdate = Schema.Struct({ name: Name, description: opt(Text) }
 
 export const AuthenticationMethod = Schema.Literal("email_password", "google", "microsoft", "saml_sso")
 
+/**
+ * Returned once, to the inviter, in the response to the invitation: the person accepts it
+ * with `POST /v1/invitations/accept` (the product sends no email itself).
+ */
+export const Invitation = Schema.Struct({ token: Schema.String, expires_at: Timestamp })
+
 export const Member = Schema.Struct({
   id: Id,
   role_id: opt(Id),
@@ -250,11 +256,19 @@ export const Member = Schema.Struct({
   user_id: Id,
   authentication_method: AuthenticationMethod,
   saml_active: Schema.Boolean,
+  invitation: Schema.optional(Invitation),
   ...Audit
 })
 export type Member = typeof Member.Type
 /** Creating a member is an invitation. */
 export const MemberCreate = Schema.Struct({ name: Name, email: Email, organization_id: Id })
+export const InvitationAcceptInput = Schema.Struct({
+  token: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(512)),
+  password: Schema.String.pipe(
+    Schema.minLength(8, { message: () => "must have at least 8 characters" }),
+    Schema.maxLength(1024)
+  )
+})
 export const MemberUpdate = Schema.Struct({
   role_id: opt(Id),
   authentication_method: AuthenticationMethod,

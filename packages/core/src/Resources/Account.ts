@@ -22,8 +22,8 @@ import {
   SecretCreate,
   SecretUpdate
 } from "../Domain/Account.js"
-import { Forbidden } from "../Domain/Errors.js"
-import { Ids, SecretHasher, Storage } from "../Ports.js"
+import { Conflict, Forbidden } from "../Domain/Errors.js"
+import { Ids, type Row, SecretHasher, Storage } from "../Ports.js"
 import { isOperator, type Principal } from "../Principal.js"
 import { type Condition, eq, type FindQuery } from "../Query.js"
 import { randomToken } from "../Random.js"
@@ -240,11 +240,67 @@ export const MembersResource = defineResource({
   output: Member,
   createInput: MemberCreate,
   updateInput: MemberUpdate,
-  methods: ["find", "get", "patch", "remove"],
+  methods: ["find", "get", "create", "patch", "remove"],
   ownerField: "organization_id",
+  transient: ["invitation"],
   unique: [["organization_id", "user_id"]],
-  defaults: { authentication_method: "email_password", saml_active: false, role_id: null }
+  defaults: { authentication_method: "email_password", saml_active: false, role_id: null },
+  hooks: { create: (_principal, row, input) => invite(row, input) }
 })
+
+const INVITATION_TTL_MS = 7 * 24 * 3600 * 1000
+
+/** Creating a member invites a person: the person is created when absent. */
+const invite = (row: Row, input: Row) =>
+  Effect.gen(function*() {
+    const storage = yield* Storage
+    const ids = yield* Ids
+    const now = yield* nowIso
+    const email = String(input.email).trim().toLowerCase()
+    const found = yield* findPersonByEmail(email)
+    const person = Option.isSome(found) ? found.value : yield* Effect.orDie(
+      storage.repository(Tables.persons).create({
+        id: yield* ids.next,
+        email,
+        name: input.name,
+        password_hash: null,
+        created_at: now,
+        updated_at: now,
+        version: 1
+      })
+    )
+    const already = yield* storage.repository(Tables.members).count([
+      eq("organization_id", row.organization_id as string),
+      eq("user_id", person.id as string)
+    ])
+    if (already > 0) {
+      return yield* Effect.fail(
+        new Conflict({
+          message: "This person is already a member of the organization",
+          errors: { email: "is already a member" }
+        })
+      )
+    }
+    const invitationId = yield* ids.next
+    const secret = randomToken(32)
+    const expires_at = new Date(Date.parse(now) + INVITATION_TTL_MS).toISOString()
+    yield* Effect.orDie(storage.repository(Tables.invitations).create({
+      id: invitationId,
+      person_id: person.id,
+      organization_id: row.organization_id,
+      member_id: row.id,
+      token_hash: yield* Effect.flatMap(SecretHasher, (h) => h.hash(secret)),
+      expires_at,
+      accepted_at: null,
+      created_at: now,
+      updated_at: now,
+      version: 1
+    }))
+    return {
+      row: { ...row, user_id: person.id },
+      reveal: { invitation: { token: `inv_${invitationId}.${secret}`, expires_at } }
+    }
+  })
 
 /** The organizations a person is a member of. */
 export const membershipsOf = (personId: string) =>
