@@ -38,7 +38,8 @@ export const toInvalidInput = (error: ParseResult.ParseError, prefix = ""): Inva
   const errors: Record<string, string> = {}
   for (const issue of ParseResult.ArrayFormatter.formatErrorSync(error)) {
     const path = [prefix, ...issue.path.map(String)].filter((s) => s !== "").join(".") || "body"
-    errors[path] ??= issue.message
+    // Schema messages quote the offending value: keep a huge one from flooding the response.
+    errors[path] ??= issue.message.length > 300 ? `${issue.message.slice(0, 300)}…` : issue.message
   }
   const first = Object.entries(errors)[0]
   return new InvalidInput({
@@ -176,6 +177,13 @@ const nullsFor = (fields: ReadonlySet<string>, def: ResourceDef): Row => {
   return out
 }
 
+/** What an update (PUT) writes into the updatable fields its body does not name. */
+const replacedFields = (def: ResourceDef): Row => {
+  const out = nullsFor(def.updateFields, def)
+  for (const f of def.updateFields) if (Object.hasOwn(def.defaults, f)) out[f] = def.defaults[f]
+  return out
+}
+
 /** Counts the organization's rows against its quota, inside the creating transaction. */
 export const checkQuota = (def: ResourceDef, organizationId: string, extra: ReadonlyArray<Condition> = []) =>
   Effect.gen(function*() {
@@ -259,7 +267,8 @@ const write = (def: ResourceDef, principal: Principal, id: string, body: unknown
       Effect.gen(function*() {
         const before = yield* loadVisible(def, principal, id)
         const now = yield* nowIso
-        const replaced = method === "update" ? nullsFor(def.updateFields, def) : {}
+        // A full replace: updatable fields the body leaves out go back to their default, or null.
+        const replaced = method === "update" ? replacedFields(def) : {}
         let after: Row = { ...before, ...replaced, ...input, updated_at: now }
         if (def.hooks.update) after = yield* def.hooks.update(principal, before, after, input)
         const expected = version ?? (before.version as number)

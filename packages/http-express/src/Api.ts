@@ -4,6 +4,7 @@ import {
   authenticate,
   createSession,
   type DomainError,
+  InvalidInput,
   type Principal,
   type ResourceDef,
   ResourceService,
@@ -76,19 +77,39 @@ const bearer = (req: express.Request): string | undefined => {
 }
 
 /** The query string as Feathers clients send it, tokenised the way `qs` does. */
-const parseQuery = (req: express.Request): Record<string, unknown> => {
+const parseQuery = (req: express.Request): Effect.Effect<Record<string, unknown>, InvalidInput> => {
   const url = req.originalUrl ?? req.url
   const i = url.indexOf("?")
-  if (i < 0) return {}
+  if (i < 0) return Effect.succeed({})
+  const raw = url.slice(i + 1)
+  // `qs` drops a `__proto__` key whatever its options, which would turn a filter into a full
+  // scan: name it and refuse it like any other unknown field.
+  if (/__proto__/i.test(raw) || /__proto__/i.test(safeDecode(raw))) {
+    return Effect.fail(
+      new InvalidInput({
+        message: "Invalid query: __proto__ is not a field of this resource",
+        // Not keyed by the name itself: an `errors` key `__proto__` would be lost on assignment.
+        errors: { query: "__proto__ is not a field of this resource" }
+      })
+    )
+  }
   // `plainObjects`: keys such as `constructor` or `toString` reach the query validator (and are
   // rejected there as unknown fields) instead of being dropped silently, which made a full scan.
-  return qs.parse(url.slice(i + 1), {
+  return Effect.succeed(qs.parse(raw, {
     depth: 8,
     arrayLimit: 1000,
     parameterLimit: 2000,
     allowPrototypes: false,
     plainObjects: true
-  })
+  }))
+}
+
+const safeDecode = (s: string) => {
+  try {
+    return decodeURIComponent(s.replace(/\+/g, " "))
+  } catch {
+    return s
+  }
 }
 
 /**
@@ -208,7 +229,7 @@ export const createApi = async (options: ApiOptions): Promise<Api> => {
     const item = `${base}/:id`
     const id = (req: express.Request) => String(req.params.id)
     const allowed = new Set(def.methods)
-    if (allowed.has("find")) v1.get(base, authed((p, req) => ResourceService.find(def, p, parseQuery(req))))
+    if (allowed.has("find")) v1.get(base, authed((p, req) => Effect.flatMap(parseQuery(req), (q) => ResourceService.find(def, p, q))))
     if (allowed.has("get")) v1.get(item, authed((p, req) => ResourceService.get(def, p, id(req))))
     if (allowed.has("create")) v1.post(base, authed((p, req) => ResourceService.create(def, p, req.body), 201))
     if (allowed.has("update")) v1.put(item, authed((p, req) => ResourceService.update(def, p, id(req), req.body)))

@@ -1,0 +1,155 @@
+import { resources, SecretsResource } from "@cmp/core"
+import { SqliteStore } from "@cmp/store-sqlite"
+import express from "express"
+import type * as http from "node:http"
+import type { AddressInfo } from "node:net"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type Api, createApi, ManualClock } from "../src/index.js"
+import { ADMIN, as, call, client, expect401, expect404, operatorOf, start, START } from "./helpers.js"
+
+/**
+ * The API mounted under a prefix of the host application's own Express app. A stand-in
+ * service under `consents/` (the secrets resource on another path) checks that requests
+ * to /v1/consents/* stay out of the `api_requests` quota wherever the API is mounted.
+ */
+
+const probe = { ...SecretsResource, path: "consents/probe" }
+
+let api: Api
+let server: http.Server
+let base: string
+let clock: ManualClock
+
+beforeAll(async () => {
+  clock = new ManualClock(START)
+  api = await createApi({
+    store: SqliteStore.layer({ filename: ":memory:" }),
+    allowHttp: true,
+    hashCost: 1024,
+    clock,
+    admin: ADMIN,
+    logLevel: "None",
+    resources: [...resources, probe]
+  })
+  const app = express()
+  app.get("/health", (_req, res) => {
+    res.json({ ok: true })
+  })
+  app.use("/api", api.router)
+  server = app.listen(0, "127.0.0.1")
+  await new Promise<void>((resolve) => server.once("listening", () => resolve()))
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+})
+afterAll(async () => {
+  await new Promise<void>((resolve) => {
+    server?.close(() => resolve())
+    server?.closeAllConnections()
+  })
+  await api?.dispose()
+})
+
+describe("mounted under /api in a host app", () => {
+  it("the host app's own route works", async () => {
+    const r = await call(base, "GET", "/health")
+    expect(r.status).toBe(200)
+    expect(r.body).toEqual({ ok: true })
+  })
+
+  it("/api/v1/sessions works and the token is accepted under the prefix", async () => {
+    const r = await call(base, "POST", "/api/v1/sessions", { body: { type: "api-key", ...ADMIN } })
+    expect(r.status).toBe(201)
+    expect(typeof r.body.access_token).toBe("string")
+    const orgs = await as(base, r.body.access_token)("GET", "/api/v1/organizations")
+    expect(orgs.status).toBe(200)
+    expect(orgs.body.total).toBeGreaterThanOrEqual(1)
+    expect401(await call(base, "GET", "/api/v1/organizations"))
+  })
+
+  it("/api/openapi.json and /api/docs/ work", async () => {
+    const doc = await call(base, "GET", "/api/openapi.json")
+    expect(doc.status).toBe(200)
+    expect(doc.body.openapi).toBe("3.1.0")
+    expect(doc.body.paths).toHaveProperty(["/v1/sessions"])
+    const docs = await call(base, "GET", "/api/docs/")
+    expect(docs.status).toBe(200)
+    expect(docs.text).toContain("swagger-ui-bundle.js")
+    expect((await call(base, "GET", "/api/docs/swagger-ui-bundle.js")).status).toBe(200)
+    const redirect = await call(base, "GET", "/api/docs")
+    expect(redirect.status).toBe(301)
+    expect(redirect.headers.get("location")).toBe("/api/docs/")
+  })
+
+  it("unknown routes under the prefix answer the contract's 404; the host app keeps its own", async () => {
+    expect404(await call(base, "GET", "/api/v1/nope"))
+    const outside = await call(base, "GET", "/elsewhere")
+    expect(outside.status).toBe(404)
+  })
+
+  it("requests to /v1/consents/* do not count against api_requests when mounted under a prefix", async () => {
+    const op = await operatorOf(`${base}/api`)
+    const t = await op.tenant()
+    const quota = await op.quotaOf(t.org.id)
+    expect((await op.call("PATCH", `/v1/quotas/${quota.id}`, { body: { api_requests: 2 } })).status).toBe(200)
+    const asT = as(base, t.token)
+    for (let i = 0; i < 4; i++) {
+      const r = await asT("GET", "/api/v1/consents/probe")
+      expect(r.status, `consents request ${i + 1}: ${r.text}`).toBe(200)
+    }
+    expect((await asT("GET", "/api/v1/keys")).status).toBe(200)
+    expect((await asT("GET", "/api/v1/keys")).status).toBe(200)
+    const limited = await asT("GET", "/api/v1/keys")
+    expect(limited.status).toBe(429)
+    expect(limited.headers.get("retry-after")).toMatch(/^[1-9]\d*$/)
+    // Still served: consents are outside the quota.
+    expect((await asT("GET", "/api/v1/consents/probe")).status).toBe(200)
+    const { login } = client(`${base}/api`)
+    expect(typeof (await login(t.key.id, t.secret))).toBe("string")
+  })
+})
+
+describe("the same quota rule at the root (startServer)", () => {
+  it("requests to /v1/consents/* do not count; other requests do", async () => {
+    const root = await start({ resources: [...resources, probe] })
+    try {
+      const op = await operatorOf(root.url)
+      const t = await op.tenant()
+      const quota = await op.quotaOf(t.org.id)
+      expect((await op.call("PATCH", `/v1/quotas/${quota.id}`, { body: { api_requests: 1 } })).status).toBe(200)
+      const asT = as(root.url, t.token)
+      for (let i = 0; i < 3; i++) expect((await asT("GET", "/v1/consents/probe")).status).toBe(200)
+      expect((await asT("GET", "/v1/keys")).status).toBe(200)
+      expect((await asT("GET", "/v1/keys")).status).toBe(429)
+      // Every other service stays counted.
+      expect((await asT("GET", "/v1/secrets")).status).toBe(429)
+    } finally {
+      await root.close()
+    }
+  })
+})
+
+describe("HTTPS enforcement when mounted", () => {
+  it("the redirect keeps the mount prefix", async () => {
+    const strict = await createApi({
+      store: SqliteStore.layer({ filename: ":memory:" }),
+      hashCost: 1024,
+      admin: ADMIN,
+      logLevel: "None"
+    })
+    const app = express()
+    app.use("/api", strict.router)
+    const s = app.listen(0, "127.0.0.1")
+    try {
+      await new Promise<void>((resolve) => s.once("listening", () => resolve()))
+      const url = `http://127.0.0.1:${(s.address() as AddressInfo).port}`
+      const r = await call(url, "GET", "/api/v1/keys?$limit=1")
+      expect(r.status).toBe(301)
+      expect(r.headers.get("location")).toBe(`https://${new URL(url).host}/api/v1/keys?$limit=1`)
+    } finally {
+      await new Promise<void>((resolve) => {
+        s.close(() => resolve())
+        s.closeAllConnections()
+      })
+      await strict.dispose()
+    }
+  })
+})
