@@ -2,6 +2,7 @@ import { defaultQuotas, type PremiumFeatureFlag, premiumFeatureFlags, type Quota
 import type { ServerOptions } from "@cmp/http-express"
 import { SqliteStore } from "@cmp/store-sqlite"
 import type * as LogLevel from "effect/LogLevel"
+import * as path from "node:path"
 
 /** A configuration mistake: reported in one line at start, never as a stack trace. */
 export class ConfigError extends Error {}
@@ -66,7 +67,10 @@ export const fromEnv = (env: NodeJS.ProcessEnv = process.env): ServerOptions & {
   if (env.DATABASE_URL) {
     throw new ConfigError("DATABASE_URL is set, but the PostgreSQL store is not available in this build yet; unset it to use SQLite")
   }
-  const sqlitePath = env.SQLITE_PATH || "./data/consent.db"
+  // `pnpm start` runs in packages/server; a relative path means the directory pnpm was run from.
+  const base = env.INIT_CWD || process.cwd()
+  const pemOrPath = (v: string) => (v.includes("-----BEGIN") ? v : path.resolve(base, v))
+  const sqlitePath = path.resolve(base, env.SQLITE_PATH || "./data/consent.db")
   const logLevel = (env.LOG_LEVEL ?? "Info") as LogLevel.Literal
   if (!logLevels.includes(logLevel as never)) throw new ConfigError(`LOG_LEVEL must be one of ${logLevels.join(", ")}`)
   if ((env.TLS_CERT && !env.TLS_KEY) || (!env.TLS_CERT && env.TLS_KEY)) {
@@ -85,7 +89,7 @@ export const fromEnv = (env: NodeJS.ProcessEnv = process.env): ServerOptions & {
     host: env.HOST || "127.0.0.1",
     allowHttp: bool(env, "ALLOW_HTTP", false),
     trustProxy: bool(env, "TRUST_PROXY", false),
-    tls: env.TLS_CERT && env.TLS_KEY ? { cert: env.TLS_CERT, key: env.TLS_KEY } : undefined,
+    tls: env.TLS_CERT && env.TLS_KEY ? { cert: pemOrPath(env.TLS_CERT), key: pemOrPath(env.TLS_KEY) } : undefined,
     jwtSecret: env.JWT_SECRET || undefined,
     admin: { key: env.ADMIN_API_KEY || undefined, secret: env.ADMIN_API_SECRET || undefined },
     logLevel,

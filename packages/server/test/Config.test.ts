@@ -1,3 +1,4 @@
+import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import { ConfigError, fromEnv } from "../src/Config.js"
 
@@ -6,7 +7,7 @@ describe("configuration from the environment", () => {
     const o = fromEnv({})
     expect(o.port).toBe(3000)
     expect(o.host).toBe("127.0.0.1")
-    expect(o.sqlitePath).toBe("./data/consent.db")
+    expect(o.sqlitePath).toBe(path.resolve(process.cwd(), "data/consent.db"))
     expect(o.allowHttp).toBe(false)
     expect(o.trustProxy).toBe(false)
     expect(o.tls).toBeUndefined()
@@ -33,6 +34,7 @@ describe("configuration from the environment", () => {
     expect(o.port).toBe(8080)
     expect(o.host).toBe("0.0.0.0")
     expect(o.sqlitePath).toBe("/tmp/x.db")
+    expect(fromEnv({ INIT_CWD: "/srv/app", SQLITE_PATH: "db/c.db" }).sqlitePath).toBe("/srv/app/db/c.db")
     expect(o.allowHttp).toBe(true)
     expect(o.trustProxy).toBe(true)
     expect(o.admin).toEqual({ key: "admin", secret: "a-long-enough-secret" })
