@@ -177,16 +177,18 @@ export const createApi = async (options: ApiOptions): Promise<Api> => {
   }
 
   const router = express.Router({ strict: false })
+  const logRequests = ["All", "Trace", "Debug", "Info", undefined].includes(options.logLevel)
 
   router.use((req, res, next) => {
     const incoming = req.headers["x-request-id"]
     const requestId = typeof incoming === "string" && /^[\w.-]{1,128}$/.test(incoming) ? incoming : crypto.randomUUID()
     res.locals.requestId = requestId
     res.setHeader("X-Request-Id", requestId)
-    if (options.logLevel === "Debug" || options.logLevel === "All") {
+    if (logRequests) {
       const started = process.hrtime.bigint()
       res.on("finish", () => {
-        runtime.runFork(Effect.logDebug("request").pipe(Effect.annotateLogs({
+        // Path only: a query string may carry values the caller considers private.
+        runtime.runFork(Effect.logInfo("request").pipe(Effect.annotateLogs({
           requestId,
           method: req.method,
           path: req.baseUrl + req.path,

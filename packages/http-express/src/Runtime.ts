@@ -48,7 +48,7 @@ export const appLayer = (options: RuntimeOptions): Layer.Layer<AppServices, unkn
   const services = Layer.merge(JoseTokensLive(options.jwtSecret), ApiUsage.layer()).pipe(Layer.provideMerge(base))
   const booted = Layer.effectDiscard(bootstrap(options.admin ?? {})).pipe(Layer.provideMerge(services))
   const infra = Layer.mergeAll(
-    Logger.replace(Logger.defaultLogger, Logger.jsonLogger),
+    Logger.json,
     Logger.minimumLogLevel(LogLevel.fromLiteral(options.logLevel ?? "Info")),
     options.clock ? Layer.setClock(options.clock) : Layer.empty
   )

@@ -1,0 +1,40 @@
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
+import { ADMIN, client, start, type TestServer } from "./helpers.js"
+
+/** Structured JSON logs: one line per request with its id, and never a secret or a token. */
+let server: TestServer
+const lines: Array<string> = []
+
+beforeAll(async () => {
+  vi.spyOn(console, "log").mockImplementation((...args: Array<unknown>) => {
+    lines.push(args.map(String).join(" "))
+  })
+  server = await start({ logLevel: "Info" })
+})
+afterAll(async () => {
+  await server.close()
+  vi.restoreAllMocks()
+})
+
+describe("logs", () => {
+  it("one JSON line per request, carrying the request id, without secrets or tokens", async () => {
+    const { call, login } = client(server.url)
+    const token = await login(ADMIN.key, ADMIN.secret)
+    const r = await call("GET", "/v1/keys?name=private-value", { token, headers: { "x-request-id": "req-123" } })
+    expect(r.status).toBe(200)
+    expect(r.headers.get("x-request-id")).toBe("req-123")
+    await new Promise((resolve) => setTimeout(resolve, 50))
+
+    const parsed = lines.map((l) => JSON.parse(l) as { message: unknown; annotations: Record<string, unknown> })
+    const line = parsed.find((p) => p.annotations?.requestId === "req-123")
+    expect(line).toBeDefined()
+    expect(line!.message).toBe("request")
+    expect(line!.annotations).toMatchObject({ method: "GET", path: "/v1/keys", status: 200 })
+    expect(typeof line!.annotations.durationMs).toBe("number")
+
+    const all = lines.join("\n")
+    expect(all).not.toContain(ADMIN.secret)
+    expect(all).not.toContain(token)
+    expect(all).not.toContain("private-value")
+  })
+})
