@@ -51,7 +51,15 @@ export class Storage extends Context.Tag("@cmp/core/Storage")<
 /** Runs an effect atomically: every write inside commits together or not at all. */
 export class UnitOfWork extends Context.Tag("@cmp/core/UnitOfWork")<
   UnitOfWork,
-  { readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R> }
+  {
+    readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+    /**
+     * Inside a transaction: waits until no other transaction holds the same key, and holds it
+     * until this one ends, so a read-then-write on that key (a count against a quota) is not
+     * interleaved with another. A store whose transactions are already serial may do nothing.
+     */
+    readonly lock: (key: string) => Effect.Effect<void>
+  }
 >() {}
 
 /** Request counters per organization and period (the `api_requests` quota). */

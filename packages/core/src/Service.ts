@@ -188,6 +188,8 @@ const replacedFields = (def: ResourceDef): Row => {
 export const checkQuota = (def: ResourceDef, organizationId: string, extra: ReadonlyArray<Condition> = []) =>
   Effect.gen(function*() {
     if (!def.quota || def.ownerField === undefined) return
+    // Two concurrent creates must not both see "one below the limit".
+    yield* Effect.flatMap(UnitOfWork, (uow) => uow.lock(`quota:${def.quota}:${organizationId}`))
     const storage = yield* Storage
     const quotas = yield* storage.repository(Tables.quotas).find({
       where: [eq("organization_id", organizationId)],

@@ -222,7 +222,9 @@ export const storeLayer: Layer.Layer<InMemory | Storage | UnitOfWork | UsageStor
         Effect.suspend(() => {
           const restore = snapshot(state)
           return Effect.onError(effect, () => Effect.sync(restore))
-        })
+        }),
+      // One JavaScript thread and no awaits inside a use-case's reads: nothing to serialise.
+      lock: (_key: string) => Effect.void
     }
     const usage = {
       add: (organizationId: string, period: string, count: number) =>

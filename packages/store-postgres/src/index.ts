@@ -1,1 +1,1 @@
-export {}
+export * as PgStore from "./PgStore.js"

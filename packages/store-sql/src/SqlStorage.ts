@@ -250,6 +250,13 @@ export const make = Effect.gen(function*() {
       Effect.catchIf((e): e is SqlError => (e as { _tag?: unknown })?._tag === "SqlError", (e) => Effect.die(e))
     ) as Effect.Effect<A, E, R>
 
+  // SQLite runs one transaction at a time already; PostgreSQL needs a transaction-scoped lock.
+  const lock = (key: string): Effect.Effect<void> =>
+    sql.onDialectOrElse({
+      pg: () => sql`SELECT pg_advisory_xact_lock(hashtextextended(${key}, 0))`.pipe(Effect.asVoid, Effect.orDie),
+      orElse: () => Effect.void
+    })
+
   const usage = {
     add: (organizationId: string, period: string, n: number) =>
       sql<{ count: unknown }>`INSERT INTO api_usage (organization_id, period, count) VALUES (${organizationId}, ${period}, ${n})
@@ -262,7 +269,7 @@ export const make = Effect.gen(function*() {
       )
   }
 
-  return { storage: Storage.of({ repository }), unitOfWork: UnitOfWork.of({ transaction }), usage: UsageStore.of(usage) }
+  return { storage: Storage.of({ repository }), unitOfWork: UnitOfWork.of({ transaction, lock }), usage: UsageStore.of(usage) }
 })
 
 /** The three storage ports over whatever `SqlClient` is provided. */

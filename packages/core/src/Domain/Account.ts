@@ -1,5 +1,5 @@
 import * as Schema from "effect/Schema"
-import { Audit, Email, HttpsUrl, Id, Name, NonNegativeInt, opt, Text, Timestamp, Url } from "./Common.js"
+import { Audit, Email, HttpsUrl, Id, Name, NonNegativeInt, opt, PositiveInt, Text, Timestamp, Url } from "./Common.js"
 
 // ---------------------------------------------------------------- sessions
 
@@ -99,7 +99,7 @@ export const Organization = Schema.Struct({
   self_register: Schema.Boolean,
   organization_group_id: opt(Id),
   organization_group_name: opt(Schema.String),
-  iab_tcf_cmp_id: opt(Schema.Int.pipe(Schema.positive())),
+  iab_tcf_cmp_id: opt(PositiveInt),
   allow_chat_support: Schema.Boolean,
   ...Audit
 })
@@ -116,7 +116,7 @@ const organizationInputFields = {
   organization_group_id: opt(Id),
   /** Input only: the CRM account of the organization's group. */
   crm_account_id: opt(Id),
-  iab_tcf_cmp_id: opt(Schema.Int.pipe(Schema.positive()))
+  iab_tcf_cmp_id: opt(PositiveInt)
 }
 
 export const OrganizationCreate = Schema.Struct(organizationInputFields)

@@ -53,7 +53,18 @@ export const HttpsUrl = Schema.String.pipe(
   Schema.filter((s) => parseUrl(s)?.protocol === "https:", { message: () => "must be an https URL" })
 )
 
-export const NonNegativeInt = Schema.Int.pipe(Schema.nonNegative())
+/** Stored in a 32-bit integer column on every database, so bounded here rather than failing there. */
+export const MAX_INT32 = 2_147_483_647
+
+export const NonNegativeInt = Schema.Int.pipe(
+  Schema.nonNegative(),
+  Schema.lessThanOrEqualTo(MAX_INT32, { message: () => `must be at most ${MAX_INT32}` })
+)
+
+export const PositiveInt = Schema.Int.pipe(
+  Schema.positive(),
+  Schema.lessThanOrEqualTo(MAX_INT32, { message: () => `must be at most ${MAX_INT32}` })
+)
 
 /** An arbitrary JSON object (stored as JSON). */
 export const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })

@@ -1,0 +1,50 @@
+import { Storage, Tables } from "@cmp/core"
+import { suite } from "@cmp/store-sql/contract"
+import { assert, describe, it } from "@effect/vitest"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import { afterAll, beforeAll } from "vitest"
+import { PgStore } from "../src/index.js"
+import { createTestDatabase, type TestDatabase } from "./TestDatabase.js"
+
+/**
+ * The shared store contract on PostgreSQL: the machine's server through DATABASE_URL (CI),
+ * or an in-process PGlite where it is unset. Never skipped.
+ */
+let db: TestDatabase
+
+beforeAll(async () => {
+  db = await createTestDatabase()
+}, 60_000)
+afterAll(() => db?.close())
+
+const fresh = () =>
+  Layer.unwrapEffect(
+    Effect.promise(() => db.reset()).pipe(
+      Effect.as(PgStore.layer({ url: db.url, maxConnections: db.maxConnections }))
+    )
+  )
+
+suite(`postgres (${process.env.DATABASE_URL ? "DATABASE_URL" : "PGlite"})`, fresh)
+
+describe("PgStore", () => {
+  it.effect("uses real boolean, jsonb and timestamptz columns, migrated once", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const columns = yield* sql<{ column_name: string; data_type: string }>`
+        SELECT column_name, data_type FROM information_schema.columns
+        WHERE table_name = 'organizations' AND column_name IN ('self_register', 'auth_message_priority', 'created_at')
+        ORDER BY column_name`
+      assert.deepStrictEqual(columns.map((c) => [c.column_name, c.data_type]), [
+        ["auth_message_priority", "jsonb"],
+        ["created_at", "timestamp with time zone"],
+        ["self_register", "boolean"]
+      ])
+      const applied = yield* sql<{ migration_id: number }>`SELECT migration_id FROM effect_sql_migrations ORDER BY migration_id`
+      assert.deepStrictEqual(applied.map((m) => Number(m.migration_id)), Object.keys(PgStore.migrations).map((k) => Number(k.split("_")[0])))
+      // A count on a real table comes back as a number, not the driver's string.
+      const repo = (yield* Storage).repository(Tables.keys)
+      assert.strictEqual(yield* repo.count([]), 0)
+    }).pipe(Effect.provide(fresh())), { timeout: 30_000 })
+})
