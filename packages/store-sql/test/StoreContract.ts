@@ -12,6 +12,7 @@ import {
   Conflict,
   defineTable,
   emptyQuery,
+  eq,
   field,
   type FieldInfo,
   type FindQuery,
@@ -683,6 +684,27 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
     })
 
     describe("transactions", () => {
+      it.effect("lock serialises count-then-create on one key: a limit of 2 is never exceeded", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          const uow = yield* UnitOfWork
+          // Eight concurrent creators each check the count under the same lock, like a quota.
+          const createIfRoom = (i: number) =>
+            uow.transaction(Effect.gen(function*() {
+              yield* uow.lock("quota:items:org-a")
+              const used = yield* repo.count([eq("organization_id", "org-a")])
+              yield* Effect.yieldNow()
+              if (used >= 2) return "full" as const
+              yield* repo.create(item(`q${i}`, { organization_id: "org-a" }))
+              return "created" as const
+            }))
+          const results = yield* Effect.all(Array.from({ length: 8 }, (_, i) => createIfRoom(i)), {
+            concurrency: "unbounded"
+          })
+          assert.strictEqual(results.filter((r) => r === "created").length, 2)
+          assert.strictEqual(yield* repo.count([eq("organization_id", "org-a")]), 2)
+        })))
+
       it.effect("a successful transaction commits every write", () =>
         run(Effect.gen(function*() {
           const repo = yield* items
