@@ -1,12 +1,11 @@
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { nowIso } from "./Clock.js"
-import { Ids, SecretHasher, Storage } from "./Ports.js"
+import { Ids, SecretHasher, Storage, UnitOfWork } from "./Ports.js"
 import { randomToken } from "./Random.js"
 import { provisionOrganization } from "./Resources/Account.js"
 import { Settings } from "./Settings.js"
 import { Tables } from "./Tables.js"
-import { UnitOfWork } from "./Ports.js"
 
 /** Creates the operator organization (with its quota and features) when it is missing. */
 export const ensureOperatorOrganization = Effect.gen(function*() {
@@ -66,9 +65,13 @@ const createOperatorKeyRow = (id: string, secret: string, name: string) =>
  * First start: the operator organization, and the operator key named by configuration
  * (`ADMIN_API_KEY`/`ADMIN_API_SECRET`) when it does not exist yet.
  */
+/** Servers starting at once on one database bootstrap one after the other. */
+const BOOTSTRAP_LOCK = "bootstrap"
+
 export const bootstrap = (admin: { readonly key?: string | undefined; readonly secret?: string | undefined }) =>
   Effect.flatMap(UnitOfWork, (uow) =>
     uow.transaction(Effect.gen(function*() {
+      yield* uow.lock(BOOTSTRAP_LOCK)
       yield* ensureOperatorOrganization
       if (!admin.key || !admin.secret) return
       const existing = yield* (yield* Storage).repository(Tables.keys).get(admin.key)
@@ -78,6 +81,7 @@ export const bootstrap = (admin: { readonly key?: string | undefined; readonly s
 /** A new operator key with a random secret (the `bootstrap` command). */
 export const createOperatorKey = Effect.flatMap(UnitOfWork, (uow) =>
   uow.transaction(Effect.gen(function*() {
+    yield* uow.lock(BOOTSTRAP_LOCK)
     yield* ensureOperatorOrganization
     const id = yield* Effect.flatMap(Ids, (ids) => ids.next)
     const secret = `sk_${randomToken(32)}`

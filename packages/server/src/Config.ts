@@ -1,5 +1,6 @@
 import { defaultQuotas, type PremiumFeatureFlag, premiumFeatureFlags, type QuotaField, type QuotaPeriod } from "@cmp/core"
 import type { ServerOptions } from "@cmp/http-express"
+import { PgStore } from "@cmp/store-postgres"
 import { SqliteStore } from "@cmp/store-sqlite"
 import type * as LogLevel from "effect/LogLevel"
 import * as path from "node:path"
@@ -63,14 +64,17 @@ const features = (v: string | undefined): Array<PremiumFeatureFlag> => {
 }
 
 /** Reads the server's options from the environment (see the README's table). */
-export const fromEnv = (env: NodeJS.ProcessEnv = process.env): ServerOptions & { sqlitePath: string } => {
-  if (env.DATABASE_URL) {
-    throw new ConfigError("DATABASE_URL is set, but the PostgreSQL store is not available in this build yet; unset it to use SQLite")
-  }
+export const fromEnv = (
+  env: NodeJS.ProcessEnv = process.env
+): ServerOptions & { sqlitePath: string; database: "sqlite" | "postgres" } => {
   // `pnpm start` runs in packages/server; a relative path means the directory pnpm was run from.
   const base = env.INIT_CWD || process.cwd()
   const pemOrPath = (v: string) => (v.includes("-----BEGIN") ? v : path.resolve(base, v))
   const sqlitePath = path.resolve(base, env.SQLITE_PATH || "./data/consent.db")
+  const databaseUrl = env.DATABASE_URL?.trim() || undefined
+  if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError("DATABASE_URL must be a postgres:// or postgresql:// URL")
+  }
   const logLevel = (env.LOG_LEVEL ?? "Info") as LogLevel.Literal
   if (!logLevels.includes(logLevel as never)) throw new ConfigError(`LOG_LEVEL must be one of ${logLevels.join(", ")}`)
   if ((env.TLS_CERT && !env.TLS_KEY) || (!env.TLS_CERT && env.TLS_KEY)) {
@@ -84,7 +88,10 @@ export const fromEnv = (env: NodeJS.ProcessEnv = process.env): ServerOptions & {
   }
   return {
     sqlitePath,
-    store: SqliteStore.layer({ filename: sqlitePath }),
+    database: databaseUrl ? "postgres" : "sqlite",
+    store: databaseUrl
+      ? PgStore.layer({ url: databaseUrl, maxConnections: int(env, "DATABASE_POOL_SIZE", 10, 1, 1000) })
+      : SqliteStore.layer({ filename: sqlitePath }),
     port: int(env, "PORT", 3000, 0, 65535),
     host: env.HOST || "127.0.0.1",
     allowHttp: bool(env, "ALLOW_HTTP", false),

@@ -19,7 +19,8 @@ const main = async () => {
   if (command !== "serve") throw new ConfigError(`Unknown command '${command}'; use 'serve' or 'bootstrap'`)
   const running = await startServer(options)
   const mode = options.tls ? "https" : options.allowHttp ? "plain http (ALLOW_HTTP, development only)" : "http answering 301 to https"
-  console.log(JSON.stringify({ message: "listening", url: running.url, mode, sqlite: options.sqlitePath }))
+  const database = options.database === "postgres" ? { database: "postgres" } : { database: "sqlite", sqlite: options.sqlitePath }
+  console.log(JSON.stringify({ message: "listening", url: running.url, mode, ...database }))
   const stop = () => {
     running.close().then(() => process.exit(0), () => process.exit(1))
   }

@@ -46,6 +46,12 @@ describe("configuration from the environment", () => {
     expect(o.tls).toEqual({ cert: "/c.pem", key: "/k.pem" })
   })
 
+  it("DATABASE_URL selects PostgreSQL; otherwise SQLite", () => {
+    expect(fromEnv({}).database).toBe("sqlite")
+    expect(fromEnv({ DATABASE_URL: "postgres://u@localhost:5432/db" }).database).toBe("postgres")
+    expect(fromEnv({ DATABASE_URL: "postgresql://u@localhost/db", DATABASE_POOL_SIZE: "3" }).database).toBe("postgres")
+  })
+
   it.each([
     [{ PORT: "http" }, /PORT/],
     [{ ALLOW_HTTP: "maybe" }, /ALLOW_HTTP/],
@@ -56,7 +62,9 @@ describe("configuration from the environment", () => {
     [{ DEFAULT_QUOTAS: "{\"nope\": 1}" }, /nope/],
     [{ DEFAULT_QUOTAS: "not json" }, /DEFAULT_QUOTAS/],
     [{ API_REQUESTS_PERIOD: "fortnight" }, /API_REQUESTS_PERIOD/],
-    [{ LOG_LEVEL: "loud" }, /LOG_LEVEL/]
+    [{ LOG_LEVEL: "loud" }, /LOG_LEVEL/],
+    [{ DATABASE_URL: "mysql://localhost/db" }, /DATABASE_URL/],
+    [{ DATABASE_URL: "postgres://localhost/db", DATABASE_POOL_SIZE: "0" }, /DATABASE_POOL_SIZE/]
   ])("refuses %o with a clear message", (env, message) => {
     expect(() => fromEnv(env)).toThrow(ConfigError)
     expect(() => fromEnv(env)).toThrow(message)

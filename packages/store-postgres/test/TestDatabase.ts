@@ -31,7 +31,13 @@ const admin = async (url: string, statement: string) => {
 
 let counter = 0
 
-export const createTestDatabase = async (): Promise<TestDatabase> => {
+/**
+ * `clients`: how many separate clients (processes) will connect. PGlite's socket serialises
+ * transactions across connections but not the messages of concurrent statements outside
+ * them, so with PGlite each client gets one connection and must not overlap its statements
+ * with another client's.
+ */
+export const createTestDatabase = async (options: { clients?: number } = {}): Promise<TestDatabase> => {
   const base = process.env.DATABASE_URL
   if (base) {
     const name = `cmp_test_${process.pid}_${Date.now().toString(36)}_${++counter}`
@@ -47,7 +53,7 @@ export const createTestDatabase = async (): Promise<TestDatabase> => {
     }
   }
   const db = await PGlite.create()
-  const server = new PGLiteSocketServer({ db, host: "127.0.0.1", port: 0, maxConnections: 1 })
+  const server = new PGLiteSocketServer({ db, host: "127.0.0.1", port: 0, maxConnections: options.clients ?? 1 })
   await server.start()
   const url = `postgres://postgres@${server.getServerConn()}/postgres?sslmode=disable`
   return {
