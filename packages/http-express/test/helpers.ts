@@ -1,6 +1,8 @@
+import { PgStore } from "@cmp/store-postgres"
+import { createTestDatabase } from "@cmp/store-postgres/testing"
 import { SqliteStore } from "@cmp/store-sqlite"
 import { expect } from "vitest"
-import { ManualClock, type RunningServer, type ServerOptions, startServer } from "../src/index.js"
+import { ManualClock, type RunningServer, type ServerOptions, startServer, type StoreLayer } from "../src/index.js"
 
 /** The moment every test server starts at (server time, moved by the ManualClock). */
 export const START = Date.parse("2026-11-22T10:00:00.000Z")
@@ -14,11 +16,22 @@ export interface TestServer extends RunningServer {
   readonly clock: ManualClock
 }
 
-/** A real listening server on a random port over an in-memory SQLite database. */
+/** Which store the suite runs on: `pnpm test` runs it once per store. */
+export const storeKind = process.env.CMP_TEST_STORE === "postgres" ? "postgres" : "sqlite"
+
+/** A fresh store for one test server, and how to dispose of it after the server. */
+export const testStore = async (): Promise<{ layer: StoreLayer; close: () => Promise<void> }> => {
+  if (storeKind === "sqlite") return { layer: SqliteStore.layer({ filename: ":memory:" }), close: async () => {} }
+  const db = await createTestDatabase()
+  return { layer: PgStore.layer({ url: db.url, maxConnections: db.maxConnections }), close: db.close }
+}
+
+/** A real listening server on a random port over a fresh database of the store under test. */
 export const start = async (overrides: Partial<ServerOptions> = {}): Promise<TestServer> => {
   const clock = (overrides.clock as ManualClock | undefined) ?? new ManualClock(START)
+  const store = await testStore()
   const server = await startServer({
-    store: SqliteStore.layer({ filename: ":memory:" }),
+    store: store.layer,
     port: 0,
     allowHttp: true,
     hashCost: 1024,
@@ -28,7 +41,14 @@ export const start = async (overrides: Partial<ServerOptions> = {}): Promise<Tes
     logLevel: (process.env.TEST_LOG_LEVEL as ServerOptions["logLevel"]) ?? "None",
     ...overrides
   })
-  return { ...server, clock }
+  return {
+    ...server,
+    clock,
+    close: async () => {
+      await server.close()
+      await store.close()
+    }
+  }
 }
 
 export interface Reply {
