@@ -6,3 +6,20 @@ export const randomToken = (bytes = 32): string => {
   for (const b of buf) s += String.fromCharCode(b)
   return btoa(s).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "")
 }
+
+let lastMs = 0
+let sequence = 0
+
+/**
+ * An id that sorts by creation: milliseconds, a per-process sequence within the same
+ * millisecond, then randomness. Messages queued in one transaction share a timestamp, and the
+ * delivery log still lists them in the order they were queued.
+ */
+export const sortableId = (ms: number): string => {
+  sequence = ms === lastMs ? sequence + 1 : 0
+  lastMs = ms
+  const random = new Uint8Array(6)
+  globalThis.crypto.getRandomValues(random)
+  return ms.toString(16).padStart(12, "0") + sequence.toString(16).padStart(6, "0") +
+    Array.from(random, (b) => b.toString(16).padStart(2, "0")).join("")
+}

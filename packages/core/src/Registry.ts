@@ -7,6 +7,8 @@ import {
   QuotasResource,
   SecretsResource
 } from "./Resources/Account.js"
+import { ConsentEventsResource, ConsentUsersResource } from "./Resources/Consents.js"
+import { DeliveriesResource, WebhooksResource } from "./Resources/Webhooks.js"
 
 /** Every resource served through the generic path, in the order they are documented. */
 export const resources: ReadonlyArray<ResourceDef> = [
@@ -15,5 +17,9 @@ export const resources: ReadonlyArray<ResourceDef> = [
   QuotasResource,
   PremiumFeaturesResource,
   SecretsResource,
-  MembersResource
+  MembersResource,
+  WebhooksResource,
+  DeliveriesResource,
+  ConsentEventsResource,
+  ConsentUsersResource
 ]

@@ -1,17 +1,18 @@
 import type * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import type { QuotaField } from "./Domain/Account.js"
+import type { PremiumFeatureFlag, QuotaField } from "./Domain/Account.js"
 import type { DomainError } from "./Domain/Errors.js"
 import { type FieldInfo, fieldsOf } from "./Fields.js"
 import type { Ids, Row, SecretHasher, Storage, TableDef, UnitOfWork } from "./Ports.js"
 import type { Settings } from "./Settings.js"
+import type { SecretBox } from "./Webhooks/Ports.js"
 import type { Principal } from "./Principal.js"
 import type { FindQuery } from "./Query.js"
 
 export type Method = "find" | "get" | "create" | "update" | "patch" | "remove"
 
 /** What the generic use-cases and hooks may require. */
-export type CoreServices = Storage | UnitOfWork | Ids | SecretHasher | Settings
+export type CoreServices = Storage | UnitOfWork | Ids | SecretHasher | Settings | SecretBox
 
 export type AnySchema = Schema.Schema<any, any, never>
 
@@ -31,7 +32,12 @@ export interface Hooks {
     row: Row,
     input: Row
   ) => Effect.Effect<{ readonly row: Row; readonly reveal?: Row }, DomainError, CoreServices>
-  readonly afterCreate?: (principal: Principal, row: Row) => Effect.Effect<void, DomainError, CoreServices>
+  /** Runs after the insert, in its transaction; `prepared` is what `create` returned (with transient marks). */
+  readonly afterCreate?: (
+    principal: Principal,
+    row: Row,
+    prepared: Row
+  ) => Effect.Effect<void, DomainError, CoreServices>
   /** Checks or completes a changed row (state machines, derived fields). */
   readonly update?: (
     principal: Principal,
@@ -40,6 +46,12 @@ export interface Hooks {
     input: Row
   ) => Effect.Effect<Row, DomainError, CoreServices>
   readonly remove?: (principal: Principal, row: Row) => Effect.Effect<void, DomainError, CoreServices>
+  /** Runs after an update or patch, in its transaction. */
+  readonly afterUpdate?: (principal: Principal, before: Row, after: Row) => Effect.Effect<void, DomainError, CoreServices>
+  /** Runs after a remove, in its transaction. */
+  readonly afterRemove?: (principal: Principal, removed: Row) => Effect.Effect<void, DomainError, CoreServices>
+  /** Adds related data to the output of a `get` (a delivery's attempts). */
+  readonly expand?: (principal: Principal, row: Row, output: Row) => Effect.Effect<Row, DomainError, CoreServices>
 }
 
 export interface ResourceOptions {
@@ -65,6 +77,10 @@ export interface ResourceOptions {
   readonly defaults?: Row
   /** A count quota checked on create. */
   readonly quota?: QuotaField
+  /** The premium feature an organization needs to use this service at all. */
+  readonly premiumFeature?: PremiumFeatureFlag
+  /** Private columns that may still be used in a find query (`user_id` of events). */
+  readonly queryable?: ReadonlyArray<string>
   /** Query parameters the service reads itself (`$by_organization_user_id`). */
   readonly passthrough?: ReadonlyArray<string>
   readonly hooks?: Hooks
@@ -93,7 +109,9 @@ export const defineResource = (options: ResourceOptions): ResourceDef => {
   for (const [k, v] of Object.entries(outputFields)) if (!transient.has(k)) columns[k] = v
   Object.assign(columns, options.privateFields ?? {})
   const queryFields: Record<string, FieldInfo> = {}
-  for (const [k, v] of Object.entries(columns)) if (k in outputFields) queryFields[k] = v
+  for (const [k, v] of Object.entries(columns)) {
+    if (Object.hasOwn(outputFields, k) || options.queryable?.includes(k)) queryFields[k] = v
+  }
   return {
     ...options,
     operatorOnly: options.operatorOnly ?? [],

@@ -11,6 +11,7 @@ import { canAccess, isOperator, organizationsOf, type Principal, requireOrganiza
 import { type Condition, eq, type FindQuery, inList, parseFindQuery } from "./Query.js"
 import type { AnySchema, CoreServices, Method, ResourceDef } from "./Resource.js"
 import { Tables } from "./Tables.js"
+import { signalOutbox } from "./Webhooks/Ports.js"
 
 /**
  * The generic use-cases every resource shares: organization scope, output-only fields,
@@ -24,6 +25,9 @@ const ignoredOnWrite = new Set(["id", "created_at", "updated_at", "version"])
 
 const methodNotAllowed = (def: ResourceDef, method: Method) =>
   new Forbidden({ message: `Method '${method}' is not allowed on ${def.path}` })
+
+export const ensureMethodFor = (def: ResourceDef, principal: Principal, method: Method): Effect.Effect<void, Forbidden> =>
+  ensureMethod(def, principal, method)
 
 const ensureMethod = (def: ResourceDef, principal: Principal, method: Method): Effect.Effect<void, Forbidden> => {
   if (!def.methods.includes(method)) return Effect.fail(methodNotAllowed(def, method))
@@ -126,14 +130,50 @@ export const loadVisible = (def: ResourceDef, principal: Principal, id: string) 
     const owner = def.ownerField === undefined ? undefined : row.value[def.ownerField]
     if (def.ownerField !== undefined && !canAccess(principal, owner)) return yield* Effect.fail(notFoundError(def, id))
     if (def.hooks.visible && !def.hooks.visible(principal, row.value)) return yield* Effect.fail(notFoundError(def, id))
+    yield* requireFeature(def, principal, owner)
     return row.value
   })
 
 const notFoundError = (def: ResourceDef, id: string) => new NotFound({ message: `No ${def.name} found for id '${id}'` })
 
+const featureOff = (def: ResourceDef) =>
+  new Forbidden({ message: `The premium feature '${def.premiumFeature}' is not enabled for this organization` })
+
+const hasFeature = (def: ResourceDef, organizationId: string) =>
+  Effect.gen(function*() {
+    const page = yield* (yield* Storage).repository(Tables.premiumFeatures).find({
+      where: [eq("organization_id", organizationId)],
+      sort: [],
+      limit: 1,
+      skip: 0
+    })
+    return page.data[0]?.[def.premiumFeature!] === true
+  })
+
+/** A gated service answers 403 to an organization without its premium feature (the operator is never gated). */
+export const requireFeature = (def: ResourceDef, principal: Principal, organizationId: unknown) =>
+  Effect.gen(function*() {
+    if (!def.premiumFeature || isOperator(principal) || typeof organizationId !== "string") return
+    if (!(yield* hasFeature(def, organizationId))) return yield* Effect.fail(featureOff(def))
+  })
+
+/** The organizations of a find that have the service's premium feature. */
+const featureScope = (def: ResourceDef, principal: Principal) =>
+  Effect.gen(function*() {
+    const orgs = organizationsOf(principal)
+    if (!def.premiumFeature || orgs === "all") return orgs
+    const enabled: Array<string> = []
+    for (const org of orgs) if (yield* hasFeature(def, org)) enabled.push(org)
+    if (enabled.length === 0) return yield* Effect.fail(featureOff(def))
+    return enabled
+  })
+
 /** Conditions on the owner field may only name organizations the principal belongs to. */
-const scopeQuery = (def: ResourceDef, principal: Principal, query: FindQuery): Effect.Effect<FindQuery, Forbidden> => {
-  const orgs = organizationsOf(principal)
+const scopeQuery = (
+  def: ResourceDef,
+  orgs: ReadonlyArray<string> | "all",
+  query: FindQuery
+): Effect.Effect<FindQuery, Forbidden> => {
   if (orgs === "all" || def.ownerField === undefined) return Effect.succeed(query)
   const owner = def.ownerField
   const allowed = (v: unknown) => typeof v === "string" && orgs.includes(v)
@@ -155,7 +195,7 @@ export const find = (def: ResourceDef, principal: Principal, rawQuery: Record<st
     yield* ensureMethod(def, principal, "find")
     const parsed = parseFindQuery(rawQuery, { fields: def.queryFields, passthrough: def.passthrough ?? [] })
     if (Either.isLeft(parsed)) return yield* Effect.fail(parsed.left)
-    let query = yield* scopeQuery(def, principal, parsed.right.query)
+    let query = yield* scopeQuery(def, yield* featureScope(def, principal), parsed.right.query)
     if (def.hooks.find) query = yield* def.hooks.find(principal, query, parsed.right.params)
     const repo = yield* repoOf(def)
     const page = yield* repo.find(query)
@@ -168,7 +208,9 @@ export const find = (def: ResourceDef, principal: Principal, rawQuery: Record<st
 export const get = (def: ResourceDef, principal: Principal, id: string) =>
   Effect.gen(function*() {
     yield* ensureMethod(def, principal, "get")
-    return toOutput(def, yield* loadVisible(def, principal, id))
+    const row = yield* loadVisible(def, principal, id)
+    const output = toOutput(def, row)
+    return def.hooks.expand ? yield* def.hooks.expand(principal, row, output) : output
   })
 
 const nullsFor = (fields: ReadonlySet<string>, def: ResourceDef): Row => {
@@ -233,6 +275,7 @@ export const create = (def: ResourceDef, principal: Principal, body: unknown) =>
     const { input } = yield* decodeBody(def, principal, def.createInput, def.createFields, body, "create")
     const owner = def.ownerField === undefined ? undefined : input[def.ownerField]
     if (def.ownerField !== undefined && def.ownerField !== "id") yield* requireOrganization(principal, owner)
+    yield* requireFeature(def, principal, owner)
     const now = yield* nowIso
     const id = typeof input.id === "string" ? input.id : yield* Effect.flatMap(Ids, (ids) => ids.next)
     const base: Row = {
@@ -252,10 +295,10 @@ export const create = (def: ResourceDef, principal: Principal, body: unknown) =>
         const prepared = def.hooks.create ? yield* def.hooks.create(principal, base, input) : { row: base }
         const repo = yield* repoOf(def)
         const stored = yield* repo.create(prepared.row)
-        if (def.hooks.afterCreate) yield* def.hooks.afterCreate(principal, stored)
+        if (def.hooks.afterCreate) yield* def.hooks.afterCreate(principal, stored, prepared.row)
         return toOutput(def, stored, prepared.reveal)
       })
-    )
+    ).pipe(Effect.tap(() => signalOutbox))
   })
 
 const write = (def: ResourceDef, principal: Principal, id: string, body: unknown, method: "update" | "patch") =>
@@ -282,9 +325,10 @@ const write = (def: ResourceDef, principal: Principal, id: string, body: unknown
         const stored = method === "update"
           ? yield* repo.update(id, after, expected)
           : yield* repo.patch(id, changes, expected)
+        if (def.hooks.afterUpdate) yield* def.hooks.afterUpdate(principal, before, stored)
         return toOutput(def, stored)
       })
-    )
+    ).pipe(Effect.tap(() => signalOutbox))
   })
 
 export const update = (def: ResourceDef, principal: Principal, id: string, body: unknown) =>
@@ -304,9 +348,10 @@ export const remove = (def: ResourceDef, principal: Principal, id: string) =>
         const repo = yield* repoOf(def)
         const removed = yield* repo.remove(id, row.version as number)
         if (Option.isNone(removed)) return yield* Effect.fail(notFoundError(def, id))
+        if (def.hooks.afterRemove) yield* def.hooks.afterRemove(principal, removed.value)
         return toOutput(def, removed.value)
       })
-    )
+    ).pipe(Effect.tap(() => signalOutbox))
   })
 
 export type ServiceEffect<A> = Effect.Effect<A, DomainError, CoreServices>

@@ -12,6 +12,8 @@ export interface SettingsShape {
   readonly defaultPremiumFeatures: ReadonlyArray<PremiumFeatureFlag>
   readonly tokenTtlSeconds: number
   readonly apiRequestsPeriod: QuotaPeriod
+  /** Receiver hosts allowed despite plain http or a private address (`WEBHOOK_ALLOW_HOSTS`). */
+  readonly webhookAllowHosts: ReadonlyArray<string>
 }
 
 export const defaultQuotas: Readonly<Record<QuotaField, number>> = {
@@ -39,7 +41,8 @@ export class Settings extends Context.Tag("@cmp/core/Settings")<Settings, Settin
     defaultQuotas,
     defaultPremiumFeatures: [],
     tokenTtlSeconds: 3600,
-    apiRequestsPeriod: { _tag: "CalendarMonth" }
+    apiRequestsPeriod: { _tag: "CalendarMonth" },
+    webhookAllowHosts: []
   }
   static readonly layer = (overrides: Partial<SettingsShape> = {}) =>
     Layer.succeed(Settings, { ...Settings.defaults, ...overrides })

@@ -18,6 +18,7 @@ import {
 } from "../src/Ports.js"
 import type { CompareOp, Condition, FindQuery, Scalar, SortKey } from "../src/Query.js"
 import { Settings, type SettingsShape } from "../src/Settings.js"
+import { SecretBox } from "../src/Webhooks/Ports.js"
 
 /**
  * An in-memory test double of the storage ports, following the semantics of the SQL store
@@ -278,8 +279,23 @@ export const tokenLayer = Layer.succeed(TokenIssuer, {
     })
 })
 
-export type TestServices = InMemory | Storage | UnitOfWork | UsageStore | Ids | SecretHasher | TokenIssuer | Settings
+/** A transparent "encryption" double: sealing is visible, so tests can see it happened. */
+const secretBoxLayer = Layer.succeed(SecretBox, {
+  seal: (plaintext: string) => Effect.succeed(`sealed:${plaintext}`),
+  open: (sealed: string) => Effect.succeed(sealed.replace(/^sealed:/, ""))
+})
+
+export type TestServices =
+  | InMemory
+  | Storage
+  | UnitOfWork
+  | UsageStore
+  | Ids
+  | SecretHasher
+  | TokenIssuer
+  | Settings
+  | SecretBox
 
 /** A fresh, empty world for each test that provides it. */
 export const testLayer = (settings: Partial<SettingsShape> = {}): Layer.Layer<TestServices> =>
-  Layer.mergeAll(storeLayer, idsLayer, hasherLayer, tokenLayer, Settings.layer(settings))
+  Layer.mergeAll(storeLayer, idsLayer, hasherLayer, tokenLayer, secretBoxLayer, Settings.layer(settings))

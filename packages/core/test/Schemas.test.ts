@@ -601,7 +601,8 @@ describe("Webhook", () => {
       last_status_code: 500,
       payload: { type: "event.created", parameters: {}, regulation: "gdpr" },
       created_at: audit.created_at,
-      updated_at: audit.updated_at
+      updated_at: audit.updated_at,
+      version: 3
     }
     ok(Webhook.WebhookDelivery, delivery)
     ok(Webhook.WebhookDelivery, { ...delivery, attempts: [attempt, { ...attempt, id: "a2", status_code: 200, error: null }] })

@@ -1,6 +1,10 @@
 import {
   acceptInvitation,
   ApiUsage,
+  ConsentUsersResource,
+  getUserByOrganizationUserId,
+  replayDelivery,
+  replayFailed,
   authenticate,
   createSession,
   type DomainError,
@@ -226,13 +230,40 @@ export const createApi = async (options: ApiOptions): Promise<Api> => {
     void respond(res, acceptInvitation(req.body), 201, res.locals.requestId as string)
   })
 
-  for (const def of services) {
+  // Actions on a delivery log: before the generic routes, which would read them as ids.
+  v1.post("/webhooks/deliveries/replay", authed((p, req) => replayFailed(p, req.body)))
+  v1.post("/webhooks/deliveries/:id/replay", authed((p, req) => replayDelivery(p, String(req.params.id))))
+
+  // Longer paths first, so `webhooks/deliveries` is not taken for the webhook with id "deliveries".
+  const ordered = [...services].sort((a, b) => b.path.split("/").length - a.path.split("/").length)
+  for (const def of ordered) {
     const base = `/${def.path}`
     const item = `${base}/:id`
     const id = (req: express.Request) => String(req.params.id)
     const allowed = new Set(def.methods)
     if (allowed.has("find")) v1.get(base, authed((p, req) => Effect.flatMap(parseQuery(req), (q) => ResourceService.find(def, p, q))))
-    if (allowed.has("get")) v1.get(item, authed((p, req) => ResourceService.get(def, p, id(req))))
+    if (allowed.has("get") && def.path === ConsentUsersResource.path) {
+      // `?$by_organization_user_id=true`: the id is the organization's own user id.
+      v1.get(item, authed((p, req) =>
+        Effect.flatMap(parseQuery(req), (q) => {
+          const by = q.$by_organization_user_id
+          if (by === undefined || by === "false") return ResourceService.get(def, p, id(req))
+          if (by !== "true") {
+            return Effect.fail(new InvalidInput({
+              message: "Invalid query: $by_organization_user_id must be true or false",
+              errors: { $by_organization_user_id: "must be true or false" }
+            }))
+          }
+          const rest = Object.keys(q).filter((k) => k !== "$by_organization_user_id")
+          if (rest.length > 0) {
+            return Effect.fail(new InvalidInput({
+              message: `Invalid query: ${rest[0]} is not supported here`,
+              errors: { [rest[0]!]: "is not supported here" }
+            }))
+          }
+          return getUserByOrganizationUserId(p, id(req))
+        })))
+    } else if (allowed.has("get")) v1.get(item, authed((p, req) => ResourceService.get(def, p, id(req))))
     if (allowed.has("create")) v1.post(base, authed((p, req) => ResourceService.create(def, p, req.body), 201))
     if (allowed.has("update")) v1.put(item, authed((p, req) => ResourceService.update(def, p, id(req), req.body)))
     if (allowed.has("patch")) v1.patch(item, authed((p, req) => ResourceService.patch(def, p, id(req), req.body)))

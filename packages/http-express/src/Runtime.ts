@@ -1,7 +1,9 @@
 import {
   ApiUsage,
   bootstrap,
+  type DeliveryQueue,
   Ids,
+  type SecretBox,
   SecretHasher,
   Settings,
   type SettingsShape,
@@ -16,14 +18,18 @@ import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import * as ManagedRuntime from "effect/ManagedRuntime"
-import { JoseTokensLive, ScryptHasherLive } from "./Crypto.js"
+import { AesSecretBoxLive, JoseTokensLive, ScryptHasherLive } from "./Crypto.js"
 
-export type StoreLayer = Layer.Layer<Storage | UnitOfWork | UsageStore, unknown>
+export type StoreLayer = Layer.Layer<Storage | UnitOfWork | UsageStore | DeliveryQueue, unknown>
 
 export interface RuntimeOptions {
   /** The storage ports (SQLite or PostgreSQL store layer). */
   readonly store: StoreLayer
   readonly settings?: Partial<SettingsShape> | undefined
+  /** AES-256 key for secrets kept encrypted (base64 or hex); generated and kept in the database when absent. */
+  readonly encryptionKey?: string | undefined
+  /** Receiver hosts allowed despite plain http or private addresses. */
+  readonly webhookAllowHosts?: ReadonlyArray<string> | undefined
   /** HS256 signing key; generated and kept in the database when absent. */
   readonly jwtSecret?: string | undefined
   /** The operator key to create on first start (`ADMIN_API_KEY`/`ADMIN_API_SECRET`). */
@@ -35,7 +41,17 @@ export interface RuntimeOptions {
   readonly hashCost?: number | undefined
 }
 
-export type AppServices = Storage | UnitOfWork | UsageStore | Ids | SecretHasher | Settings | TokenIssuer | ApiUsage
+export type AppServices =
+  | Storage
+  | UnitOfWork
+  | UsageStore
+  | DeliveryQueue
+  | Ids
+  | SecretHasher
+  | Settings
+  | TokenIssuer
+  | ApiUsage
+  | SecretBox
 
 /** Every service a request needs, built once; the first start also bootstraps the operator. */
 export const appLayer = (options: RuntimeOptions): Layer.Layer<AppServices, unknown> => {
@@ -43,9 +59,13 @@ export const appLayer = (options: RuntimeOptions): Layer.Layer<AppServices, unkn
     options.store,
     Ids.Live,
     ScryptHasherLive({ cost: options.hashCost }),
-    Settings.layer(options.settings)
+    Settings.layer({
+      ...options.settings,
+      ...(options.webhookAllowHosts ? { webhookAllowHosts: options.webhookAllowHosts } : {})
+    })
   )
-  const services = Layer.merge(JoseTokensLive(options.jwtSecret), ApiUsage.layer()).pipe(Layer.provideMerge(base))
+  const services = Layer.mergeAll(JoseTokensLive(options.jwtSecret), ApiUsage.layer(), AesSecretBoxLive(options.encryptionKey))
+    .pipe(Layer.provideMerge(base))
   const booted = Layer.effectDiscard(bootstrap(options.admin ?? {})).pipe(Layer.provideMerge(services))
   const infra = Layer.mergeAll(
     Logger.json,

@@ -1,4 +1,4 @@
-import type { Storage, UnitOfWork, UsageStore } from "@cmp/core"
+import type { DeliveryQueue, Storage, UnitOfWork, UsageStore } from "@cmp/core"
 import { SqlStorage } from "@cmp/store-sql"
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -8,11 +8,13 @@ import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import accounts from "./migrations/0001_accounts.js"
 import invitations from "./migrations/0002_invitations.js"
+import consentsWebhooks from "./migrations/0003_consents_webhooks.js"
 
 /** Versioned migrations: a new change is a new entry, never an edit of an old one. */
 export const migrations = {
   "0001_accounts": accounts,
-  "0002_invitations": invitations
+  "0002_invitations": invitations,
+  "0003_consents_webhooks": consentsWebhooks
 }
 
 export interface PgStoreOptions {
@@ -57,7 +59,9 @@ export const clientLayer = (options: PgStoreOptions) =>
   })
 
 /** The core storage ports on PostgreSQL, migrated on start. */
-export const layer = (options: PgStoreOptions): Layer.Layer<Storage | UnitOfWork | UsageStore | SqlClient.SqlClient> =>
+export const layer = (
+  options: PgStoreOptions
+): Layer.Layer<Storage | UnitOfWork | UsageStore | DeliveryQueue | SqlClient.SqlClient> =>
   SqlStorage.layer.pipe(
     Layer.provideMerge(migrate.pipe(Layer.provideMerge(clientLayer(options)))),
     Layer.orDie

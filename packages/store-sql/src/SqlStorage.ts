@@ -1,5 +1,10 @@
 import {
+  AttemptsTable,
   type Condition,
+  DeliveriesResource,
+  DeliveryQueue,
+  type DeliveryRecord,
+  field,
   Conflict,
   type FieldInfo,
   type FindQuery,
@@ -269,11 +274,66 @@ export const make = Effect.gen(function*() {
       )
   }
 
-  return { storage: Storage.of({ repository }), unitOfWork: UnitOfWork.of({ transaction, lock }), usage: UsageStore.of(usage) }
+  const attempts = repository(AttemptsTable)
+  const deliveryRow = (raw: Record<string, unknown>) => {
+    const out: Row = {}
+    for (const [k, info] of Object.entries(DeliveriesResource.tableDef.fields)) out[k] = decodeValue(dialect, info, raw[k])
+    return out as unknown as DeliveryRecord
+  }
+  // Concurrent claimers on PostgreSQL skip each other's rows instead of waiting or doubling up;
+  // SQLite has one writer at a time already.
+  const skipLocked = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE SKIP LOCKED"), orElse: () => sql.literal("") })
+
+  const queue = DeliveryQueue.of({
+    claim: ({ leaseUntil, limit, now, workerId }) =>
+      sql<Record<string, unknown>>`UPDATE webhook_deliveries
+        SET status = 'delivering', lease_until = ${leaseUntil}, leased_by = ${workerId}, version = version + 1
+        WHERE id IN (
+          SELECT id FROM webhook_deliveries
+          WHERE (status = 'pending' AND next_attempt_at <= ${now}) OR (status = 'delivering' AND lease_until <= ${now})
+          ORDER BY next_attempt_at ASC
+          LIMIT ${limit}
+          ${skipLocked}
+        )
+        RETURNING *`.pipe(Effect.map((rows) => rows.map(deliveryRow)), Effect.orDie),
+    complete: ({ attempt, id, now, outcome, workerId }) =>
+      transaction(Effect.gen(function*() {
+        yield* Effect.orDie(attempts.create({ ...attempt }))
+        const moved = yield* sql`UPDATE webhook_deliveries
+          SET status = ${outcome.status}, attempts_count = ${outcome.attempts_count},
+              next_attempt_at = ${outcome.next_attempt_at}, last_status_code = ${outcome.last_status_code},
+              lease_until = NULL, leased_by = NULL, updated_at = ${now}, version = version + 1
+          WHERE id = ${id} AND leased_by = ${workerId} AND status = 'delivering'
+          RETURNING id`.pipe(Effect.orDie)
+        return moved.length > 0
+      })),
+    nextDueAt: sql<{ due: unknown }>`SELECT MIN(t) AS due FROM (
+        SELECT MIN(next_attempt_at) AS t FROM webhook_deliveries WHERE status = 'pending'
+        UNION ALL
+        SELECT MIN(lease_until) AS t FROM webhook_deliveries WHERE status = 'delivering'
+      ) AS due_times`.pipe(
+      Effect.map((rows) => {
+        const due = rows[0]?.due
+        return due === null || due === undefined ? Option.none() : Option.some(decodeValue(dialect, field.timestamp, due) as string)
+      }),
+      Effect.orDie
+    )
+  })
+
+  return {
+    storage: Storage.of({ repository }),
+    unitOfWork: UnitOfWork.of({ transaction, lock }),
+    usage: UsageStore.of(usage),
+    queue
+  }
 })
 
 /** The three storage ports over whatever `SqlClient` is provided. */
-export const layer: Layer.Layer<Storage | UnitOfWork | UsageStore, never, SqlClient.SqlClient> = Layer.effectContext(
-  Effect.map(make, ({ storage, unitOfWork, usage }) =>
-    Context.make(Storage, storage).pipe(Context.add(UnitOfWork, unitOfWork), Context.add(UsageStore, usage)))
+export const layer: Layer.Layer<Storage | UnitOfWork | UsageStore | DeliveryQueue, never, SqlClient.SqlClient> = Layer.effectContext(
+  Effect.map(make, ({ queue, storage, unitOfWork, usage }) =>
+    Context.make(Storage, storage).pipe(
+      Context.add(UnitOfWork, unitOfWork),
+      Context.add(UsageStore, usage),
+      Context.add(DeliveryQueue, queue)
+    ))
 )

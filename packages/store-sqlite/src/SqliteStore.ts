@@ -1,4 +1,4 @@
-import type { Storage, UnitOfWork, UsageStore } from "@cmp/core"
+import type { DeliveryQueue, Storage, UnitOfWork, UsageStore } from "@cmp/core"
 import { SqlStorage } from "@cmp/store-sql"
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -9,11 +9,13 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import accounts from "./migrations/0001_accounts.js"
 import invitations from "./migrations/0002_invitations.js"
+import consentsWebhooks from "./migrations/0003_consents_webhooks.js"
 
 /** Versioned migrations: a new change is a new entry, never an edit of an old one. */
 export const migrations = {
   "0001_accounts": accounts,
-  "0002_invitations": invitations
+  "0002_invitations": invitations,
+  "0003_consents_webhooks": consentsWebhooks
 }
 
 export interface SqliteStoreOptions {
@@ -46,7 +48,7 @@ export const clientLayer = (options: SqliteStoreOptions) => {
 /** The core storage ports on SQLite, migrated on start. */
 export const layer = (
   options: SqliteStoreOptions
-): Layer.Layer<Storage | UnitOfWork | UsageStore | SqlClient.SqlClient> =>
+): Layer.Layer<Storage | UnitOfWork | UsageStore | DeliveryQueue | SqlClient.SqlClient> =>
   SqlStorage.layer.pipe(
     Layer.provideMerge(Layer.mergeAll(pragmas, migrate).pipe(Layer.provideMerge(clientLayer(options)))),
     Layer.orDie

@@ -115,6 +115,7 @@ export const WebhookDelivery = Schema.Struct({
   payload: JsonObject,
   created_at: Timestamp,
   updated_at: Timestamp,
+  version: Schema.Int,
   /** Present on `get`. */
   attempts: Schema.optional(Schema.Array(WebhookAttempt))
 })

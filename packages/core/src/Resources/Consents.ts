@@ -1,0 +1,342 @@
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import { nowIso } from "../Clock.js"
+import {
+  ConsentEvent,
+  ConsentEventCreate,
+  ConsentEventUpdate,
+  type ConsentState,
+  ConsentUser,
+  ConsentUserCreate,
+  ConsentUserUpdate,
+  type EventConsents,
+  type EventUser
+} from "../Domain/Consent.js"
+import { Conflict, InvalidInput, NotFound } from "../Domain/Errors.js"
+import { emptyState, mergeAll, mergeEvent, sameConsents } from "../Consents/Merge.js"
+import { Ids, type Row, Storage } from "../Ports.js"
+import { canAccess, organizationsOf, type Principal } from "../Principal.js"
+import { eq, inList } from "../Query.js"
+import { defineResource, field } from "../Resource.js"
+import { ensureMethodFor, requireFeature, toOutput } from "../Service.js"
+import { enqueue, type OutgoingEvent } from "./Webhooks.js"
+
+/**
+ * Consent events and end users. A user's effective status, per regulation, is the merge of
+ * its confirmed events in `created_at` order; every change is told to the organization's
+ * webhooks through the outbox, in the same transaction (spec section 6).
+ */
+
+const DEFAULT_REGULATION = "gdpr"
+
+type UserConsentsValue = Record<string, ConsentState>
+
+/** Who made a change that no consent event caused (the `source` of `event.updated`). */
+const sourceOf = (p: Principal) =>
+  p._tag === "Member" ? { type: "member", id: p.personId } : { type: p._tag === "Operator" ? "operator" : "api-key", id: p.keyId }
+
+const users = () => Effect.map(Storage, (s) => s.repository(ConsentUsersResource.tableDef))
+const events = () => Effect.map(Storage, (s) => s.repository(ConsentEventsResource.tableDef))
+
+const eventOut = (row: Row) => toOutput(ConsentEventsResource, row)
+const userOut = (row: Row) => toOutput(ConsentUsersResource, row)
+
+const consentsOf = (user: Row): UserConsentsValue => (user.consents ?? {}) as UserConsentsValue
+
+/** Every confirmed event of a user for a regulation, merged from scratch. */
+const recompute = (userId: string, regulation: string) =>
+  Effect.gen(function*() {
+    const repo = yield* events()
+    const all: Array<{ consents: EventConsents; created_at: string; id: string }> = []
+    for (let skip = 0;; skip += 1000) {
+      const page = yield* repo.find({
+        where: [eq("user_id", userId), eq("regulation", regulation), eq("status", "confirmed")],
+        sort: [{ field: "created_at", direction: 1 }],
+        limit: 1000,
+        skip
+      })
+      for (const e of page.data) {
+        all.push({ consents: e.consents as EventConsents, created_at: e.created_at as string, id: e.id as string })
+      }
+      if (page.data.length < 1000) break
+    }
+    return all.length === 0 ? undefined : mergeAll(all)
+  })
+
+/**
+ * Writes a user's new state for one regulation when it differs; answers the user before and
+ * after, and whether the choices (not just the time) changed.
+ */
+const setState = (user: Row, regulation: string, next: ConsentState | undefined) =>
+  Effect.gen(function*() {
+    const current = consentsOf(user)[regulation]
+    const choicesChanged = !sameConsents(current, next)
+    if (!choicesChanged && current?.updated_at === next?.updated_at) return { before: user, after: user, choicesChanged }
+    const consents: UserConsentsValue = { ...consentsOf(user) }
+    if (next === undefined) delete consents[regulation]
+    else consents[regulation] = next
+    const repo = yield* users()
+    const after = yield* repo.patch(user.id as string, { consents, updated_at: yield* nowIso }, user.version as number)
+    return { before: user, after, choicesChanged }
+  })
+
+/** Applies a newly confirmed event: incrementally when it is the newest, else from scratch. */
+const applyEvent = (user: Row, event: Row) =>
+  Effect.gen(function*() {
+    const regulation = event.regulation as string
+    const current = consentsOf(user)[regulation]
+    const e = { consents: event.consents as EventConsents, created_at: event.created_at as string }
+    const next = current === undefined || (current.updated_at ?? "") <= e.created_at
+      ? mergeEvent(current ?? emptyState, e)
+      : yield* recompute(user.id as string, regulation)
+    return yield* setState(user, regulation, next)
+  })
+
+const loadUser = (id: string) =>
+  Effect.flatMap(users(), (repo) =>
+    Effect.flatMap(repo.get(id), Option.match({
+      onNone: () => Effect.dieMessage(`consent user ${id} vanished inside its transaction`),
+      onSome: Effect.succeed
+    })))
+
+const userUpdated = (regulation: string, source: unknown, before: Row, after: Row): OutgoingEvent => ({
+  type: "user.updated",
+  regulation,
+  parameters: { source, old_entity: userOut(before), new_entity: userOut(after) }
+})
+
+// ---------------------------------------------------------------- events
+
+/** Finds the event's user in the organization, or builds the new one the event creates. */
+const resolveUser = (organizationId: string, u: EventUser, event: { status: string; regulation: string; consents: EventConsents; created_at: string }) =>
+  Effect.gen(function*() {
+    if (!u.id && !u.organization_user_id) {
+      return yield* Effect.fail(
+        new InvalidInput({
+          message: "Invalid user: give user.id or user.organization_user_id",
+          errors: { user: "needs id or organization_user_id" }
+        })
+      )
+    }
+    const repo = yield* users()
+    if (u.id) {
+      const found = yield* repo.get(u.id)
+      if (Option.isSome(found)) {
+        if (found.value.organization_id !== organizationId) {
+          return yield* Effect.fail(new Conflict({ message: "This user id is already taken", errors: { "user.id": "is already taken" } }))
+        }
+        return { user: found.value, created: undefined }
+      }
+    } else {
+      const page = yield* repo.find({
+        where: [eq("organization_id", organizationId), eq("organization_user_id", u.organization_user_id!)],
+        sort: [],
+        limit: 1,
+        skip: 0
+      })
+      if (page.data[0]) return { user: page.data[0], created: undefined }
+    }
+    const now = yield* nowIso
+    // A new user created by a confirmed event starts with that event's choices (version 1).
+    const consents: UserConsentsValue = event.status === "confirmed"
+      ? { [event.regulation]: mergeEvent(emptyState, event) }
+      : {}
+    const created: Row = {
+      id: u.id ?? (yield* Effect.flatMap(Ids, (ids) => ids.next)),
+      organization_id: organizationId,
+      organization_user_id: u.organization_user_id ?? null,
+      metadata: u.metadata ?? null,
+      country: u.country ?? null,
+      consents,
+      created_at: now,
+      updated_at: now,
+      version: 1
+    }
+    return { user: created, created }
+  })
+
+export const ConsentEventsResource = defineResource({
+  name: "consent event",
+  path: "consents/events",
+  table: "consent_events",
+  output: ConsentEvent,
+  createInput: ConsentEventCreate,
+  updateInput: ConsentEventUpdate,
+  methods: ["find", "get", "create", "patch", "remove"],
+  ownerField: "organization_id",
+  premiumFeature: "consents_api",
+  privateFields: { user_id: field.string, organization_user_id: field.optionalString },
+  queryable: ["user_id", "organization_user_id"],
+  defaults: { status: "confirmed", regulation: DEFAULT_REGULATION, metadata: null },
+  hooks: {
+    create: (_p, row, input) =>
+      Effect.gen(function*() {
+        const u = input.user as EventUser
+        const { created, user } = yield* resolveUser(row.organization_id as string, u, {
+          status: row.status as string,
+          regulation: row.regulation as string,
+          consents: row.consents as EventConsents,
+          created_at: row.created_at as string
+        })
+        if (created) yield* Effect.flatMap(users(), (repo) => repo.create(created))
+        const eventUser: Row = { id: user.id }
+        if (user.organization_user_id !== null) eventUser.organization_user_id = user.organization_user_id
+        if (u.metadata != null) eventUser.metadata = u.metadata
+        if (u.country != null) eventUser.country = u.country
+        return {
+          row: {
+            ...row,
+            user: eventUser,
+            user_id: user.id,
+            organization_user_id: user.organization_user_id ?? null,
+            _createdUser: created !== undefined
+          }
+        }
+      }),
+    afterCreate: (_p, stored, prepared) =>
+      Effect.gen(function*() {
+        const regulation = stored.regulation as string
+        const out: Array<OutgoingEvent> = [{ type: "event.created", regulation, parameters: { entity: eventOut(stored) } }]
+        const user = yield* loadUser(stored.user_id as string)
+        if (prepared._createdUser === true) {
+          out.push({ type: "user.created", regulation, parameters: { entity: userOut(user) } })
+        } else if (stored.status === "confirmed") {
+          const r = yield* applyEvent(user, stored)
+          if (r.choicesChanged) out.push(userUpdated(regulation, eventOut(stored), r.before, r.after))
+        }
+        // A pending event on an existing user changes nothing yet: no user.updated (spec 6.5).
+        yield* enqueue(stored.organization_id as string, out)
+      }),
+    update: (_p, before, after) =>
+      before.status === "confirmed" && after.status !== "confirmed"
+        ? Effect.fail(
+          new InvalidInput({ message: "Invalid status: a confirmed event is final", errors: { status: "confirmed is final" } })
+        )
+        : Effect.succeed(after),
+    afterUpdate: (p, before, after) =>
+      Effect.gen(function*() {
+        const regulation = after.regulation as string
+        const out: Array<OutgoingEvent> = [{
+          type: "event.updated",
+          regulation,
+          parameters: { source: sourceOf(p), old_entity: eventOut(before), new_entity: eventOut(after) }
+        }]
+        const counts = before.status === "confirmed" || after.status === "confirmed"
+        const consentsChanged = JSON.stringify(before.consents) !== JSON.stringify(after.consents)
+        if (counts && (consentsChanged || before.status !== after.status)) {
+          const user = yield* loadUser(after.user_id as string)
+          // Confirming the newest event merges it on top; anything else is merged from scratch.
+          const r = before.status !== "confirmed" && !consentsChanged
+            ? yield* applyEvent(user, after)
+            : yield* setState(user, regulation, yield* recompute(user.id as string, regulation))
+          if (r.choicesChanged) out.push(userUpdated(regulation, eventOut(after), r.before, r.after))
+        }
+        yield* enqueue(after.organization_id as string, out)
+      }),
+    afterRemove: (_p, removed) =>
+      Effect.gen(function*() {
+        const regulation = removed.regulation as string
+        const out: Array<OutgoingEvent> = [{ type: "event.deleted", regulation, parameters: { entity: eventOut(removed) } }]
+        if (removed.status === "confirmed") {
+          const user = yield* Effect.flatMap(users(), (repo) => repo.get(removed.user_id as string))
+          if (Option.isSome(user)) {
+            const r = yield* setState(user.value, regulation, yield* recompute(user.value.id as string, regulation))
+            if (r.choicesChanged) out.push(userUpdated(regulation, eventOut(removed), r.before, r.after))
+          }
+        }
+        yield* enqueue(removed.organization_id as string, out)
+      })
+  }
+})
+
+// ---------------------------------------------------------------- users
+
+export const ConsentUsersResource = defineResource({
+  name: "consent user",
+  path: "consents/users",
+  table: "consent_users",
+  output: ConsentUser,
+  createInput: ConsentUserCreate,
+  updateInput: ConsentUserUpdate,
+  methods: ["find", "get", "create", "patch", "remove"],
+  ownerField: "organization_id",
+  premiumFeature: "consents_api",
+  unique: [["organization_id", "organization_user_id"]],
+  passthrough: ["$by_organization_user_id"],
+  defaults: { consents: {}, metadata: null, country: null, organization_user_id: null },
+  hooks: {
+    create: (_p, row, input) =>
+      Effect.gen(function*() {
+        if (input.consents === undefined) return { row: { ...row, consents: {} } }
+        // Initial choices are recorded as one confirmed event, so the log explains the status.
+        const eventId = yield* Effect.flatMap(Ids, (ids) => ids.next)
+        const consents = input.consents as EventConsents
+        const event: Row = {
+          id: eventId,
+          organization_id: row.organization_id,
+          status: "confirmed",
+          regulation: DEFAULT_REGULATION,
+          metadata: null,
+          user: { id: row.id, ...(row.organization_user_id ? { organization_user_id: row.organization_user_id } : {}) },
+          consents,
+          user_id: row.id,
+          organization_user_id: row.organization_user_id ?? null,
+          created_at: row.created_at,
+          updated_at: row.updated_at,
+          version: 1
+        }
+        return {
+          row: {
+            ...row,
+            consents: { [DEFAULT_REGULATION]: mergeEvent(emptyState, { consents, created_at: row.created_at as string }) },
+            _event: event
+          }
+        }
+      }),
+    afterCreate: (_p, stored, prepared) =>
+      Effect.gen(function*() {
+        const out: Array<OutgoingEvent> = [{ type: "user.created", regulation: DEFAULT_REGULATION, parameters: { entity: userOut(stored) } }]
+        const event = prepared._event as Row | undefined
+        if (event) {
+          const created = yield* Effect.flatMap(events(), (repo) => repo.create(event))
+          out.push({ type: "event.created", regulation: DEFAULT_REGULATION, parameters: { entity: eventOut(created) } })
+        }
+        yield* enqueue(stored.organization_id as string, out)
+      }),
+    afterUpdate: (_p, before, after) =>
+      enqueue(after.organization_id as string, [userUpdated(DEFAULT_REGULATION, null, before, after)]),
+    afterRemove: (_p, removed) =>
+      Effect.gen(function*() {
+        // Erasure: the user's events go with it.
+        const repo = yield* events()
+        for (;;) {
+          const page = yield* repo.find({ where: [eq("user_id", removed.id as string)], sort: [], limit: 500, skip: 0 })
+          if (page.data.length === 0) break
+          for (const e of page.data) yield* Effect.orDie(repo.remove(e.id as string))
+        }
+        yield* enqueue(removed.organization_id as string, [
+          { type: "user.deleted", regulation: DEFAULT_REGULATION, parameters: { entity: userOut(removed) } }
+        ])
+      })
+  }
+})
+
+/** `GET /v1/consents/users/:id?$by_organization_user_id=true`: the id is the organization's own. */
+export const getUserByOrganizationUserId = (principal: Principal, organizationUserId: string) =>
+  Effect.gen(function*() {
+    yield* ensureMethodFor(ConsentUsersResource, principal, "get")
+    const orgs = organizationsOf(principal)
+    const repo = yield* users()
+    const page = yield* repo.find({
+      where: [eq("organization_user_id", organizationUserId), ...(orgs === "all" ? [] : [inList("organization_id", orgs)])],
+      sort: [{ field: "organization_id", direction: 1 }],
+      limit: 1,
+      skip: 0
+    })
+    const row = page.data[0]
+    if (!row || !canAccess(principal, row.organization_id)) {
+      return yield* Effect.fail(new NotFound({ message: `No consent user found for organization user id '${organizationUserId}'` }))
+    }
+    yield* requireFeature(ConsentUsersResource, principal, row.organization_id)
+    return userOut(row)
+  })

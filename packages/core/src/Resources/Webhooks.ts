@@ -1,0 +1,317 @@
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import { nowIso } from "../Clock.js"
+import { Timestamp } from "../Domain/Common.js"
+import { Conflict, InvalidInput } from "../Domain/Errors.js"
+import {
+  Webhook,
+  WebhookCreate,
+  WebhookDelivery,
+  type WebhookEventType,
+  WebhookUpdate
+} from "../Domain/Webhook.js"
+import { type Row, Storage } from "../Ports.js"
+import type { Principal } from "../Principal.js"
+import { eq } from "../Query.js"
+import { sortableId } from "../Random.js"
+import { defineResource, field } from "../Resource.js"
+import { decode, loadVisible, toOutput } from "../Service.js"
+import { Settings } from "../Settings.js"
+import { flattenPayload } from "../Webhooks/Flatten.js"
+import { type Endpoint, Endpoints, SecretBox } from "../Webhooks/Ports.js"
+
+// ---------------------------------------------------------------- receiver URLs
+
+const privateHost = (host: string): boolean => {
+  const h = host.replace(/^\[|\]$/g, "").toLowerCase()
+  if (h === "localhost" || h.endsWith(".localhost") || h === "::1" || h === "::" || h.startsWith("fe80:")) return true
+  if (/^f[cd][0-9a-f]{2}:/.test(h)) return true
+  const m = /^(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(h.replace(/^::ffff:/, ""))
+  if (!m) return false
+  const [a, b] = [Number(m[1]), Number(m[2])]
+  return a === 10 || a === 127 || a === 0 || (a === 169 && b === 254) || (a === 172 && b >= 16 && b <= 31) ||
+    (a === 192 && b === 168) || (a === 100 && b >= 64 && b <= 127)
+}
+
+/**
+ * A receiver (or token) URL must be https; plain http, and hosts that are private or loopback
+ * addresses, only for hosts in `WEBHOOK_ALLOW_HOSTS`. Names that resolve to private addresses
+ * are refused again at delivery time, after resolution.
+ */
+export const checkReceiverUrl = (url: string, fieldName: string, allowHosts: ReadonlyArray<string>) => {
+  const u = new URL(url)
+  const allowed = allowHosts.map((h) => h.toLowerCase()).includes(u.hostname.toLowerCase().replace(/^\[|\]$/g, ""))
+  const fail = (m: string) => Effect.fail(new InvalidInput({ message: `Invalid ${fieldName}: ${m}`, errors: { [fieldName]: m } }))
+  if (u.username || u.password) return fail("must not carry credentials")
+  if (u.protocol !== "https:" && !allowed) return fail("must be an https URL")
+  if (privateHost(u.hostname) && !allowed) return fail("must not point at a private, loopback or link-local address")
+  return Effect.void
+}
+
+// ---------------------------------------------------------------- configuration
+
+const signingSecret = () => {
+  const bytes = new Uint8Array(32)
+  globalThis.crypto.getRandomValues(bytes)
+  return `whsec_${btoa(String.fromCharCode(...bytes))}`
+}
+
+/** Splits write-only secrets out of the input into sealed private columns. */
+const sealAuth = (row: Row, input: Row) =>
+  Effect.gen(function*() {
+    if (!("auth" in input)) return row
+    const auth = input.auth as Record<string, unknown> | null
+    if (auth === null) return { ...row, auth: null, auth_client_secret_sealed: null }
+    const settings = yield* Settings
+    yield* checkReceiverUrl(auth.token_url as string, "auth.token_url", settings.webhookAllowHosts)
+    const { client_secret, ...shown } = auth
+    const sealed = yield* Effect.flatMap(SecretBox, (box) => box.seal(client_secret as string))
+    return { ...row, auth: shown, auth_client_secret_sealed: sealed }
+  })
+
+export const WebhooksResource = defineResource({
+  name: "webhook",
+  path: "webhooks",
+  table: "webhooks",
+  output: Webhook,
+  createInput: WebhookCreate,
+  updateInput: WebhookUpdate,
+  methods: ["find", "get", "create", "update", "patch", "remove"],
+  ownerField: "organization_id",
+  premiumFeature: "webhooks",
+  transient: ["signing_secret"],
+  privateFields: { signing_secret_sealed: field.string, auth_client_secret_sealed: field.optionalString },
+  defaults: { enabled: true, event_types: [], flatten: false, regulations: ["gdpr"], auth: null },
+  hooks: {
+    create: (_p, row, input) =>
+      Effect.gen(function*() {
+        const settings = yield* Settings
+        yield* checkReceiverUrl(row.url as string, "url", settings.webhookAllowHosts)
+        const secret = signingSecret()
+        const sealed = yield* Effect.flatMap(SecretBox, (box) => box.seal(secret))
+        const withAuth = yield* sealAuth({ ...row, signing_secret_sealed: sealed }, input)
+        return { row: withAuth, reveal: { signing_secret: secret } }
+      }),
+    update: (_p, _before, after, input) =>
+      Effect.gen(function*() {
+        const settings = yield* Settings
+        if ("url" in input) yield* checkReceiverUrl(after.url as string, "url", settings.webhookAllowHosts)
+        return yield* sealAuth(after, input)
+      })
+  }
+})
+
+// ---------------------------------------------------------------- the outbox
+
+/** A message about one change, before it is addressed to the organization's webhooks. */
+export interface OutgoingEvent {
+  readonly type: WebhookEventType
+  readonly regulation: string
+  readonly parameters: Record<string, unknown>
+}
+
+
+export const DeliveriesResource = defineResource({
+  name: "webhook delivery",
+  path: "webhooks/deliveries",
+  table: "webhook_deliveries",
+  output: WebhookDelivery,
+  methods: ["find", "get"],
+  ownerField: "organization_id",
+  premiumFeature: "webhooks",
+  transient: ["attempts"],
+  privateFields: { lease_until: field.optionalTimestamp, leased_by: field.optionalString },
+  hooks: {
+    expand: (_p, row, output) =>
+      Effect.map(
+        Effect.flatMap(Storage, (s) =>
+          s.repository(AttemptsTable).find({
+            where: [eq("delivery_id", row.id as string)],
+            sort: [{ field: "attempted_at", direction: 1 }],
+            limit: 1000,
+            skip: 0
+          })),
+        (page) => ({
+          ...output,
+          attempts: page.data.map(({ organization_id: _o, ...a }) => a)
+        })
+      )
+  }
+})
+
+export const AttemptsTable = {
+  table: "webhook_attempts",
+  fields: {
+    id: field.string,
+    delivery_id: field.string,
+    organization_id: field.string,
+    attempted_at: field.timestamp,
+    status_code: { kind: "number", nullable: true },
+    duration_ms: field.number,
+    error: field.optionalString,
+    response_excerpt: field.optionalString
+  },
+  unique: [],
+  defaultSort: [{ field: "attempted_at", direction: 1 }]
+} as const
+
+/**
+ * Addresses the messages of a change to every enabled webhook of the organization whose
+ * filters accept them, as outbox rows written in the caller's transaction: the change and its
+ * messages commit together or not at all.
+ */
+export const enqueue = (organizationId: string, events: ReadonlyArray<OutgoingEvent>) =>
+  Effect.gen(function*() {
+    if (events.length === 0) return 0
+    const storage = yield* Storage
+    const hooks = yield* storage.repository(WebhooksResource.tableDef).find({
+      where: [eq("organization_id", organizationId), eq("enabled", true)],
+      sort: [],
+      limit: 1000,
+      skip: 0
+    })
+    if (hooks.data.length === 0) return 0
+    const deliveries = storage.repository(DeliveriesResource.tableDef)
+    const now = yield* nowIso
+    let count = 0
+    for (const hook of hooks.data) {
+      const types = hook.event_types as ReadonlyArray<string>
+      const regulations = (hook.regulations as ReadonlyArray<string> | null) ?? ["gdpr"]
+      for (const event of events) {
+        if (types.length > 0 && !types.includes(event.type)) continue
+        if (!regulations.includes(event.regulation)) continue
+        const body = { type: event.type, parameters: event.parameters, regulation: event.regulation }
+        yield* Effect.orDie(deliveries.create({
+          id: `msg_${sortableId(Date.parse(now))}`,
+          organization_id: organizationId,
+          webhook_id: hook.id,
+          event_type: event.type,
+          regulation: event.regulation,
+          status: "pending",
+          attempts_count: 0,
+          next_attempt_at: now,
+          last_status_code: null,
+          payload: hook.flatten === true ? flattenPayload(body) : body,
+          lease_until: null,
+          leased_by: null,
+          created_at: now,
+          updated_at: now,
+          version: 1
+        }))
+        count++
+      }
+    }
+    return count
+  })
+
+
+// ---------------------------------------------------------------- endpoints for the dispatcher
+
+export const EndpointsLive = Effect.gen(function*() {
+  const storage = yield* Storage
+  const box = yield* SecretBox
+  const repo = storage.repository(WebhooksResource.tableDef)
+  return Endpoints.of({
+    get: (id) =>
+      Effect.gen(function*() {
+        const row = yield* repo.get(id)
+        if (Option.isNone(row)) return Option.none<Endpoint>()
+        const w = row.value
+        const auth = w.auth as Record<string, string> | null
+        return Option.some({
+          id: w.id as string,
+          organization_id: w.organization_id as string,
+          url: w.url as string,
+          enabled: w.enabled === true,
+          signingSecret: yield* box.open(w.signing_secret_sealed as string),
+          auth: auth && typeof w.auth_client_secret_sealed === "string"
+            ? {
+              token_url: auth.token_url!,
+              client_id: auth.client_id!,
+              client_secret: yield* box.open(w.auth_client_secret_sealed),
+              scope: auth.scope,
+              audience: auth.audience
+            }
+            : null
+        })
+      }),
+    disable: (id, _reason) =>
+      Effect.gen(function*() {
+        // A concurrent edit of the webhook wins the version race: read again and retry.
+        for (let i = 0; i < 5; i++) {
+          const row = yield* repo.get(id)
+          if (Option.isNone(row) || row.value.enabled === false) return
+          const done = yield* repo.patch(id, { enabled: false, updated_at: yield* nowIso }, row.value.version as number)
+            .pipe(Effect.as(true), Effect.catchAll(() => Effect.succeed(false)))
+          if (done) return
+        }
+      })
+  })
+})
+
+// ---------------------------------------------------------------- replay
+
+/** Re-enqueues one message with a fresh retry schedule; its attempt log is kept. */
+export const replayDelivery = (principal: Principal, id: string) =>
+  Effect.gen(function*() {
+    const row = yield* loadVisible(DeliveriesResource, principal, id)
+    if (row.status === "pending" || row.status === "delivering") {
+      return yield* Effect.fail(new Conflict({ message: `The delivery is already ${row.status}` }))
+    }
+    const now = yield* nowIso
+    const repo = (yield* Storage).repository(DeliveriesResource.tableDef)
+    const stored = yield* repo.patch(id, {
+      status: "pending",
+      attempts_count: 0,
+      next_attempt_at: now,
+      lease_until: null,
+      leased_by: null,
+      updated_at: now
+    }, row.version as number)
+    return toOutput(DeliveriesResource, stored)
+  })
+
+export const ReplayRange = Schema.Struct({
+  webhook_id: Schema.String,
+  from: Schema.optional(Timestamp),
+  to: Schema.optional(Timestamp)
+})
+
+/** Re-enqueues every failed message of one webhook created in [from, to]. */
+export const replayFailed = (principal: Principal, body: unknown) =>
+  Effect.gen(function*() {
+    const decoded = decode(ReplayRange, body)
+    if (Either.isLeft(decoded)) return yield* Effect.fail(decoded.left)
+    const { from, to, webhook_id } = decoded.right
+    yield* loadVisible(WebhooksResource, principal, webhook_id)
+    const repo = (yield* Storage).repository(DeliveriesResource.tableDef)
+    const now = yield* nowIso
+    const where = [
+      eq("webhook_id", webhook_id),
+      eq("status", "failed"),
+      ...(from ? [{ _tag: "Compare" as const, field: "created_at", op: "gte" as const, value: new Date(from).toISOString() }] : []),
+      ...(to ? [{ _tag: "Compare" as const, field: "created_at", op: "lte" as const, value: new Date(to).toISOString() }] : [])
+    ]
+    let replayed = 0
+    // Rows that changed meanwhile stay failed; skipping past them keeps the loop finite.
+    let skipped = 0
+    for (;;) {
+      const page = yield* repo.find({ where, sort: [], limit: 500, skip: skipped })
+      if (page.data.length === 0) break
+      for (const d of page.data) {
+        const ok = yield* repo.patch(d.id as string, {
+          status: "pending",
+          attempts_count: 0,
+          next_attempt_at: now,
+          lease_until: null,
+          leased_by: null,
+          updated_at: now
+        }, d.version as number).pipe(Effect.as(true), Effect.catchAll(() => Effect.succeed(false)))
+        if (ok) replayed++
+        else skipped++
+      }
+    }
+    return { webhook_id, replayed }
+  })

@@ -1,0 +1,122 @@
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import type { WebhookDeliveryStatus, WebhookEventType } from "../Domain/Webhook.js"
+
+/**
+ * The delivery side of webhooks. Messages are written to the outbox in the same transaction
+ * as the change they describe (see `Outbox`); a dispatcher claims due ones with a lease,
+ * sends them and records every attempt.
+ */
+
+/** One message to one webhook; its `id` is the `webhook-id` header, constant across retries. */
+export interface DeliveryRecord {
+  readonly id: string
+  readonly organization_id: string
+  readonly webhook_id: string
+  readonly event_type: WebhookEventType
+  readonly regulation: string
+  readonly status: WebhookDeliveryStatus
+  readonly attempts_count: number
+  readonly next_attempt_at: string | null
+  readonly last_status_code: number | null
+  /** The body as it is sent (already flattened when the webhook flattens). */
+  readonly payload: Record<string, unknown>
+  readonly created_at: string
+  readonly updated_at: string
+  readonly version: number
+}
+
+export interface AttemptRecord {
+  readonly id: string
+  readonly delivery_id: string
+  readonly organization_id: string
+  readonly attempted_at: string
+  /** null when no response arrived (timeout, refused connection, refused address). */
+  readonly status_code: number | null
+  readonly duration_ms: number
+  readonly error: string | null
+  readonly response_excerpt: string | null
+}
+
+/** Where a message goes after an attempt. */
+export interface DeliveryOutcome {
+  readonly status: "delivered" | "pending" | "failed"
+  readonly attempts_count: number
+  readonly next_attempt_at: string | null
+  readonly last_status_code: number | null
+}
+
+export class DeliveryQueue extends Context.Tag("@cmp/core/DeliveryQueue")<
+  DeliveryQueue,
+  {
+    /**
+     * Claims up to `limit` due messages: pending ones whose `next_attempt_at` has come, and
+     * delivering ones whose lease expired (their worker died). They become `delivering`,
+     * leased to `workerId` until `leaseUntil`. Concurrent claimers never get the same message.
+     */
+    readonly claim: (options: {
+      readonly now: string
+      readonly leaseUntil: string
+      readonly workerId: string
+      readonly limit: number
+    }) => Effect.Effect<ReadonlyArray<DeliveryRecord>>
+    /**
+     * Records the attempt and, if the message is still leased to `workerId`, moves it to the
+     * outcome; answers whether it did (a worker whose lease expired changes nothing but the log).
+     */
+    readonly complete: (options: {
+      readonly id: string
+      readonly workerId: string
+      readonly attempt: AttemptRecord
+      readonly outcome: DeliveryOutcome
+      readonly now: string
+    }) => Effect.Effect<boolean>
+    /** When the earliest pending message is due, so an idle dispatcher knows how long to sleep. */
+    readonly nextDueAt: Effect.Effect<Option.Option<string>>
+  }
+>() {}
+
+/** Reversible encryption of secrets the service must use later (signing keys, OAuth secrets). */
+export class SecretBox extends Context.Tag("@cmp/core/SecretBox")<
+  SecretBox,
+  {
+    readonly seal: (plaintext: string) => Effect.Effect<string>
+    readonly open: (sealed: string) => Effect.Effect<string>
+  }
+>() {}
+
+/** What a dispatcher needs to send to one webhook (secrets in clear, in memory only). */
+export interface Endpoint {
+  readonly id: string
+  readonly organization_id: string
+  readonly url: string
+  readonly enabled: boolean
+  /** `whsec_…`, for the Standard Webhooks signature. */
+  readonly signingSecret: string
+  readonly auth: {
+    readonly token_url: string
+    readonly client_id: string
+    readonly client_secret: string
+    readonly scope?: string | undefined
+    readonly audience?: string | undefined
+  } | null
+}
+
+export class Endpoints extends Context.Tag("@cmp/core/Endpoints")<
+  Endpoints,
+  {
+    readonly get: (webhookId: string) => Effect.Effect<Option.Option<Endpoint>>
+    /** A receiver answered 410 Gone: the webhook is switched off. */
+    readonly disable: (webhookId: string, reason: string) => Effect.Effect<void>
+  }
+>() {}
+
+/** Wakes an in-process dispatcher after new messages were committed (optional). */
+export class OutboxSignal extends Context.Tag("@cmp/core/OutboxSignal")<OutboxSignal, { readonly notify: Effect.Effect<void> }>() {}
+
+/** Tells an in-process dispatcher, if there is one, that messages were committed. */
+export const signalOutbox: Effect.Effect<void> = Effect.flatMap(
+  Effect.serviceOption(OutboxSignal),
+  Option.match({ onNone: () => Effect.void, onSome: (s) => s.notify })
+)
