@@ -8,7 +8,10 @@
  * differ per dialect only where they must), and also uses the real, migrated core tables.
  */
 import {
+  AttemptsTable,
   type Condition,
+  DeliveriesResource,
+  DeliveryQueue,
   Conflict,
   defineTable,
   emptyQuery,
@@ -32,7 +35,7 @@ import * as Exit from "effect/Exit"
 import type * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 
-export type StoreServices = Storage | UnitOfWork | UsageStore | SqlClient.SqlClient
+export type StoreServices = Storage | UnitOfWork | UsageStore | DeliveryQueue | SqlClient.SqlClient
 
 // ---------------------------------------------------------------- the suite's own table
 
@@ -867,6 +870,106 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
             const page = yield* repo.find(query({ where: [cmp("id", "eq", "none")] }))
             expect(page, table.table).toEqual({ total: 0, limit: emptyQuery.limit, skip: 0, data: [] })
           }
+        })))
+    })
+
+    describe("delivery queue", () => {
+      const at = (s: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, s)).toISOString()
+      const message = (id: string, over: Row = {}): Row => ({
+        id,
+        organization_id: "o1",
+        webhook_id: "w1",
+        event_type: "event.created",
+        regulation: "gdpr",
+        status: "pending",
+        attempts_count: 0,
+        next_attempt_at: at(0),
+        last_status_code: null,
+        payload: { type: "event.created", parameters: { entity: { id, camelCase: [1, { x: null }] } }, regulation: "gdpr" },
+        lease_until: null,
+        leased_by: null,
+        created_at: at(0),
+        updated_at: at(0),
+        version: 1,
+        ...over
+      })
+      const seed = (rows: ReadonlyArray<Row>) =>
+        Effect.flatMap(Storage, (s) =>
+          Effect.forEach(rows, (r) => Effect.orDie(s.repository(DeliveriesResource.tableDef).create(r)), { discard: true }))
+      const attempt = (deliveryId: string, id: string) => ({
+        id,
+        delivery_id: deliveryId,
+        organization_id: "o1",
+        attempted_at: at(10),
+        status_code: 500,
+        duration_ms: 12,
+        error: null,
+        response_excerpt: "oops"
+      })
+      const byId = (rows: ReadonlyArray<{ id: string }>) => rows.map((r) => r.id).sort()
+
+      it.effect("claims only due messages, leases them, and a second claim gets none of them", () =>
+        run(Effect.gen(function*() {
+          const queue = yield* DeliveryQueue
+          yield* seed([message("m1"), message("m2", { next_attempt_at: at(5) }), message("m3", { status: "delivered" })])
+          const first = yield* queue.claim({ now: at(1), leaseUntil: at(61), workerId: "w-a", limit: 10 })
+          assert.deepStrictEqual(byId(first), ["m1"])
+          assert.strictEqual(first[0]!.status, "delivering")
+          assert.deepStrictEqual(first[0]!.payload, message("m1").payload)
+          assert.deepStrictEqual(yield* queue.claim({ now: at(2), leaseUntil: at(62), workerId: "w-b", limit: 10 }), [])
+          const later = yield* queue.claim({ now: at(5), leaseUntil: at(65), workerId: "w-b", limit: 10 })
+          assert.deepStrictEqual(byId(later), ["m2"])
+          assert.deepStrictEqual(yield* queue.nextDueAt, Option.some(at(61)))
+        })))
+
+      it.effect("an expired lease is claimed again; the late worker's completion only adds to the log", () =>
+        run(Effect.gen(function*() {
+          const queue = yield* DeliveryQueue
+          yield* seed([message("m1")])
+          yield* queue.claim({ now: at(1), leaseUntil: at(30), workerId: "dead", limit: 10 })
+          const again = yield* queue.claim({ now: at(31), leaseUntil: at(60), workerId: "alive", limit: 10 })
+          assert.deepStrictEqual(byId(again), ["m1"])
+          const late = yield* queue.complete({
+            id: "m1",
+            workerId: "dead",
+            attempt: attempt("m1", "a1"),
+            outcome: { status: "delivered", attempts_count: 1, next_attempt_at: null, last_status_code: 200 },
+            now: at(32)
+          })
+          assert.isFalse(late)
+          const done = yield* queue.complete({
+            id: "m1",
+            workerId: "alive",
+            attempt: attempt("m1", "a2"),
+            outcome: { status: "pending", attempts_count: 1, next_attempt_at: at(400), last_status_code: 500 },
+            now: at(33)
+          })
+          assert.isTrue(done)
+          const row = Option.getOrThrow(yield* (yield* Storage).repository(DeliveriesResource.tableDef).get("m1"))
+          assert.deepStrictEqual(
+            [row.status, row.attempts_count, row.next_attempt_at, row.last_status_code, row.lease_until, row.leased_by],
+            ["pending", 1, at(400), 500, null, null]
+          )
+          const log = yield* (yield* Storage).repository(AttemptsTable).find(query({ sort: [asc("id")] }))
+          assert.deepStrictEqual(log.data.map((a) => [a.id, a.status_code, a.response_excerpt]), [["a1", 500, "oops"], ["a2", 500, "oops"]])
+          assert.deepStrictEqual(yield* queue.nextDueAt, Option.some(at(400)))
+          assert.deepStrictEqual(yield* queue.claim({ now: at(399), leaseUntil: at(500), workerId: "x", limit: 10 }), [])
+        })))
+
+      it.effect("concurrent claimers never get the same message", () =>
+        run(Effect.gen(function*() {
+          const queue = yield* DeliveryQueue
+          yield* seed(Array.from({ length: 30 }, (_, i) => message(`m${String(i).padStart(2, "0")}`)))
+          const batches = yield* Effect.all(
+            Array.from({ length: 6 }, (_, w) => queue.claim({ now: at(1), leaseUntil: at(60), workerId: `w${w}`, limit: 4 })),
+            { concurrency: "unbounded" }
+          )
+          const claimed = batches.flat().map((m) => m.id)
+          assert.strictEqual(new Set(claimed).size, claimed.length)
+          assert.strictEqual(claimed.length, 24)
+          const rest = yield* queue.claim({ now: at(1), leaseUntil: at(60), workerId: "last", limit: 100 })
+          assert.strictEqual(rest.length, 6)
+          assert.deepStrictEqual(yield* queue.nextDueAt, Option.some(at(60)))
         })))
     })
   })

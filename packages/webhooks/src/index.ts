@@ -1,1 +1,10 @@
-export {}
+export * as Address from "./Address.js"
+export { Dispatcher, type DispatcherConfig, type DispatcherService } from "./Dispatcher.js"
+export * as OAuth from "./OAuth.js"
+export { type ClientCredentials, makeTokenCache, type TokenCache, TokenError } from "./OAuth.js"
+export * as RetryPolicy from "./RetryPolicy.js"
+export { DEFAULT_RETRY_SCHEDULE, parseRetrySchedule } from "./RetryPolicy.js"
+export * as Sender from "./Sender.js"
+export { send, type SendRequest, type SendResult } from "./Sender.js"
+export * as Signer from "./Signer.js"
+export { sign, SignError } from "./Signer.js"

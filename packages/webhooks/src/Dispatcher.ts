@@ -1,0 +1,276 @@
+import { type DeliveryRecord, DeliveryQueue, type Endpoint, Endpoints, OutboxSignal } from "@cmp/core"
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
+import * as crypto from "node:crypto"
+import { makeTokenCache, type TokenCache } from "./OAuth.js"
+import { decide, DEFAULT_RETRY_SCHEDULE, unavailable } from "./RetryPolicy.js"
+import { send, type SendResult } from "./Sender.js"
+import { sign } from "./Signer.js"
+
+/**
+ * The worker that empties the webhook outbox: it claims due messages with a lease, sends each
+ * one signed (and with a bearer token when the endpoint has client credentials), and records
+ * the attempt with the message's next state. Delivery is at least once: a worker that dies
+ * mid-send leaves its messages leased, and they are claimed again when the lease runs out.
+ *
+ * All times written to the queue come from Effect's Clock, so tests drive the five-minute
+ * retry schedule with `TestClock.adjust`.
+ */
+
+export interface DispatcherConfig {
+  /** Identifies this worker's leases. Default: random. */
+  readonly workerId?: string
+  /** `WEBHOOK_RETRY_SCHEDULE`: seconds before each retry. Default five times 300. */
+  readonly retrySchedule?: ReadonlyArray<number>
+  /** `WEBHOOK_TIMEOUT_MS`: budget of one HTTP call. Default 15000. */
+  readonly timeoutMs?: number
+  /** How long a claim holds a message. Default `timeoutMs + 30000`. */
+  readonly leaseMs?: number
+  /** Messages claimed per round. Default 50. */
+  readonly batchSize?: number
+  /** Messages sent at once. Default 32. */
+  readonly concurrency?: number
+  /** `WEBHOOK_ALLOW_HOSTS`. */
+  readonly allowHosts?: ReadonlyArray<string>
+  /** `WEBHOOK_LOCAL_ADDRESS`. */
+  readonly localAddress?: string | undefined
+  /** Longest idle sleep between two polls of the queue. Default 250 ms. */
+  readonly pollIntervalMs?: number
+  readonly userAgent?: string
+}
+
+export interface DispatcherService {
+  readonly workerId: string
+  /** Claims up to `batchSize` due messages, processes them, and answers how many it claimed. */
+  readonly runOnce: Effect.Effect<number>
+  /** Wakes an idle loop at once; call it after committing new messages. */
+  readonly notify: Effect.Effect<void>
+}
+
+export const DEFAULT_USER_AGENT = "cmp-webhooks/0.1"
+
+/** Shortest idle sleep, so an adapter whose `nextDueAt` disagrees with `claim` can't spin. */
+const MIN_IDLE_MS = 10
+
+const iso = (ms: number) => new Date(ms).toISOString()
+
+/** The attempt's result when no call was made. */
+const notSent = (error: string): SendResult => ({ status: null, durationMs: 0, error, responseExcerpt: null })
+
+const validate = (config: DispatcherConfig) => {
+  const problems: Array<string> = []
+  const schedule = config.retrySchedule ?? DEFAULT_RETRY_SCHEDULE
+  if (schedule.some((n) => !Number.isFinite(n) || n < 0)) problems.push("retrySchedule must hold non-negative seconds")
+  for (const key of ["timeoutMs", "leaseMs", "batchSize", "concurrency", "pollIntervalMs"] as const) {
+    const v = config[key]
+    if (v !== undefined && (!Number.isFinite(v) || v <= 0)) problems.push(`${key} must be a positive number`)
+  }
+  return problems
+}
+
+const build = (config: DispatcherConfig) =>
+  Effect.gen(function*() {
+    const problems = validate(config)
+    if (problems.length > 0) return yield* Effect.dieMessage(`invalid dispatcher config: ${problems.join("; ")}`)
+    const queue = yield* DeliveryQueue
+    const endpoints = yield* Endpoints
+    const workerId = config.workerId ?? `worker-${crypto.randomUUID()}`
+    const retrySchedule = config.retrySchedule ?? DEFAULT_RETRY_SCHEDULE
+    const timeoutMs = config.timeoutMs ?? 15000
+    const leaseMs = config.leaseMs ?? timeoutMs + 30000
+    const batchSize = config.batchSize ?? 50
+    const concurrency = config.concurrency ?? 32
+    const allowHosts = config.allowHosts ?? []
+    const localAddress = config.localAddress
+    const pollIntervalMs = config.pollIntervalMs ?? 250
+    const userAgent = config.userAgent ?? DEFAULT_USER_AGENT
+    const tokens: TokenCache = yield* makeTokenCache({ timeoutMs, allowHosts, localAddress, userAgent })
+    // One pending wake-up is enough: it makes the loop poll again, which sees every new message.
+    const wake = yield* Queue.sliding<void>(1)
+
+    /**
+     * One HTTP call's budget: the configured timeout, shortened so the call ends before the
+     * lease does (a call outliving its lease could be repeated by another worker).
+     */
+    const callTimeout = (leaseUntilMs: number) =>
+      Effect.map(Clock.currentTimeMillis, (now) => Math.max(1, Math.min(timeoutMs, leaseUntilMs - now)))
+
+    /** Signs and sends the exact body; the signature gets this attempt's timestamp. */
+    const sendSigned = (message: DeliveryRecord, endpoint: Endpoint, body: string, token: string | null, leaseUntilMs: number) =>
+      Effect.gen(function*() {
+        const nowMs = yield* Clock.currentTimeMillis
+        const signature = yield* sign({
+          secret: endpoint.signingSecret,
+          msgId: message.id,
+          timestampSeconds: Math.floor(nowMs / 1000),
+          body
+        })
+        return yield* send({
+          url: endpoint.url,
+          method: "POST",
+          headers: {
+            "content-type": "application/json",
+            "user-agent": userAgent,
+            ...signature,
+            ...(token !== null ? { authorization: `Bearer ${token}` } : {})
+          },
+          body,
+          timeoutMs: yield* callTimeout(leaseUntilMs),
+          allowHosts,
+          localAddress
+        })
+      }).pipe(Effect.catchTag("SignError", (e) => Effect.succeed(notSent(e.message))))
+
+    /** The call of one attempt, including the token and the one retry after a 401. */
+    const deliver = (message: DeliveryRecord, endpoint: Endpoint, leaseUntilMs: number) =>
+      Effect.gen(function*() {
+        // Real elapsed time of the whole attempt (token, call, 401 retry), like the Sender's own.
+        const started = performance.now()
+        const elapsed = (r: SendResult): SendResult => ({ ...r, durationMs: Math.round(performance.now() - started) })
+        let body: string
+        try {
+          // Serialised once: the signature and the request use these exact bytes.
+          body = JSON.stringify(message.payload)
+        } catch (e) {
+          return notSent(`payload is not serialisable: ${e instanceof Error ? e.message : String(e)}`)
+        }
+        const auth = endpoint.auth
+        if (auth === null) return elapsed(yield* sendSigned(message, endpoint, body, null, leaseUntilMs))
+
+        const first = yield* Effect.either(tokens.get(auth))
+        if (first._tag === "Left") return elapsed(notSent(first.left.message))
+        const result = yield* sendSigned(message, endpoint, body, first.right, leaseUntilMs)
+        if (result.status !== 401) return elapsed(result)
+
+        // The token may have been revoked or expired early: get a new one and try once more
+        // within this attempt, so a rotated credential doesn't cost a five-minute retry.
+        yield* tokens.invalidate(auth, first.right)
+        const second = yield* Effect.either(tokens.get(auth))
+        if (second._tag === "Left") {
+          return elapsed({ ...result, error: `receiver answered 401; ${second.left.message}` })
+        }
+        return elapsed(yield* sendSigned(message, endpoint, body, second.right, leaseUntilMs))
+      })
+
+    const processOne = (message: DeliveryRecord, leaseUntilMs: number) =>
+      Effect.gen(function*() {
+        const attemptedAtMs = yield* Clock.currentTimeMillis
+        if (attemptedAtMs >= leaseUntilMs) {
+          // Waited too long behind other messages of the batch; another worker may own it now.
+          yield* Effect.logWarning("lease expired before sending; left to be claimed again")
+          return
+        }
+        const found = yield* endpoints.get(message.webhook_id)
+        let result: SendResult
+        let gone = false
+        if (Option.isNone(found)) {
+          result = notSent("webhook removed")
+          gone = true
+        } else if (!found.value.enabled) {
+          result = notSent("webhook disabled")
+          gone = true
+        } else {
+          result = yield* deliver(message, found.value, leaseUntilMs)
+        }
+        const nowMs = yield* Clock.currentTimeMillis
+        const decision = gone
+          ? { outcome: unavailable(message.attempts_count), disable: false }
+          : decide({ result, previousAttempts: message.attempts_count, retrySchedule, nowMs })
+        if (decision.disable) yield* endpoints.disable(message.webhook_id, "receiver answered 410 Gone")
+        const applied = yield* queue.complete({
+          id: message.id,
+          workerId,
+          now: iso(nowMs),
+          outcome: decision.outcome,
+          attempt: {
+            id: crypto.randomUUID(),
+            delivery_id: message.id,
+            organization_id: message.organization_id,
+            attempted_at: iso(attemptedAtMs),
+            status_code: result.status,
+            duration_ms: result.durationMs,
+            error: result.error,
+            response_excerpt: result.responseExcerpt
+          }
+        })
+        if (!applied) yield* Effect.logWarning("lease lost during the attempt; only the attempt was logged")
+        else if (decision.outcome.status !== "delivered") {
+          yield* Effect.logInfo("webhook attempt failed").pipe(
+            Effect.annotateLogs({ status: result.status ?? "none", error: result.error ?? "", next: decision.outcome.status })
+          )
+        }
+      }).pipe(
+        Effect.annotateLogs({ delivery_id: message.id, webhook_id: message.webhook_id }),
+        // One broken message must not stop the batch; it stays leased and comes back later.
+        Effect.catchAllCause((cause) =>
+          Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : Effect.logError("webhook delivery crashed", cause)
+        )
+      )
+
+    const runOnce: Effect.Effect<number> = Effect.gen(function*() {
+      const nowMs = yield* Clock.currentTimeMillis
+      const leaseUntilMs = nowMs + leaseMs
+      const claimed = yield* queue.claim({ now: iso(nowMs), leaseUntil: iso(leaseUntilMs), workerId, limit: batchSize })
+      yield* Effect.forEach(claimed, (m) => processOne(m, leaseUntilMs), { concurrency, discard: true })
+      return claimed.length
+    })
+
+    /** Sleeps until the next message is due, the poll interval passes, or `notify` is called. */
+    const idle = Effect.gen(function*() {
+      const nowMs = yield* Clock.currentTimeMillis
+      const next = yield* queue.nextDueAt
+      const dueIn = Option.isSome(next) ? Date.parse(next.value) - nowMs : Number.NaN
+      const waitMs = Number.isNaN(dueIn) ? pollIntervalMs : Math.max(MIN_IDLE_MS, Math.min(pollIntervalMs, dueIn))
+      yield* Effect.raceFirst(Effect.sleep(waitMs), Queue.take(wake))
+    })
+
+    const loop: Effect.Effect<never> = runOnce.pipe(
+      Effect.flatMap((n) => (n > 0 ? Effect.void : idle)),
+      Effect.catchAllCause((cause) =>
+        Cause.isInterruptedOnly(cause)
+          ? Effect.failCause(cause)
+          : Effect.logError("webhook dispatcher round failed", cause).pipe(Effect.zipRight(Effect.sleep(pollIntervalMs)))
+      ),
+      Effect.forever,
+      Effect.annotateLogs({ worker_id: workerId })
+    )
+
+    const service: DispatcherService = { workerId, runOnce, notify: Effect.asVoid(Queue.offer(wake, undefined)) }
+    return { service, loop }
+  })
+
+/** A dispatcher without its loop: `runOnce` is called by hand (tests, or an external scheduler). */
+export const make = (config: DispatcherConfig = {}) => Effect.map(build(config), (b) => b.service)
+
+export class Dispatcher extends Context.Tag("@cmp/webhooks/Dispatcher")<Dispatcher, DispatcherService>() {
+  static readonly make = make
+
+  /**
+   * The dispatcher with its loop running until the layer's scope closes. It also provides core's
+   * `OutboxSignal`, so `signalOutbox` after a committed change wakes this loop.
+   */
+  static readonly layer = (
+    config: DispatcherConfig = {}
+  ): Layer.Layer<Dispatcher | OutboxSignal, never, DeliveryQueue | Endpoints> =>
+    Layer.scopedContext(
+      Effect.gen(function*() {
+        const { loop, service } = yield* build(config)
+        yield* Effect.forkScoped(loop)
+        return Context.make(Dispatcher, service).pipe(Context.add(OutboxSignal, OutboxSignal.of({ notify: service.notify })))
+      })
+    )
+
+  /** A dispatcher whose loop is not started. */
+  static readonly layerManual = (config: DispatcherConfig = {}): Layer.Layer<Dispatcher, never, DeliveryQueue | Endpoints> =>
+    Layer.effect(Dispatcher, make(config))
+
+  static readonly runOnce: Effect.Effect<number, never, Dispatcher> = Effect.flatMap(Dispatcher, (d) => d.runOnce)
+
+  /** Call after committing new messages: an idle loop polls at once instead of at its next tick. */
+  static readonly notify: Effect.Effect<void, never, Dispatcher> = Effect.flatMap(Dispatcher, (d) => d.notify)
+}

@@ -1,0 +1,471 @@
+import { DeliveryQueue, type Endpoint, signalOutbox } from "@cmp/core"
+import { assert, describe, it } from "@effect/vitest"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import * as TestClock from "effect/TestClock"
+import { Dispatcher, type DispatcherConfig } from "../src/Dispatcher.js"
+import { makeInMemory } from "./InMemoryQueue.js"
+import { oauthServer } from "./OAuthServer.js"
+import { closedPort, newSecret, realSleep, receiver, verify, waitFor } from "./Receiver.js"
+
+const T0 = Date.parse("2030-01-01T00:00:00.000Z")
+const iso = (ms: number) => new Date(ms).toISOString()
+const payload = {
+  type: "user.created",
+  parameters: { entity: { id: "u1", name: "Zoë ✓", consents: { purposes: [{ id: "p1", enabled: true }] } } },
+  regulation: "gdpr"
+}
+
+/** A queue holding one message for webhook `wh_1` at `url`, the test clock at T0. */
+const setup = (url: string, endpoint: Partial<Endpoint> = {}) =>
+  Effect.gen(function*() {
+    yield* TestClock.setTime(T0)
+    const mem = makeInMemory()
+    const secret = newSecret()
+    mem.putEndpoint({
+      id: "wh_1",
+      organization_id: "org_1",
+      url,
+      enabled: true,
+      signingSecret: secret,
+      auth: null,
+      ...endpoint
+    })
+    const msg = mem.enqueue({ webhookId: "wh_1", payload, now: iso(T0) })
+    return { mem, secret, msg }
+  })
+
+const dispatcher = (mem: ReturnType<typeof makeInMemory>, config: DispatcherConfig = {}) =>
+  Dispatcher.make({ allowHosts: ["127.0.0.1"], workerId: "w1", ...config }).pipe(Effect.provide(mem.layer))
+
+const minutes = (n: number) => n * 60_000
+
+describe("Dispatcher", () => {
+  it.scoped("2xx: delivered, signed over the exact bytes, one attempt logged", () =>
+    Effect.gen(function*() {
+      const r = yield* receiver((_req, res) => res.writeHead(200).end("ok"))
+      const { mem, msg, secret } = yield* setup(r.url)
+      const d = yield* dispatcher(mem)
+      assert.strictEqual(yield* d.runOnce, 1)
+
+      const req = r.requests[0]!
+      assert.strictEqual(req.body, JSON.stringify(payload))
+      assert.strictEqual(req.headers["content-type"], "application/json")
+      assert.match(String(req.headers["user-agent"]), /^cmp-webhooks\//)
+      assert.strictEqual(req.headers["webhook-id"], msg.id)
+      assert.strictEqual(req.headers["webhook-timestamp"], String(T0 / 1000))
+      assert.isUndefined(req.headers.authorization)
+      assert.deepStrictEqual(verify(secret, req), payload)
+
+      const stored = mem.message(msg.id)
+      assert.deepStrictEqual(
+        [stored.status, stored.attempts_count, stored.next_attempt_at, stored.last_status_code],
+        ["delivered", 1, null, 200]
+      )
+      const [attempt] = mem.attempts(msg.id)
+      assert.deepStrictEqual(
+        [attempt!.status_code, attempt!.error, attempt!.response_excerpt, attempt!.attempted_at, attempt!.organization_id],
+        [200, null, "ok", iso(T0), "org_1"]
+      )
+      assert.strictEqual(yield* d.runOnce, 0)
+      assert.strictEqual(r.requests.length, 1)
+    }))
+
+  it.scoped("500 then 200: retried after 5 minutes with the same webhook-id and a fresh timestamp", () =>
+    Effect.gen(function*() {
+      const r = yield* receiver((_req, res, i) => res.writeHead(i < 2 ? 500 : 200).end())
+      const { mem, msg, secret } = yield* setup(r.url)
+      const d = yield* dispatcher(mem)
+
+      assert.strictEqual(yield* d.runOnce, 1)
+      assert.deepStrictEqual(
+        [mem.message(msg.id).status, mem.message(msg.id).attempts_count, mem.message(msg.id).next_attempt_at],
+        ["pending", 1, iso(T0 + minutes(5))]
+      )
+      // Not due yet: nothing is claimed a minute before.
+      yield* TestClock.adjust("299 seconds")
+      assert.strictEqual(yield* d.runOnce, 0)
+      yield* TestClock.adjust("1 second")
+      assert.strictEqual(yield* d.runOnce, 1)
+      assert.strictEqual(mem.message(msg.id).next_attempt_at, iso(T0 + minutes(10)))
+      yield* TestClock.adjust("5 minutes")
+      assert.strictEqual(yield* d.runOnce, 1)
+
+      assert.strictEqual(mem.message(msg.id).status, "delivered")
+      assert.strictEqual(mem.message(msg.id).attempts_count, 3)
+      assert.deepStrictEqual(r.requests.map((q) => q.headers["webhook-id"]), [msg.id, msg.id, msg.id])
+      assert.deepStrictEqual(
+        r.requests.map((q) => Number(q.headers["webhook-timestamp"])),
+        [T0 / 1000, T0 / 1000 + 300, T0 / 1000 + 600]
+      )
+      for (const q of r.requests) assert.deepStrictEqual(verify(secret, q), payload)
+      assert.deepStrictEqual(mem.attempts(msg.id).map((a) => a.status_code), [500, 500, 200])
+      assert.deepStrictEqual(
+        mem.attempts(msg.id).map((a) => a.attempted_at),
+        [iso(T0), iso(T0 + minutes(5)), iso(T0 + minutes(10))]
+      )
+    }))
+
+  it.scoped("always 500: 6 attempts (1 + 5 retries, 5 minutes apart), then failed for good", () =>
+    Effect.gen(function*() {
+      const r = yield* receiver((_req, res) => res.writeHead(500).end("down"))
+      const { mem, msg } = yield* setup(r.url)
+      const d = yield* dispatcher(mem)
+      const next: Array<string | null> = []
+      for (let i = 0; i < 6; i++) {
+        assert.strictEqual(yield* d.runOnce, 1)
+        next.push(mem.message(msg.id).next_attempt_at)
+        yield* TestClock.adjust("5 minutes")
+      }
+      assert.deepStrictEqual(next, [
+        iso(T0 + minutes(5)),
+        iso(T0 + minutes(10)),
+        iso(T0 + minutes(15)),
+        iso(T0 + minutes(20)),
+        iso(T0 + minutes(25)),
+        null
+      ])
+      const stored = mem.message(msg.id)
+      assert.deepStrictEqual([stored.status, stored.attempts_count, stored.last_status_code], ["failed", 6, 500])
+      assert.strictEqual(mem.attempts(msg.id).length, 6)
+      assert.strictEqual(mem.attempts(msg.id)[5]!.response_excerpt, "down")
+      yield* TestClock.adjust("1 day")
+      assert.strictEqual(yield* d.runOnce, 0)
+      assert.strictEqual(r.requests.length, 6)
+    }))
+
+  it.scoped("a configured schedule is followed: [10, 20] gives 3 attempts", () =>
+    Effect.gen(function*() {
+      const r = yield* receiver((_req, res) => res.writeHead(503).end())
+      const { mem, msg } = yield* setup(r.url)
+      const d = yield* dispatcher(mem, { retrySchedule: [10, 20] })
+      yield* d.runOnce
+      assert.strictEqual(mem.message(msg.id).next_attempt_at, iso(T0 + 10_000))
+      yield* TestClock.adjust("10 seconds")
+      yield* d.runOnce
+      assert.strictEqual(mem.message(msg.id).next_attempt_at, iso(T0 + 30_000))
+      yield* TestClock.adjust("20 seconds")
+      yield* d.runOnce
+      assert.deepStrictEqual([mem.message(msg.id).status, mem.message(msg.id).attempts_count], ["failed", 3])
+    }))
+
+  it.scoped("timeouts and refused connections are retried on the schedule", () =>
+    Effect.gen(function*() {
+      const hang = yield* receiver(() => {})
+      const { mem, msg } = yield* setup(hang.url)
+      const port = yield* closedPort()
+      mem.putEndpoint({ ...mem.endpoint("wh_1")!, id: "wh_2", url: `http://127.0.0.1:${port}/hook` })
+      const refused = mem.enqueue({ webhookId: "wh_2", payload, now: iso(T0) })
+      const d = yield* dispatcher(mem, { timeoutMs: 200 })
+
+      assert.strictEqual(yield* d.runOnce, 2)
+      const [t] = mem.attempts(msg.id)
+      assert.deepStrictEqual([t!.status_code, t!.error], [null, "timeout after 200 ms"])
+      assert.deepStrictEqual([mem.message(msg.id).status, mem.message(msg.id).next_attempt_at], ["pending", iso(T0 + minutes(5))])
+      const [c] = mem.attempts(refused.id)
+      assert.strictEqual(c!.status_code, null)
+      assert.match(c!.error!, /ECONNREFUSED/)
+      assert.deepStrictEqual(
+        [mem.message(refused.id).status, mem.message(refused.id).next_attempt_at],
+        ["pending", iso(T0 + minutes(5))]
+      )
+      yield* TestClock.adjust("5 minutes")
+      assert.strictEqual(yield* d.runOnce, 2)
+      assert.strictEqual(mem.message(msg.id).attempts_count, 2)
+      assert.strictEqual(mem.message(refused.id).attempts_count, 2)
+      assert.strictEqual(hang.requests.length, 2)
+    }))
+
+  it.scoped("a 3xx is a failure and its target is not called", () =>
+    Effect.gen(function*() {
+      const target = yield* receiver()
+      const r = yield* receiver((_req, res) => res.writeHead(301, { location: target.url }).end())
+      const { mem, msg } = yield* setup(r.url)
+      const d = yield* dispatcher(mem)
+      yield* d.runOnce
+      assert.deepStrictEqual([mem.message(msg.id).status, mem.message(msg.id).last_status_code], ["pending", 301])
+      assert.strictEqual(target.requests.length, 0)
+    }))
+
+  it.scoped("410 Gone: failed at once and the endpoint disabled; its next messages fail without a call", () =>
+    Effect.gen(function*() {
+      const r = yield* receiver((_req, res) => res.writeHead(410).end())
+      const { mem, msg } = yield* setup(r.url)
+      const d = yield* dispatcher(mem)
+      yield* d.runOnce
+      assert.deepStrictEqual([mem.message(msg.id).status, mem.message(msg.id).attempts_count], ["failed", 1])
+      assert.deepStrictEqual(mem.disabled, [{ id: "wh_1", reason: "receiver answered 410 Gone" }])
+
+      const later = mem.enqueue({ webhookId: "wh_1", payload, now: iso(T0) })
+      yield* d.runOnce
+      assert.strictEqual(mem.message(later.id).status, "failed")
+      assert.deepStrictEqual(
+        mem.attempts(later.id).map((a) => [a.status_code, a.error]),
+        [[null, "webhook disabled"]]
+      )
+      assert.strictEqual(r.requests.length, 1)
+    }))
+
+  it.scoped("a removed webhook fails its messages without a call", () =>
+    Effect.gen(function*() {
+      const r = yield* receiver()
+      const { mem, msg } = yield* setup(r.url)
+      mem.removeEndpoint("wh_1")
+      const d = yield* dispatcher(mem)
+      yield* d.runOnce
+      const stored = mem.message(msg.id)
+      assert.deepStrictEqual([stored.status, stored.attempts_count, stored.last_status_code], ["failed", 1, null])
+      assert.deepStrictEqual(mem.attempts(msg.id).map((a) => [a.status_code, a.error]), [[null, "webhook removed"]])
+      assert.strictEqual(r.requests.length, 0)
+    }))
+
+  it.scoped("Retry-After on 429/503 stretches the wait (capped at 24 h); ignored on 500", () =>
+    Effect.gen(function*() {
+      const answers: Array<[number, string]> = [[429, "3600"], [503, "5"], [429, "9999999"], [500, "3600"]]
+      const r = yield* receiver((_req, res, i) => res.writeHead(answers[i]![0], { "retry-after": answers[i]![1] }).end())
+      const { mem, msg } = yield* setup(r.url)
+      const d = yield* dispatcher(mem, { retrySchedule: [300, 300, 300, 300, 300] })
+
+      yield* d.runOnce
+      assert.strictEqual(mem.message(msg.id).next_attempt_at, iso(T0 + 3600_000))
+      yield* TestClock.adjust("1 hour")
+      const t1 = T0 + 3600_000
+      yield* d.runOnce
+      assert.strictEqual(mem.message(msg.id).next_attempt_at, iso(t1 + 300_000))
+      yield* TestClock.adjust("5 minutes")
+      const t2 = t1 + 300_000
+      yield* d.runOnce
+      assert.strictEqual(mem.message(msg.id).next_attempt_at, iso(t2 + 86_400_000))
+      yield* TestClock.adjust("1 day")
+      const t3 = t2 + 86_400_000
+      yield* d.runOnce
+      assert.strictEqual(mem.message(msg.id).next_attempt_at, iso(t3 + 300_000))
+      assert.strictEqual(r.requests.length, 4)
+    }))
+
+  it.scoped("OAuth: the bearer token is attached and reused across messages", () =>
+    Effect.gen(function*() {
+      const auth = yield* oauthServer
+      const r = yield* receiver()
+      const { mem, msg } = yield* setup(r.url, {
+        auth: { token_url: auth.tokenUrl, client_id: "c", client_secret: "s", scope: "hooks" }
+      })
+      const second = mem.enqueue({ webhookId: "wh_1", payload, now: iso(T0) })
+      const d = yield* dispatcher(mem)
+      assert.strictEqual(yield* d.runOnce, 2)
+      assert.strictEqual(auth.requests.length, 1)
+      const token = auth.requests[0]!.accessToken!
+      assert.deepStrictEqual(r.requests.map((q) => q.headers.authorization), [`Bearer ${token}`, `Bearer ${token}`])
+      assert.strictEqual(mem.message(msg.id).status, "delivered")
+      assert.strictEqual(mem.message(second.id).status, "delivered")
+    }))
+
+  it.scoped("OAuth: a 401 invalidates the token, a new one is fetched and the request retried once", () =>
+    Effect.gen(function*() {
+      const auth = yield* oauthServer
+      let rejected: string | undefined
+      const r = yield* receiver((req, res, i) => {
+        if (i === 0) rejected = req.headers.authorization
+        res.writeHead(req.headers.authorization === rejected ? 401 : 200).end()
+      })
+      const { mem, msg, secret } = yield* setup(r.url, {
+        auth: { token_url: auth.tokenUrl, client_id: "c", client_secret: "s" }
+      })
+      const d = yield* dispatcher(mem)
+      yield* d.runOnce
+      assert.strictEqual(auth.requests.length, 2)
+      assert.deepStrictEqual(
+        r.requests.map((q) => q.headers.authorization),
+        [`Bearer ${auth.requests[0]!.accessToken}`, `Bearer ${auth.requests[1]!.accessToken}`]
+      )
+      assert.deepStrictEqual(r.requests.map((q) => q.headers["webhook-id"]), [msg.id, msg.id])
+      verify(secret, r.requests[1]!)
+      // One attempt, which succeeded.
+      assert.deepStrictEqual([mem.message(msg.id).status, mem.message(msg.id).attempts_count], ["delivered", 1])
+      assert.deepStrictEqual(mem.attempts(msg.id).map((a) => a.status_code), [200])
+    }))
+
+  it.scoped("OAuth: a receiver that keeps answering 401 gets exactly one retry per attempt", () =>
+    Effect.gen(function*() {
+      const auth = yield* oauthServer
+      const r = yield* receiver((_req, res) => res.writeHead(401).end())
+      const { mem, msg } = yield* setup(r.url, {
+        auth: { token_url: auth.tokenUrl, client_id: "c", client_secret: "s" }
+      })
+      const d = yield* dispatcher(mem)
+      yield* d.runOnce
+      assert.strictEqual(r.requests.length, 2)
+      assert.strictEqual(auth.requests.length, 2)
+      assert.deepStrictEqual(
+        [mem.message(msg.id).status, mem.message(msg.id).attempts_count, mem.message(msg.id).last_status_code],
+        ["pending", 1, 401]
+      )
+    }))
+
+  it.scoped("OAuth: a failing token endpoint is a failed attempt without a call to the receiver", () =>
+    Effect.gen(function*() {
+      const auth = yield* oauthServer
+      const r = yield* receiver()
+      const { mem, msg } = yield* setup(r.url, {
+        auth: { token_url: auth.tokenUrl, client_id: "c", client_secret: "s" }
+      })
+      auth.failNext = { status: 400, body: { error: "invalid_client" } }
+      const d = yield* dispatcher(mem)
+      yield* d.runOnce
+      assert.strictEqual(r.requests.length, 0)
+      assert.strictEqual(mem.message(msg.id).status, "pending")
+      assert.match(mem.attempts(msg.id)[0]!.error!, /^token endpoint answered 400/)
+      yield* TestClock.adjust("5 minutes")
+      yield* d.runOnce
+      assert.strictEqual(mem.message(msg.id).status, "delivered")
+    }))
+
+  it.scoped("a message whose worker died is claimed again after its lease (at least once)", () =>
+    Effect.gen(function*() {
+      const r = yield* receiver()
+      const { mem, msg } = yield* setup(r.url)
+      // A worker claims it and dies without completing.
+      const claimed = yield* mem.queue.claim({
+        now: iso(T0),
+        leaseUntil: iso(T0 + 45_000),
+        workerId: "dead",
+        limit: 10
+      })
+      assert.strictEqual(claimed.length, 1)
+      const d = yield* dispatcher(mem, { workerId: "alive" })
+      assert.strictEqual(yield* d.runOnce, 0)
+      yield* TestClock.adjust("44 seconds")
+      assert.strictEqual(yield* d.runOnce, 0)
+      yield* TestClock.adjust("1 second")
+      assert.strictEqual(yield* d.runOnce, 1)
+      assert.strictEqual(mem.message(msg.id).status, "delivered")
+      assert.strictEqual(r.requests.length, 1)
+      // The dead worker coming back can only add to the log.
+      const applied = yield* mem.queue.complete({
+        id: msg.id,
+        workerId: "dead",
+        now: iso(T0 + 50_000),
+        outcome: { status: "pending", attempts_count: 1, next_attempt_at: iso(T0), last_status_code: 500 },
+        attempt: {
+          id: "a",
+          delivery_id: msg.id,
+          organization_id: "org_1",
+          attempted_at: iso(T0),
+          status_code: 500,
+          duration_ms: 1,
+          error: null,
+          response_excerpt: null
+        }
+      })
+      assert.isFalse(applied)
+      assert.strictEqual(mem.message(msg.id).status, "delivered")
+    }))
+
+  it.scoped("the lease covers the call: default leaseMs = timeoutMs + 30 s", () =>
+    Effect.gen(function*() {
+      const r = yield* receiver()
+      const { mem, msg } = yield* setup(r.url)
+      // Claim through a dispatcher that never completes: the send is interrupted mid-flight.
+      const hang = yield* receiver(() => {})
+      mem.putEndpoint({ ...mem.endpoint("wh_1")!, url: hang.url })
+      const d = yield* dispatcher(mem, { timeoutMs: 10_000, workerId: "w1" })
+      const fiber = yield* Effect.fork(d.runOnce)
+      yield* waitFor(() => hang.requests.length === 1)
+      assert.deepStrictEqual(mem.lease(msg.id), { leaseUntil: iso(T0 + 40_000), leasedBy: "w1" })
+      yield* Fiber.interrupt(fiber)
+      mem.putEndpoint({ ...mem.endpoint("wh_1")!, url: r.url })
+      const other = yield* dispatcher(mem, { workerId: "w2" })
+      yield* TestClock.adjust("39 seconds")
+      assert.strictEqual(yield* other.runOnce, 0)
+      yield* TestClock.adjust("1 second")
+      assert.strictEqual(yield* other.runOnce, 1)
+      assert.strictEqual(mem.message(msg.id).status, "delivered")
+    }))
+
+  it.scoped("two dispatchers on one queue never send a message twice", () =>
+    Effect.gen(function*() {
+      const r = yield* receiver((_req, res) => setTimeout(() => res.writeHead(200).end(), 5))
+      const { mem } = yield* setup(r.url)
+      for (let i = 0; i < 59; i++) mem.enqueue({ webhookId: "wh_1", payload: { ...payload, i }, now: iso(T0) })
+      const a = yield* dispatcher(mem, { workerId: "a", batchSize: 7, concurrency: 4 })
+      const b = yield* dispatcher(mem, { workerId: "b", batchSize: 7, concurrency: 4 })
+      const drain = (d: typeof a) =>
+        Effect.gen(function*() {
+          let total = 0
+          for (;;) {
+            const n = yield* d.runOnce
+            if (n === 0) return total
+            total += n
+          }
+        })
+      const [na, nb] = yield* Effect.all([drain(a), drain(b)], { concurrency: 2 })
+      assert.strictEqual(na + nb, 60)
+      assert.isAbove(na, 0)
+      assert.isAbove(nb, 0)
+      const ids = r.requests.map((q) => String(q.headers["webhook-id"]))
+      assert.strictEqual(ids.length, 60)
+      assert.strictEqual(new Set(ids).size, 60)
+    }))
+
+  it.scoped("the loop: notify wakes it at once; otherwise it sleeps until the next due message", () =>
+    Effect.gen(function*() {
+      const r = yield* receiver()
+      yield* TestClock.setTime(T0)
+      const mem = makeInMemory()
+      mem.putEndpoint({ id: "wh_1", organization_id: "org_1", url: r.url, enabled: true, signingSecret: newSecret(), auth: null })
+      const ctx = yield* Layer.build(
+        Dispatcher.layer({ allowHosts: ["127.0.0.1"], pollIntervalMs: 3_600_000 }).pipe(Layer.provide(mem.layer))
+      )
+      const notify = Effect.provide(Dispatcher.notify, ctx)
+      // Core's signalOutbox (called after committing messages) reaches the same loop.
+      const coreSignal = Effect.provide(signalOutbox, ctx)
+      yield* realSleep(50) // the loop found nothing and sleeps (for an hour of test time)
+
+      const first = mem.enqueue({ webhookId: "wh_1", payload, now: iso(T0) })
+      yield* realSleep(100)
+      assert.strictEqual(r.requests.length, 0)
+      yield* notify
+      assert.isTrue(yield* waitFor(() => mem.message(first.id).status === "delivered"))
+
+      // Due in 2 s of test time: the loop sleeps until then, not for its hour-long poll interval.
+      const second = mem.enqueue({ webhookId: "wh_1", payload, now: iso(T0 + 2000) })
+      yield* coreSignal // it wakes, finds nothing due, and goes to sleep until the due time
+      yield* realSleep(50)
+      assert.strictEqual(mem.message(second.id).status, "pending")
+      yield* TestClock.adjust("2 seconds")
+      assert.isTrue(yield* waitFor(() => mem.message(second.id).status === "delivered"))
+      assert.strictEqual(r.requests.length, 2)
+    }))
+
+  it.scoped("the loop survives a failing round and goes on after its poll interval", () =>
+    Effect.gen(function*() {
+      const r = yield* receiver()
+      const { mem, msg } = yield* setup(r.url)
+      let failures = 1
+      const flaky = Layer.succeed(DeliveryQueue, {
+        ...mem.queue,
+        claim: (options) =>
+          failures-- > 0 ? Effect.dieMessage("database went away") : mem.queue.claim(options)
+      })
+      yield* Layer.build(
+        Dispatcher.layer({ allowHosts: ["127.0.0.1"], pollIntervalMs: 1000 }).pipe(
+          Layer.provide(Layer.merge(mem.layer, flaky))
+        )
+      )
+      yield* realSleep(50)
+      assert.strictEqual(mem.message(msg.id).status, "pending")
+      yield* TestClock.adjust("1 second")
+      assert.isTrue(yield* waitFor(() => mem.message(msg.id).status === "delivered"))
+    }))
+
+  it.effect("an invalid configuration is refused", () =>
+    Effect.gen(function*() {
+      const mem = makeInMemory()
+      const exit = yield* Effect.exit(Dispatcher.make({ retrySchedule: [300, -1], timeoutMs: 0 }).pipe(Effect.provide(mem.layer)))
+      assert.isTrue(Exit.isFailure(exit))
+      assert.match(String(Cause.squash((exit as Exit.Failure<never, never>).cause)), /retrySchedule.*timeoutMs/)
+    }))
+})
