@@ -2,7 +2,10 @@ import {
   ApiUsage,
   bootstrap,
   type DeliveryQueue,
+  Endpoints,
+  EndpointsLive,
   Ids,
+  type OutboxSignal,
   type SecretBox,
   SecretHasher,
   Settings,
@@ -39,9 +42,15 @@ export interface RuntimeOptions {
   readonly clock?: Clock.Clock | undefined
   /** scrypt cost; lower only in tests. */
   readonly hashCost?: number | undefined
+  /**
+   * Work that runs beside the API on the same services, such as the webhook dispatcher; its
+   * `OutboxSignal` lets a committed change wake it at once.
+   */
+  readonly background?: Layer.Layer<OutboxSignal, unknown, AppServices | Endpoints> | undefined
 }
 
 export type AppServices =
+  | Endpoints
   | Storage
   | UnitOfWork
   | UsageStore
@@ -72,7 +81,11 @@ export const appLayer = (options: RuntimeOptions): Layer.Layer<AppServices, unkn
     Logger.minimumLogLevel(LogLevel.fromLiteral(options.logLevel ?? "Info")),
     options.clock ? Layer.setClock(options.clock) : Layer.empty
   )
-  return booted.pipe(Layer.provideMerge(infra))
+  const withEndpoints = Layer.effect(Endpoints, EndpointsLive).pipe(Layer.provideMerge(booted))
+  const withBackground = options.background
+    ? options.background.pipe(Layer.provideMerge(withEndpoints))
+    : withEndpoints
+  return withBackground.pipe(Layer.provideMerge(infra))
 }
 
 export const makeRuntime = (options: RuntimeOptions) => ManagedRuntime.make(appLayer(options))

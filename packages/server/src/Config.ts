@@ -1,8 +1,10 @@
 import { defaultQuotas, type PremiumFeatureFlag, premiumFeatureFlags, type QuotaField, type QuotaPeriod } from "@cmp/core"
 import type { ServerOptions } from "@cmp/http-express"
 import { PgStore } from "@cmp/store-postgres"
+import { type DispatcherConfig, parseRetrySchedule } from "@cmp/webhooks"
 import { SqliteStore } from "@cmp/store-sqlite"
 import type * as LogLevel from "effect/LogLevel"
+import * as net from "node:net"
 import * as path from "node:path"
 
 /** A configuration mistake: reported in one line at start, never as a stack trace. */
@@ -64,9 +66,14 @@ const features = (v: string | undefined): Array<PremiumFeatureFlag> => {
 }
 
 /** Reads the server's options from the environment (see the README's table). */
-export const fromEnv = (
-  env: NodeJS.ProcessEnv = process.env
-): ServerOptions & { sqlitePath: string; database: "sqlite" | "postgres" } => {
+export interface Configuration extends ServerOptions {
+  readonly sqlitePath: string
+  readonly database: "sqlite" | "postgres"
+  readonly inServerDispatcher: boolean
+  readonly dispatcher: DispatcherConfig
+}
+
+export const fromEnv = (env: NodeJS.ProcessEnv = process.env): Configuration => {
   // `pnpm start` runs in packages/server; a relative path means the directory pnpm was run from.
   const base = env.INIT_CWD || process.cwd()
   const pemOrPath = (v: string) => (v.includes("-----BEGIN") ? v : path.resolve(base, v))
@@ -86,7 +93,31 @@ export const fromEnv = (
   if (env.ADMIN_API_SECRET && env.ADMIN_API_SECRET.length < 16) {
     throw new ConfigError("ADMIN_API_SECRET must be at least 16 characters long")
   }
+  const allowHosts = (env.WEBHOOK_ALLOW_HOSTS ?? "").split(",").map((h) => h.trim().toLowerCase()).filter(Boolean)
+  let retrySchedule: ReadonlyArray<number>
+  try {
+    retrySchedule = parseRetrySchedule(env.WEBHOOK_RETRY_SCHEDULE)
+  } catch (e) {
+    throw new ConfigError(`WEBHOOK_RETRY_SCHEDULE: ${e instanceof Error ? e.message : String(e)}`)
+  }
+  const localAddress = env.WEBHOOK_LOCAL_ADDRESS?.trim() || undefined
+  if (localAddress && net.isIP(localAddress) === 0) throw new ConfigError("WEBHOOK_LOCAL_ADDRESS must be an IP address")
+  const timeoutMs = int(env, "WEBHOOK_TIMEOUT_MS", 15_000, 100, 600_000)
+  const dispatcher: DispatcherConfig = {
+    retrySchedule,
+    timeoutMs,
+    leaseMs: int(env, "WEBHOOK_LEASE_MS", timeoutMs + 30_000, 1_000, 3_600_000),
+    allowHosts,
+    localAddress,
+    concurrency: int(env, "WEBHOOK_CONCURRENCY", 32, 1, 1_000)
+  }
+  const encryptionKey = env.ENCRYPTION_KEY?.trim() || undefined
   return {
+    /** Whether this server also delivers webhooks (the default), or leaves it to `worker` processes. */
+    inServerDispatcher: bool(env, "WEBHOOK_DISPATCHER", true),
+    dispatcher,
+    encryptionKey,
+    webhookAllowHosts: allowHosts,
     sqlitePath,
     database: databaseUrl ? "postgres" : "sqlite",
     store: databaseUrl

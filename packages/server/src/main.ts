@@ -1,10 +1,14 @@
 #!/usr/bin/env -S npx tsx
 import { createOperatorKey } from "@cmp/core"
 import { makeRuntime, startServer } from "@cmp/http-express"
+import { Dispatcher } from "@cmp/webhooks"
+import * as os from "node:os"
 import { ConfigError, fromEnv } from "./Config.js"
 
 /**
- * `pnpm start`: serve the API. `pnpm bootstrap`: print a new operator key and secret as JSON.
+ * `pnpm start`: serve the API (and deliver webhooks, unless WEBHOOK_DISPATCHER=false).
+ * `pnpm worker`: only deliver webhooks (more of them, on other machines, scale delivery).
+ * `pnpm bootstrap`: print a new operator key and secret as JSON.
  */
 const main = async () => {
   const command = process.argv[2] ?? "serve"
@@ -16,8 +20,24 @@ const main = async () => {
     await runtime.dispose()
     return
   }
-  if (command !== "serve") throw new ConfigError(`Unknown command '${command}'; use 'serve' or 'bootstrap'`)
-  const running = await startServer(options)
+  if (command === "worker") {
+    const workerId = `${os.hostname()}-${process.pid}`
+    const runtime = makeRuntime({ ...options, background: Dispatcher.layer({ ...options.dispatcher, workerId }) })
+    // Building the runtime starts the delivery loop.
+    await runtime.runtime()
+    console.log(JSON.stringify({ message: "delivering webhooks", workerId, database: options.database }))
+    const stop = () => {
+      runtime.dispose().then(() => process.exit(0), () => process.exit(1))
+    }
+    process.once("SIGINT", stop)
+    process.once("SIGTERM", stop)
+    return
+  }
+  if (command !== "serve") throw new ConfigError(`Unknown command '${command}'; use 'serve', 'worker' or 'bootstrap'`)
+  const running = await startServer({
+    ...options,
+    background: options.inServerDispatcher ? Dispatcher.layer(options.dispatcher) : undefined
+  })
   const mode = options.tls ? "https" : options.allowHttp ? "plain http (ALLOW_HTTP, development only)" : "http answering 301 to https"
   const database = options.database === "postgres" ? { database: "postgres" } : { database: "sqlite", sqlite: options.sqlitePath }
   console.log(JSON.stringify({ message: "listening", url: running.url, mode, ...database }))
