@@ -54,7 +54,7 @@ export class ApiUsage extends Context.Tag("@cmp/core/ApiUsage")<
 
     const readLimit = (organizationId: string) =>
       Effect.map(
-        storage.repository(Tables.quotas).find({ where: [eq("organization_id", organizationId)], sort: [], limit: 1, skip: 0 }),
+        storage.repository(Tables.quotas).find({ count: false, where: [eq("organization_id", organizationId)], sort: [], limit: 1, skip: 0 }),
         (page) => {
           const v = page.data[0]?.api_requests
           return typeof v === "number" ? v : Number.POSITIVE_INFINITY

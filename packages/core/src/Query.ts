@@ -29,6 +29,8 @@ export interface FindQuery {
   readonly limit: number
   readonly skip: number
   readonly select?: ReadonlyArray<string>
+  /** `false` for internal look-ups that need no total: the store skips the count. */
+  readonly count?: boolean
 }
 
 export const DEFAULT_LIMIT = 100

@@ -142,6 +142,7 @@ const featureOff = (def: ResourceDef) =>
 const hasFeature = (def: ResourceDef, organizationId: string) =>
   Effect.gen(function*() {
     const page = yield* (yield* Storage).repository(Tables.premiumFeatures).find({
+      count: false,
       where: [eq("organization_id", organizationId)],
       sort: [],
       limit: 1,
@@ -234,6 +235,7 @@ export const checkQuota = (def: ResourceDef, organizationId: string, extra: Read
     yield* Effect.flatMap(UnitOfWork, (uow) => uow.lock(`quota:${def.quota}:${organizationId}`))
     const storage = yield* Storage
     const quotas = yield* storage.repository(Tables.quotas).find({
+      count: false,
       where: [eq("organization_id", organizationId)],
       sort: [],
       limit: 1,

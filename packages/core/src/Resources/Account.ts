@@ -85,7 +85,7 @@ const removeWhere = (table: typeof Tables.keys, where: ReadonlyArray<Condition>)
   Effect.gen(function*() {
     const repo = (yield* Storage).repository(table)
     for (;;) {
-      const page = yield* repo.find({ where, sort: [], limit: 500, skip: 0 })
+      const page = yield* repo.find({ count: false, where, sort: [], limit: 500, skip: 0 })
       if (page.data.length === 0) return
       for (const row of page.data) yield* Effect.orDie(repo.remove(row.id as string))
     }
@@ -307,6 +307,7 @@ export const membershipsOf = (personId: string) =>
   Effect.gen(function*() {
     const storage = yield* Storage
     const page = yield* storage.repository(Tables.members).find({
+      count: false,
       where: [eq("user_id", personId)],
       sort: [],
       limit: 10_000,
@@ -319,6 +320,7 @@ export const findPersonByEmail = (email: string) =>
   Effect.gen(function*() {
     const storage = yield* Storage
     const page = yield* storage.repository(Tables.persons).find({
+      count: false,
       where: [eq("email", email.trim().toLowerCase())],
       sort: [],
       limit: 1,

@@ -50,6 +50,7 @@ const recompute = (userId: string, regulation: string) =>
     const all: Array<{ consents: EventConsents; created_at: string; id: string }> = []
     for (let skip = 0;; skip += 1000) {
       const page = yield* repo.find({
+        count: false,
         where: [eq("user_id", userId), eq("regulation", regulation), eq("status", "confirmed")],
         sort: [{ field: "created_at", direction: 1 }],
         limit: 1000,
@@ -129,6 +130,7 @@ const resolveUser = (organizationId: string, u: EventUser, event: { status: stri
       }
     } else {
       const page = yield* repo.find({
+        count: false,
         where: [eq("organization_id", organizationId), eq("organization_user_id", u.organization_user_id!)],
         sort: [],
         limit: 1,
@@ -189,7 +191,9 @@ export const ConsentEventsResource = defineResource({
             user: eventUser,
             user_id: user.id,
             organization_user_id: user.organization_user_id ?? null,
-            _createdUser: created !== undefined
+            _createdUser: created !== undefined,
+            // The user as this transaction found or made it, so afterCreate need not read it again.
+            _user: user
           }
         }
       }),
@@ -197,7 +201,7 @@ export const ConsentEventsResource = defineResource({
       Effect.gen(function*() {
         const regulation = stored.regulation as string
         const out: Array<OutgoingEvent> = [{ type: "event.created", regulation, parameters: { entity: eventOut(stored) } }]
-        const user = yield* loadUser(stored.user_id as string)
+        const user = prepared._user as Row
         if (prepared._createdUser === true) {
           out.push({ type: "user.created", regulation, parameters: { entity: userOut(user) } })
         } else if (stored.status === "confirmed") {
@@ -310,7 +314,7 @@ export const ConsentUsersResource = defineResource({
         // Erasure: the user's events go with it.
         const repo = yield* events()
         for (;;) {
-          const page = yield* repo.find({ where: [eq("user_id", removed.id as string)], sort: [], limit: 500, skip: 0 })
+          const page = yield* repo.find({ count: false, where: [eq("user_id", removed.id as string)], sort: [], limit: 500, skip: 0 })
           if (page.data.length === 0) break
           for (const e of page.data) yield* Effect.orDie(repo.remove(e.id as string))
         }
@@ -328,6 +332,7 @@ export const getUserByOrganizationUserId = (principal: Principal, organizationUs
     const orgs = organizationsOf(principal)
     const repo = yield* users()
     const page = yield* repo.find({
+      count: false,
       where: [eq("organization_user_id", organizationUserId), ...(orgs === "all" ? [] : [inList("organization_id", orgs)])],
       sort: [{ field: "organization_id", direction: 1 }],
       limit: 1,

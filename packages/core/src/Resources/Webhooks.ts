@@ -128,6 +128,7 @@ export const DeliveriesResource = defineResource({
       Effect.map(
         Effect.flatMap(Storage, (s) =>
           s.repository(AttemptsTable).find({
+            count: false,
             where: [eq("delivery_id", row.id as string)],
             sort: [{ field: "attempted_at", direction: 1 }],
             limit: 1000,
@@ -167,6 +168,7 @@ export const enqueue = (organizationId: string, events: ReadonlyArray<OutgoingEv
     if (events.length === 0) return 0
     const storage = yield* Storage
     const hooks = yield* storage.repository(WebhooksResource.tableDef).find({
+      count: false,
       where: [eq("organization_id", organizationId), eq("enabled", true)],
       sort: [],
       limit: 1000,
@@ -298,7 +300,7 @@ export const replayFailed = (principal: Principal, body: unknown) =>
     // Rows that changed meanwhile stay failed; skipping past them keeps the loop finite.
     let skipped = 0
     for (;;) {
-      const page = yield* repo.find({ where, sort: [], limit: 500, skip: skipped })
+      const page = yield* repo.find({ count: false, where, sort: [], limit: 500, skip: skipped })
       if (page.data.length === 0) break
       for (const d of page.data) {
         const ok = yield* repo.patch(d.id as string, {

@@ -1,0 +1,146 @@
+/**
+ * `pnpm bench`: starts the real server as a child process, loads it from this process with
+ * autocannon on loopback, and prints one line per figure as `name: value unit (ratio)`. Each
+ * figure is measured beside its baseline in the same run: on these 2-core machines only the
+ * ratios are stable.
+ *
+ *   BENCH_SECONDS=10 (load duration per figure), BENCH_CONNECTIONS=50
+ */
+import autocannon from "autocannon"
+import { type ChildProcess, spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import * as readline from "node:readline"
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
+const root = path.join(import.meta.dirname, "..")
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), "cmp-bench-"))
+const children: Array<ChildProcess> = []
+
+const cleanup = () => {
+  // SIGTERM lets a profiled server write its profile.
+  for (const c of children) c.kill(process.env.BENCH_PROFILE ? "SIGTERM" : "SIGKILL")
+  fs.rmSync(dir, { recursive: true, force: true })
+}
+process.on("exit", cleanup)
+
+/** Starts a TypeScript entry point as a child and waits for its first JSON line. */
+const child = (entry: string, env: Record<string, string>, args: Array<string> = []) =>
+  new Promise<{ proc: ChildProcess; first: Record<string, any>; lines: readline.Interface }>((resolve, reject) => {
+    // `--import tsx` resolves from the working directory: this package has tsx.
+    const profile = entry.includes("server") && process.env.BENCH_PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : []
+    const proc = spawn(process.execPath, [...profile, "--import", "tsx", path.join(root, entry), ...args], {
+      cwd: import.meta.dirname,
+      env: { ...process.env, ...env },
+      stdio: ["pipe", "pipe", "inherit"]
+    })
+    children.push(proc)
+    const lines = readline.createInterface({ input: proc.stdout! })
+    lines.once("line", (line) => resolve({ proc, first: JSON.parse(line), lines }))
+    proc.once("exit", (code) => reject(new Error(`${entry} exited with ${code}`)))
+  })
+
+const ask = (p: { proc: ChildProcess; lines: readline.Interface }) =>
+  new Promise<Record<string, number>>((resolve) => {
+    p.lines.once("line", (line) => resolve(JSON.parse(line)))
+    p.proc.stdin!.write("?\n")
+  })
+
+const json = async (url: string, method: string, body?: unknown, token?: string) => {
+  const res = await fetch(url, {
+    method,
+    headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: body === undefined ? undefined : JSON.stringify(body)
+  })
+  const parsed = await res.json() as any
+  if (res.status >= 400) throw new Error(`${method} ${url}: ${res.status} ${JSON.stringify(parsed)}`)
+  return parsed
+}
+
+/** Peak resident memory of a process, from the kernel's high-water mark. */
+const peakRssMb = (pid: number) => {
+  const m = /VmHWM:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, "utf8"))
+  return m ? Number(m[1]) / 1024 : Number.NaN
+}
+
+let sequence = 0
+const consentBody = (organizationId: string) =>
+  JSON.stringify({
+    organization_id: organizationId,
+    user: { organization_user_id: `user-${process.pid}-${sequence++}` },
+    consents: { purposes: [{ id: "analytics", enabled: true }, { id: "ads", enabled: false }], vendors: { enabled: ["v1"] } }
+  })
+
+const load = (url: string, token: string | undefined, organizationId: string) =>
+  autocannon({
+    url,
+    connections: CONNECTIONS,
+    duration: SECONDS,
+    requests: [{
+      method: "POST",
+      path: "/v1/consents/events",
+      headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      setupRequest: (req) => ({ ...req, body: consentBody(organizationId) })
+    }]
+  })
+
+const line = (name: string, value: number, unit: string, ratio?: string) =>
+  console.log(`${name}: ${value.toFixed(value >= 100 ? 0 : 2)} ${unit}${ratio ? ` (${ratio})` : ""}`)
+
+const main = async () => {
+  console.log(`# ${os.cpus().length} cores, ${os.cpus()[0]?.model ?? "?"}, Node ${process.version}, ${new Date().toISOString()}`)
+  const receiver = await child("bench/receiver.ts", {})
+  const baseline = await child("bench/baseline.ts", { BASELINE_DB: path.join(dir, "baseline.db") })
+  const server = await child("packages/server/src/main.ts", {
+    PORT: "0",
+    SQLITE_PATH: path.join(dir, "consent.db"),
+    ALLOW_HTTP: "true",
+    LOG_LEVEL: "Warning",
+    ADMIN_API_KEY: "admin",
+    ADMIN_API_SECRET: "bench-secret-0123456789",
+    WEBHOOK_ALLOW_HOSTS: "127.0.0.1"
+  })
+  const api = server.first.url as string
+
+  // An organization with the consents API, webhooks, and a webhook to the receiver.
+  const op = (await json(`${api}/v1/sessions`, "POST", { type: "api-key", key: "admin", secret: "bench-secret-0123456789" })).access_token
+  const org = await json(`${api}/v1/organizations`, "POST", { name: `bench-${Date.now()}` }, op)
+  const flags = (await json(`${api}/v1/premium-features?organization_id=${org.id}`, "GET", undefined, op)).data[0]
+  await json(`${api}/v1/premium-features/${flags.id}`, "PATCH", { consents_api: true, webhooks: true }, op)
+  const key = await json(`${api}/v1/keys`, "POST", { organization_id: org.id, name: "bench" }, op)
+  const token = (await json(`${api}/v1/sessions`, "POST", { type: "api-key", key: key.id, secret: key.secret })).access_token
+  await json(`${api}/v1/webhooks`, "POST", {
+    organization_id: org.id,
+    url: `http://127.0.0.1:${receiver.first.port}/hook`,
+    event_types: ["event.created"]
+  }, token)
+
+  // Consent events accepted per second, beside the bare insert.
+  const base = await load(`http://127.0.0.1:${baseline.first.port}`, undefined, org.id)
+  const ours = await load(api, token, org.id)
+  const errors = ours.non2xx + ours.errors
+  line("consent_events_sqlite_baseline", base.requests.average, "req/s")
+  line("consent_events_sqlite", ours.requests.average, "req/s", `${(ours.requests.average / base.requests.average).toFixed(2)} of baseline, ${errors} errors, p99 ${ours.latency.p99} ms`)
+
+  // Webhook deliveries per second: every accepted event queued one message; wait for all.
+  const expected = ours["2xx"]
+  const started = Date.now()
+  let got = await ask(receiver)
+  while (got.count! < expected && Date.now() - started < 120_000) {
+    await new Promise((r) => setTimeout(r, 250))
+    got = await ask(receiver)
+  }
+  const spanSeconds = (got.last! - got.first!) / 1000
+  line("webhook_deliveries", got.count! / Math.max(spanSeconds, 0.001), "msg/s", `${got.count}/${expected} delivered over ${spanSeconds.toFixed(1)} s`)
+  line("server_peak_rss", peakRssMb(server.proc.pid!), "MB")
+}
+
+main().then(
+  () => process.exit(0),
+  (e) => {
+    console.error(e)
+    process.exit(1)
+  }
+)
