@@ -1,7 +1,11 @@
-import { ManualClock, type RunningServer, type ServerOptions, startServer, type StoreLayer } from "@cmp/http-express"
-import { PgStore } from "@cmp/store-postgres"
-import { createTestDatabase } from "@cmp/store-postgres/testing"
-import { SqliteStore } from "@cmp/store-sqlite"
+import { ManualClock, type ServerOptions } from "@cmp/http-express"
+import {
+  as,
+  operatorOf as baseOperatorOf,
+  start as startBase,
+  type Tenant as BaseTenant,
+  type TestServer
+} from "@cmp/http-express/testing"
 import { Dispatcher, type DispatcherConfig } from "@cmp/webhooks"
 import * as crypto from "node:crypto"
 import * as http from "node:http"
@@ -13,21 +17,24 @@ import { expect, vi } from "vitest"
 /**
  * Helpers of the end-to-end webhook tests: in-process servers over the store under test (SQLite
  * `:memory:` by default, PostgreSQL with CMP_TEST_STORE=postgres), HTTP callers, a programmable
- * receiver, and a real OAuth2 authorization server. Copied in spirit from the http-express test
- * helpers (a package's test folder is not imported from another package).
+ * receiver, and a real OAuth2 authorization server. Servers, callers and tenants come from
+ * `@cmp/http-express/testing`, so both suites start servers one way.
  */
 
-export const ADMIN = { key: "admin", secret: "admin-secret-0123456789" } as const
-
-/** Which store the suite runs on: `pnpm test` runs it once per store. */
-export const storeKind = process.env.CMP_TEST_STORE === "postgres" ? "postgres" : "sqlite"
-
-/** A fresh store for one test server, and how to dispose of it after the server. */
-export const testStore = async (): Promise<{ layer: StoreLayer; close: () => Promise<void> }> => {
-  if (storeKind === "sqlite") return { layer: SqliteStore.layer({ filename: ":memory:" }), close: async () => {} }
-  const db = await createTestDatabase()
-  return { layer: PgStore.layer({ url: db.url, maxConnections: db.maxConnections }), close: db.close }
-}
+export {
+  ADMIN,
+  as,
+  call,
+  type CallOptions,
+  expect403,
+  expect404,
+  expectError,
+  type Reply,
+  storeKind,
+  testStore,
+  type TestServer,
+  unique
+} from "@cmp/http-express/testing"
 
 /** The dispatcher every in-process test server runs: 50 ms polls, 1 s timeout, five 300 s retries. */
 export const DISPATCHER: DispatcherConfig = {
@@ -37,127 +44,36 @@ export const DISPATCHER: DispatcherConfig = {
   pollIntervalMs: 50
 }
 
-export interface TestServer extends RunningServer {
-  readonly clock: ManualClock
-}
-
 /**
- * A real listening server with its webhook dispatcher, over a fresh database of the store under
- * test. Server time is a ManualClock starting at the real now (so Standard Webhooks timestamps
- * verify as they are); `clock.advance` makes retries due without waiting.
+ * The http-express test server with its webhook dispatcher. Server time is a ManualClock
+ * starting at the real now (so Standard Webhooks timestamps verify as they are);
+ * `clock.advance` makes retries due without waiting.
  */
-export const start = async (overrides: Partial<ServerOptions> = {}): Promise<TestServer> => {
-  const clock = (overrides.clock as ManualClock | undefined) ?? new ManualClock(Date.now())
-  const store = await testStore()
-  const server = await startServer({
-    store: store.layer,
-    port: 0,
-    allowHttp: true,
-    hashCost: 1024,
-    clock,
-    admin: ADMIN,
-    // TEST_LOG_LEVEL=Warning shows the server's (and dispatcher's) logs while debugging.
-    logLevel: (process.env.TEST_LOG_LEVEL as ServerOptions["logLevel"]) ?? "None",
+export const start = (overrides: Partial<ServerOptions> = {}): Promise<TestServer> =>
+  startBase({
+    clock: new ManualClock(Date.now()),
     webhookAllowHosts: ["127.0.0.1"],
     background: Dispatcher.layer(DISPATCHER),
     ...overrides
   })
-  return {
-    ...server,
-    clock,
-    close: async () => {
-      await server.close()
-      await store.close()
-    }
-  }
-}
 
-// ---------------------------------------------------------------- HTTP callers
+export type Caller = ReturnType<typeof as>
 
-export interface Reply {
-  readonly status: number
-  readonly headers: Headers
-  /** Parsed JSON when the response is JSON, the text otherwise. */
-  readonly body: any
-  readonly text: string
-}
-
-export interface CallOptions {
-  readonly token?: string | undefined
-  readonly body?: unknown
-  readonly headers?: Record<string, string> | undefined
-}
-
-export const call = async (base: string, method: string, path: string, options: CallOptions = {}): Promise<Reply> => {
-  const headers: Record<string, string> = {}
-  let body: string | undefined
-  if (options.body !== undefined) {
-    body = JSON.stringify(options.body)
-    headers["content-type"] = "application/json"
-  }
-  if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`
-  Object.assign(headers, options.headers ?? {})
-  const res = await fetch(base + path, { method, headers, body, redirect: "manual" })
-  const text = await res.text()
-  let parsed: unknown = text
-  if ((res.headers.get("content-type") ?? "").includes("json") && text.length > 0) parsed = JSON.parse(text)
-  return { status: res.status, headers: res.headers, body: parsed, text }
-}
-
-export type Caller = (method: string, path: string, options?: CallOptions) => Promise<Reply>
-
-/** A token-bound caller. */
-export const as = (base: string, token: string): Caller => (method, path, options = {}) =>
-  call(base, method, path, { token, ...options })
-
-/** Asserts the contract's error body. */
-export const expectError = (r: Reply, code: number, name: string, className: string) => {
-  expect(r.status, r.text).toBe(code)
-  expect(r.body).toMatchObject({ name, code, className })
-}
-export const expect403 = (r: Reply) => expectError(r, 403, "Forbidden", "forbidden")
-export const expect404 = (r: Reply) => expectError(r, 404, "NotFound", "not-found")
-
-let counter = 0
-/** A name unique within the test run. */
-export const unique = (prefix: string) => `${prefix}-${++counter}-${Math.random().toString(36).slice(2, 8)}`
-
-export interface Tenant {
-  readonly org: any
-  readonly key: any
-  readonly secret: string
-  readonly token: string
+export interface Tenant extends BaseTenant {
   readonly call: Caller
 }
 
-/** The operator session, and tenants (organization + client key + token) with features switched on. */
+/** The operator session, and tenants whose premium features (`consents_api`, `webhooks`) are on. */
 export const operatorOf = async (base: string) => {
-  const login = async (key: string, secret: string): Promise<string> => {
-    const r = await call(base, "POST", "/v1/sessions", { body: { type: "api-key", key, secret } })
-    expect(r.status, r.text).toBe(201)
-    return r.body.access_token as string
-  }
-  const token = await login(ADMIN.key, ADMIN.secret)
-  const op = as(base, token)
-  /**
-   * A new organization with a client key and its session; the operator switches on the
-   * premium features (`consents_api` and `webhooks` unless told otherwise).
-   */
+  const op = await baseOperatorOf(base)
   const tenant = async (features: Record<string, boolean> = { consents_api: true, webhooks: true }): Promise<Tenant> => {
-    const org = await op("POST", "/v1/organizations", { body: { name: unique("org") } })
-    expect(org.status, org.text).toBe(201)
-    const key = await op("POST", "/v1/keys", { body: { organization_id: org.body.id, name: unique("key") } })
-    expect(key.status, key.text).toBe(201)
-    const flags = await op("GET", `/v1/premium-features?organization_id=${encodeURIComponent(org.body.id)}`)
-    expect(flags.status, flags.text).toBe(200)
-    expect(flags.body.data).toHaveLength(1)
-    const patched = await op("PATCH", `/v1/premium-features/${flags.body.data[0].id}`, { body: features })
+    const t = await op.tenant()
+    const flags = await op.featuresOf(t.org.id)
+    const patched = await op.call("PATCH", `/v1/premium-features/${flags.id}`, { body: features })
     expect(patched.status, patched.text).toBe(200)
-    const secret = key.body.secret as string
-    const tok = await login(key.body.id, secret)
-    return { org: org.body, key: key.body, secret, token: tok, call: as(base, tok) }
+    return { ...t, call: as(base, t.token) }
   }
-  return { token, call: op, login, tenant }
+  return { ...op, tenant }
 }
 
 // ---------------------------------------------------------------- consent and webhook shortcuts
