@@ -7,6 +7,7 @@ import { InvalidInput, NotAuthenticated } from "./Domain/Errors.js"
 import { Ids, SecretHasher, Storage, TokenIssuer, UnitOfWork } from "./Ports.js"
 import type { Principal } from "./Principal.js"
 import { findPersonByEmail, membershipsOf } from "./Resources/Account.js"
+import { LoginThrottle } from "./LoginThrottle.js"
 import { decode } from "./Service.js"
 import { Settings } from "./Settings.js"
 import { Tables } from "./Tables.js"
@@ -19,11 +20,22 @@ const invalidLogin = () =>
  * Exchanges an API key and secret (or an email and password) for an access token.
  * A failed attempt costs the same hashing work whether or not the key exists.
  */
-export const createSession = (body: unknown) =>
+export const createSession = (body: unknown, clientAddress?: string) =>
   Effect.gen(function*() {
     const decoded = decode(SessionInput, body)
     if (Either.isLeft(decoded)) return yield* Effect.fail(decoded.left)
     const input = decoded.right
+    // Repeated failures for one key, or from one address, are slowed down.
+    const throttle = yield* LoginThrottle
+    const keys = [`${input.type}:${input.key.trim().toLowerCase()}`, ...(clientAddress ? [`addr:${clientAddress}`] : [])]
+    yield* throttle.check(keys)
+    return yield* authenticateCredentials(input).pipe(
+      Effect.tapBoth({ onFailure: () => throttle.failed(keys), onSuccess: () => throttle.succeeded(keys) })
+    )
+  })
+
+const authenticateCredentials = (input: SessionInput) =>
+  Effect.gen(function*() {
     const storage = yield* Storage
     const hasher = yield* SecretHasher
     const tokens = yield* TokenIssuer

@@ -19,6 +19,7 @@ import {
 import type { CompareOp, Condition, FindQuery, Scalar, SortKey } from "../src/Query.js"
 import { Settings, type SettingsShape } from "../src/Settings.js"
 import { SecretBox } from "../src/Webhooks/Ports.js"
+import { LoginThrottle } from "../src/LoginThrottle.js"
 
 /**
  * An in-memory test double of the storage ports, following the semantics of the SQL store
@@ -295,7 +296,8 @@ export type TestServices =
   | TokenIssuer
   | Settings
   | SecretBox
+  | LoginThrottle
 
 /** A fresh, empty world for each test that provides it. */
 export const testLayer = (settings: Partial<SettingsShape> = {}): Layer.Layer<TestServices> =>
-  Layer.mergeAll(storeLayer, idsLayer, hasherLayer, tokenLayer, secretBoxLayer, Settings.layer(settings))
+  Layer.mergeAll(storeLayer, idsLayer, hasherLayer, tokenLayer, secretBoxLayer, LoginThrottle.layer(), Settings.layer(settings))

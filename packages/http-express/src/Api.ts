@@ -223,7 +223,9 @@ export const createApi = async (options: ApiOptions): Promise<Api> => {
   })
 
   v1.post("/sessions", (req, res) => {
-    void respond(res, createSession(req.body), 201, res.locals.requestId as string)
+    // The peer address, or the proxy's X-Forwarded-For when TRUST_PROXY says to believe it.
+    const address = trustProxy ? req.ip : req.socket.remoteAddress
+    void respond(res, createSession(req.body, address), 201, res.locals.requestId as string)
   })
   // No token: the invitation token itself is the credential. Answers with an email session.
   v1.post("/invitations/accept", (req, res) => {

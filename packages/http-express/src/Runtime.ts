@@ -3,6 +3,7 @@ import {
   bootstrap,
   type DeliveryQueue,
   Endpoints,
+  LoginThrottle,
   EndpointsLive,
   Ids,
   type OutboxSignal,
@@ -61,6 +62,7 @@ export type AppServices =
   | TokenIssuer
   | ApiUsage
   | SecretBox
+  | LoginThrottle
 
 /** Every service a request needs, built once; the first start also bootstraps the operator. */
 export const appLayer = (options: RuntimeOptions): Layer.Layer<AppServices, unknown> => {
@@ -68,6 +70,7 @@ export const appLayer = (options: RuntimeOptions): Layer.Layer<AppServices, unkn
     options.store,
     Ids.Live,
     ScryptHasherLive({ cost: options.hashCost }),
+    LoginThrottle.layer(),
     Settings.layer({
       ...options.settings,
       ...(options.webhookAllowHosts ? { webhookAllowHosts: options.webhookAllowHosts } : {})

@@ -1,0 +1,80 @@
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import { nowMillis } from "./Clock.js"
+import { TooManyRequests } from "./Domain/Errors.js"
+
+/**
+ * Slows repeated failed session attempts, per key (or email) and per client address. After
+ * `freeFailures` failures an attempt must wait: 1 s, then doubling per further failure, at most
+ * `maxDelaySeconds`; failures are forgotten `forgetAfterSeconds` after the last one, and a
+ * success clears the key. So guessing is throttled, but the real owner is never locked out for
+ * longer than the cap. Counters live in memory: each server throttles on its own.
+ */
+export interface ThrottleOptions {
+  readonly freeFailures: number
+  readonly maxDelaySeconds: number
+  readonly forgetAfterSeconds: number
+}
+
+interface Entry {
+  failures: number
+  last: number
+  blockedUntil: number
+}
+
+export class LoginThrottle extends Context.Tag("@cmp/core/LoginThrottle")<
+  LoginThrottle,
+  {
+    /** Fails with TooManyRequests while any of the keys is blocked. */
+    readonly check: (keys: ReadonlyArray<string>) => Effect.Effect<void, TooManyRequests>
+    readonly failed: (keys: ReadonlyArray<string>) => Effect.Effect<void>
+    readonly succeeded: (keys: ReadonlyArray<string>) => Effect.Effect<void>
+  }
+>() {
+  static readonly defaults: ThrottleOptions = { freeFailures: 5, maxDelaySeconds: 900, forgetAfterSeconds: 3600 }
+
+  static readonly make = (options: ThrottleOptions = LoginThrottle.defaults) =>
+    Effect.sync(() => {
+      const entries = new Map<string, Entry>()
+      const live = (key: string, now: number) => {
+        const e = entries.get(key)
+        if (e && now - e.last > options.forgetAfterSeconds * 1000) {
+          entries.delete(key)
+          return undefined
+        }
+        return e
+      }
+      return LoginThrottle.of({
+        check: (keys) =>
+          Effect.flatMap(nowMillis, (now) => {
+            let until = 0
+            for (const k of keys) until = Math.max(until, live(k, now)?.blockedUntil ?? 0)
+            return until > now
+              ? Effect.fail(
+                new TooManyRequests({
+                  message: "Too many failed attempts: wait before trying again",
+                  retryAfterSeconds: Math.ceil((until - now) / 1000)
+                })
+              )
+              : Effect.void
+          }),
+        failed: (keys) =>
+          Effect.map(nowMillis, (now) => {
+            // Bound the memory an attacker can make us hold with made-up keys.
+            if (entries.size > 100_000) entries.clear()
+            for (const k of keys) {
+              const e = live(k, now) ?? { failures: 0, last: now, blockedUntil: 0 }
+              e.failures++
+              e.last = now
+              const over = e.failures - options.freeFailures
+              if (over >= 0) e.blockedUntil = now + Math.min(2 ** over, options.maxDelaySeconds) * 1000
+              entries.set(k, e)
+            }
+          }),
+        succeeded: (keys) => Effect.sync(() => keys.forEach((k) => entries.delete(k)))
+      })
+    })
+
+  static readonly layer = (options?: ThrottleOptions) => Layer.effect(LoginThrottle, LoginThrottle.make(options))
+}
