@@ -42,10 +42,10 @@ const child = (entry: string, env: Record<string, string>, args: Array<string> =
     proc.once("exit", (code) => reject(new Error(`${entry} exited with ${code}`)))
   })
 
-const ask = (p: { proc: ChildProcess; lines: readline.Interface }) =>
-  new Promise<Record<string, number>>((resolve) => {
+const ask = <A = Record<string, number>>(p: { proc: ChildProcess; lines: readline.Interface }, question = "stats") =>
+  new Promise<A>((resolve) => {
     p.lines.once("line", (line) => resolve(JSON.parse(line)))
-    p.proc.stdin!.write("?\n")
+    p.proc.stdin!.write(`${question}\n`)
   })
 
 const json = async (url: string, method: string, body?: unknown, token?: string) => {
@@ -73,29 +73,80 @@ const consentBody = (organizationId: string) =>
     consents: { purposes: [{ id: "analytics", enabled: true }, { id: "ads", enabled: false }], vendors: { enabled: ["v1"] } }
   })
 
-const load = (url: string, token: string | undefined, organizationId: string) =>
+const postEvents = (
+  url: string,
+  token: string | undefined,
+  organizationId: string,
+  options: { overallRate?: number; onCreated?: (id: string) => void } = {}
+) =>
   autocannon({
     url,
-    connections: CONNECTIONS,
+    connections: options.overallRate ? 10 : CONNECTIONS,
     duration: SECONDS,
+    ...(options.overallRate ? { overallRate: options.overallRate } : {}),
     requests: [{
       method: "POST",
       path: "/v1/consents/events",
       headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
-      setupRequest: (req) => ({ ...req, body: consentBody(organizationId) })
+      setupRequest: (req) => ({ ...req, body: consentBody(organizationId) }),
+      onResponse: (status, body) => {
+        if (status === 201 && options.onCreated) options.onCreated(JSON.parse(body).id)
+      }
     }]
+  })
+
+const getKey = (url: string, keyId: string, token: string | undefined) =>
+  autocannon({
+    url: `${url}/v1/keys/${keyId}`,
+    connections: CONNECTIONS,
+    duration: SECONDS,
+    headers: token ? { authorization: `Bearer ${token}` } : {}
   })
 
 const line = (name: string, value: number, unit: string, ratio?: string) =>
   console.log(`${name}: ${value.toFixed(value >= 100 ? 0 : 2)} ${unit}${ratio ? ` (${ratio})` : ""}`)
 
-const main = async () => {
-  console.log(`# ${os.cpus().length} cores, ${os.cpus()[0]?.model ?? "?"}, Node ${process.version}, ${new Date().toISOString()}`)
-  const receiver = await child("bench/receiver.ts", {})
-  const baseline = await child("bench/baseline.ts", { BASELINE_DB: path.join(dir, "baseline.db") })
+const percentile = (values: Array<number>, p: number) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN
+}
+
+type Child = Awaited<ReturnType<typeof child>>
+
+/** A fresh PostgreSQL database for one run, dropped at exit. */
+const pgDatabase = async (base: string, name: string) => {
+  const { default: pg } = await import("pg")
+  const admin = async (statement: string) => {
+    const c = new pg.Client({ connectionString: base })
+    await c.connect()
+    try {
+      await c.query(statement)
+    } finally {
+      await c.end()
+    }
+  }
+  await admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)
+  await admin(`CREATE DATABASE "${name}"`)
+  process.on("exit", () => {
+    spawn("psql", [base, "-qc", `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`], { stdio: "ignore", detached: true })
+  })
+  const u = new URL(base)
+  u.pathname = `/${name}`
+  return u.toString()
+}
+
+/** The figures of one store: consent events beside the bare insert, then webhook deliveries. */
+const measureStore = async (store: "sqlite" | "postgres", receiver: Child) => {
+  const pgUrl = store === "postgres" ? await pgDatabase(process.env.DATABASE_URL!, `cmp_bench_${process.pid}`) : undefined
+  const pgBaseline = store === "postgres" ? await pgDatabase(process.env.DATABASE_URL!, `cmp_bench_base_${process.pid}`) : undefined
+  const baseline = await child("bench/baseline.ts", {
+    BASELINE_DB: path.join(dir, `baseline-${store}.db`),
+    ...(pgBaseline ? { BASELINE_PG: pgBaseline } : {})
+  })
   const server = await child("packages/server/src/main.ts", {
     PORT: "0",
-    SQLITE_PATH: path.join(dir, "consent.db"),
+    SQLITE_PATH: path.join(dir, `consent-${store}.db`),
+    ...(pgUrl ? { DATABASE_URL: pgUrl } : { DATABASE_URL: "" }),
     ALLOW_HTTP: "true",
     LOG_LEVEL: "Warning",
     ADMIN_API_KEY: "admin",
@@ -118,23 +169,60 @@ const main = async () => {
   }, token)
 
   // Consent events accepted per second, beside the bare insert.
-  const base = await load(`http://127.0.0.1:${baseline.first.port}`, undefined, org.id)
-  const ours = await load(api, token, org.id)
-  const errors = ours.non2xx + ours.errors
-  line("consent_events_sqlite_baseline", base.requests.average, "req/s")
-  line("consent_events_sqlite", ours.requests.average, "req/s", `${(ours.requests.average / base.requests.average).toFixed(2)} of baseline, ${errors} errors, p99 ${ours.latency.p99} ms`)
+  await ask(receiver, "reset")
+  const base = await postEvents(`http://127.0.0.1:${baseline.first.port}`, undefined, org.id)
+  const ours = await postEvents(api, token, org.id)
+  line(`consent_events_${store}_baseline`, base.requests.average, "req/s")
+  line(
+    `consent_events_${store}`,
+    ours.requests.average,
+    "req/s",
+    `${(ours.requests.average / base.requests.average).toFixed(2)} of baseline, ${ours.non2xx + ours.errors} errors, p99 ${ours.latency.p99} ms`
+  )
 
   // Webhook deliveries per second: every accepted event queued one message; wait for all.
   const expected = ours["2xx"]
-  const started = Date.now()
+  const waitStarted = Date.now()
   let got = await ask(receiver)
-  while (got.count! < expected && Date.now() - started < 120_000) {
+  while (got.count! < expected && Date.now() - waitStarted < 180_000) {
     await new Promise((r) => setTimeout(r, 250))
     got = await ask(receiver)
   }
   const spanSeconds = (got.last! - got.first!) / 1000
-  line("webhook_deliveries", got.count! / Math.max(spanSeconds, 0.001), "msg/s", `${got.count}/${expected} delivered over ${spanSeconds.toFixed(1)} s`)
-  line("server_peak_rss", peakRssMb(server.proc.pid!), "MB")
+  line(`webhook_deliveries_${store}`, got.count! / Math.max(spanSeconds, 0.001), "msg/s", `${got.count}/${expected} delivered over ${spanSeconds.toFixed(1)} s`)
+
+  // Latency from the event's 201 to its arrival, at a steady 200 events/s.
+  await ask(receiver, "reset")
+  const created = new Map<string, number>()
+  await postEvents(api, token, org.id, { overallRate: 200, onCreated: (id) => created.set(id, performance.timeOrigin + performance.now()) })
+  await new Promise((r) => setTimeout(r, 3000))
+  const arrivals = new Map(await ask<Array<[string, number]>>(receiver, "arrivals"))
+  const latencies = [...created.entries()].flatMap(([id, t]) => (arrivals.has(id) ? [arrivals.get(id)! - t] : []))
+  line(
+    `webhook_latency_p99_${store}`,
+    percentile(latencies, 99),
+    "ms",
+    `at 200 events/s, p50 ${percentile(latencies, 50).toFixed(0)} ms, ${latencies.length}/${created.size} arrived`
+  )
+
+  if (store === "sqlite") {
+    // A keyed read, beside a bare handler answering the same JSON from memory.
+    const bare = await getKey(`http://127.0.0.1:${baseline.first.port}`, key.id, undefined)
+    const read = await getKey(api, key.id, token)
+    line("get_key_baseline", bare.requests.average, "req/s")
+    line("get_key", read.requests.average, "req/s", `${(read.requests.average / bare.requests.average).toFixed(2)} of baseline, ${read.non2xx + read.errors} errors`)
+  }
+  line(`server_peak_rss_${store}`, peakRssMb(server.proc.pid!), "MB")
+  server.proc.kill(process.env.BENCH_PROFILE ? "SIGTERM" : "SIGKILL")
+  baseline.proc.kill("SIGKILL")
+}
+
+const main = async () => {
+  console.log(`# ${os.cpus().length} cores, ${os.cpus()[0]?.model ?? "?"}, Node ${process.version}, ${new Date().toISOString()}`)
+  const receiver = await child("bench/receiver.ts", {})
+  await measureStore("sqlite", receiver)
+  if (process.env.DATABASE_URL) await measureStore("postgres", receiver)
+  else console.log("# PostgreSQL figures: set DATABASE_URL (a server where this role may CREATE DATABASE)")
 }
 
 main().then(
