@@ -72,9 +72,15 @@ export const JoseTokensLive = (secret?: string) =>
   Layer.effect(
     TokenIssuer,
     Effect.gen(function*() {
-      const key = yield* signingKey(secret)
+      // A KeyObject made once: jose would otherwise import raw key bytes on every call.
+      const key = crypto.createSecretKey(yield* signingKey(secret))
       const ids = yield* Ids
       const invalid = new NotAuthenticated({ message: "Invalid or expired access token" })
+      /**
+       * Tokens already verified, so a client's repeated calls skip the HMAC: the same bytes carry
+       * the same valid signature. Time bounds are still checked on every call.
+       */
+      const verified = new Map<string, { claims: TokenClaims; nbf: number }>()
       return {
         issue: (claims: TokenClaims) =>
           Effect.flatMap(ids.next, (jti) =>
@@ -88,8 +94,12 @@ export const JoseTokensLive = (secret?: string) =>
                 .setJti(jti)
                 .sign(key)
             )),
-        verify: (token: string, nowSeconds: number) =>
-          Effect.tryPromise({
+        verify: (token: string, nowSeconds: number) => {
+          const hit = verified.get(token)
+          if (hit) {
+            return hit.claims.exp > nowSeconds && hit.nbf <= nowSeconds ? Effect.succeed(hit.claims) : Effect.fail(invalid)
+          }
+          return Effect.tryPromise({
             try: () => jwtVerify(token, key, { algorithms: ["HS256"], currentDate: new Date(nowSeconds * 1000) }),
             catch: () => invalid
           }).pipe(
@@ -99,9 +109,13 @@ export const JoseTokensLive = (secret?: string) =>
                 typeof sub !== "string" || typeof exp !== "number" || typeof iat !== "number" ||
                 typeof kind !== "string" || !kinds.has(kind) || (org !== undefined && typeof org !== "string")
               ) return Effect.fail(invalid)
-              return Effect.succeed({ sub, exp, iat, kind, org } as TokenClaims)
+              const claims = { sub, exp, iat, kind, org } as TokenClaims
+              if (verified.size >= 10_000) verified.clear()
+              verified.set(token, { claims, nbf: typeof payload.nbf === "number" ? payload.nbf : iat })
+              return Effect.succeed(claims)
             })
           )
+        }
       }
     })
   )
