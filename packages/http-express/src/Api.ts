@@ -17,12 +17,13 @@ import {
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
 import express from "express"
 import * as crypto from "node:crypto"
 import type { IncomingMessage } from "node:http"
 import type { TLSSocket } from "node:tls"
 import qs from "qs"
-import { type ErrorStatus, errorBody, fromDomainError } from "./Errors.js"
+import { type ErrorStatus, errorBody, fromDomainError, unavailableReason } from "./Errors.js"
 import { docsRouter, openApiDocument } from "./OpenApi.js"
 import { type AppRuntime, type AppServices, makeRuntime, type RuntimeOptions } from "./Runtime.js"
 
@@ -159,6 +160,11 @@ export const createApi = async (options: ApiOptions): Promise<Api> => {
         return send(res, body.code, body)
       }
       runtime.runFork(Effect.logError("Request failed", exit.cause).pipe(Effect.annotateLogs({ requestId })))
+      const reason = unavailableReason(Option.getOrUndefined(Cause.dieOption(exit.cause)))
+      if (reason) {
+        res.setHeader("Retry-After", "5")
+        return sendError(res, 503, `Service unavailable: ${reason}`)
+      }
       return sendError(res, 500, "An internal error occurred")
     })
 
