@@ -83,6 +83,13 @@ export interface ResourceOptions {
   readonly queryable?: ReadonlyArray<string>
   /** Query parameters the service reads itself (`$by_organization_user_id`). */
   readonly passthrough?: ReadonlyArray<string>
+  /**
+   * Derives the owning organization of a create from the input instead of reading the owner
+   * field (a cookie belongs to its property's organization); fails when the caller may not use it.
+   */
+  readonly ownerFrom?: (principal: Principal, input: Row) => Effect.Effect<string, DomainError, CoreServices>
+  /** Normalizes a create body before validation (a domain name is trimmed and lower-cased). */
+  readonly normalizeCreate?: (body: Readonly<Record<string, unknown>>) => Record<string, unknown>
   readonly hooks?: Hooks
 }
 

@@ -274,7 +274,11 @@ export const create = (def: ResourceDef, principal: Principal, body: unknown) =>
   Effect.gen(function*() {
     yield* ensureMethod(def, principal, "create")
     if (!def.createInput) return yield* Effect.fail(methodNotAllowed(def, "create"))
-    const { input } = yield* decodeBody(def, principal, def.createInput, def.createFields, body, "create")
+    const normalized = def.normalizeCreate && isPlainObject(body) ? def.normalizeCreate(body) : body
+    const decoded = yield* decodeBody(def, principal, def.createInput, def.createFields, normalized, "create")
+    const input = def.ownerFrom && def.ownerField !== undefined
+      ? { ...decoded.input, [def.ownerField]: yield* def.ownerFrom(principal, decoded.input) }
+      : decoded.input
     const owner = def.ownerField === undefined ? undefined : input[def.ownerField]
     if (def.ownerField !== undefined && def.ownerField !== "id") yield* requireOrganization(principal, owner)
     yield* requireFeature(def, principal, owner)

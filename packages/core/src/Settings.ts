@@ -14,6 +14,24 @@ export interface SettingsShape {
   readonly apiRequestsPeriod: QuotaPeriod
   /** Receiver hosts allowed despite plain http or a private address (`WEBHOOK_ALLOW_HOSTS`). */
   readonly webhookAllowHosts: ReadonlyArray<string>
+  /** Domains under this zone are `managed` (owned by the operator); unset: every domain is `custom`. */
+  readonly managedZone?: string | undefined
+  /** What `GET /v1/languages` answers. */
+  readonly languages?: LanguagesSetting | undefined
+  /** Lifetime of a signed dashboard URL. */
+  readonly dashboardUrlTtlSeconds?: number | undefined
+}
+
+export interface LanguagesSetting {
+  readonly available: ReadonlyArray<string>
+  readonly default: string
+  readonly defaultCountries: Readonly<Record<string, string>>
+}
+
+export const defaultLanguages: LanguagesSetting = {
+  available: ["en", "fr", "de", "es", "it", "nl", "pt", "pl"],
+  default: "en",
+  defaultCountries: { en: "GB", fr: "FR", de: "DE", es: "ES", it: "IT", nl: "NL", pt: "PT", pl: "PL" }
 }
 
 export const defaultQuotas: Readonly<Record<QuotaField, number>> = {

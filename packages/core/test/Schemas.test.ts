@@ -666,7 +666,7 @@ describe("Analytics", () => {
 
 describe("Export", () => {
   const destinations = [
-    { type: "directory", path: "/var/exports/o1" },
+    { type: "directory", path: "o1/nightly" },
     { type: "https", url: "https://bucket.example.com/upload" }
   ]
   const create = { organization_id: "o1", name: "Nightly", destinations }
@@ -679,7 +679,10 @@ describe("Export", () => {
   it("rejects empty, unknown and mixed-up destinations", () => {
     expect(bad(Export.ExportConfigCreate, { ...create, destinations: [] })).toContain("destinations")
     bad(Export.ExportConfigCreate, { ...create, destinations: [{ type: "s3", bucket: "b" }] })
-    bad(Export.ExportConfigCreate, { ...create, destinations: [{ type: "https", url: "http://bucket.example.com" }] })
+    // Plain http is refused by the service unless the host is allowed (WEBHOOK_ALLOW_HOSTS); the schema takes http(s) only.
+    bad(Export.ExportConfigCreate, { ...create, destinations: [{ type: "https", url: "ftp://bucket.example.com" }] })
+    bad(Export.ExportConfigCreate, { ...create, destinations: [{ type: "directory", path: "/var/exports" }] })
+    bad(Export.ExportConfigCreate, { ...create, destinations: [{ type: "directory", path: "a/../../etc" }] })
     bad(Export.ExportConfigCreate, { ...create, destinations: [{ type: "directory", url: "https://x.example.com" }] })
     bad(Export.ExportConfigCreate, { ...create, destinations: [{ type: "directory", path: "" }] })
     expect(bad(Export.ExportConfigCreate, { organization_id: "o1", name: "N" })).toContain("destinations")
@@ -699,7 +702,7 @@ describe("Export", () => {
       users_count: 3,
       destinations_count: 2,
       error: null,
-      created_at: audit.created_at
+      ...audit
     })
     bad(Export.ExportRun, {
       id: "r1",

@@ -1,8 +1,14 @@
 import {
   acceptInvitation,
+  createPlatformIntegrationSession,
+  findDashboardUrls,
+  getLanguages,
   ApiUsage,
   ConsentUsersResource,
+  executeExport,
+  generateSdkConfig,
   getUserByOrganizationUserId,
+  tcStringOfEvent,
   replayDelivery,
   replayFailed,
   authenticate,
@@ -241,6 +247,27 @@ export const createApi = async (options: ApiOptions): Promise<Api> => {
   // Actions on a delivery log: before the generic routes, which would read them as ids.
   v1.post("/webhooks/deliveries/replay", authed((p, req) => replayFailed(p, req.body)))
   v1.post("/webhooks/deliveries/:id/replay", authed((p, req) => replayDelivery(p, String(req.params.id))))
+
+  // Notices and exports: actions that are not stored resources.
+  v1.post("/widgets/notices/generators/sdk", authed((p, req) => generateSdkConfig(p, req.body), 201))
+  v1.all("/widgets/notices/generators/sdk", (req, res) =>
+    sendError(res, 405, `Method ${req.method} is not supported by widgets/notices/generators/sdk`))
+  v1.post("/exports/execute", authed((p, req) => executeExport(p, req.body), 201))
+  v1.all("/exports/execute", (req, res) => sendError(res, 405, `Method ${req.method} is not supported by exports/execute`))
+  v1.get("/consents/events/:id/tcstring", authed((p, req) => tcStringOfEvent(p, String(req.params.id))))
+
+  // Organization resources (issue 5): routes that are not generic, before the generic ones.
+  // No bearer token: the integration's own token (`x-platform-authorization`) is the credential.
+  v1.post("/platform-integrations/sessions", (req, res) => {
+    const header = req.headers["x-platform-authorization"]
+    const token = typeof header === "string" ? header.replace(/^Bearer\s+/i, "") : undefined
+    void respond(res, createPlatformIntegrationSession(token, req.body), 201, res.locals.requestId as string)
+  })
+  v1.all("/platform-integrations/sessions", (req, res) =>
+    sendError(res, 405, `Method ${req.method} is not supported by platform-integrations/sessions`))
+  v1.get("/analytics/dashboards-urls", authed((p, req) => Effect.flatMap(parseQuery(req), (q) => findDashboardUrls(p, q))))
+  v1.get("/languages", authed((p) => getLanguages(p)))
+  v1.all("/languages", (req, res) => sendError(res, 405, `Method ${req.method} is not supported by languages`))
 
   // Longer paths first, so `webhooks/deliveries` is not taken for the webhook with id "deliveries".
   const ordered = [...services].sort((a, b) => b.path.split("/").length - a.path.split("/").length)

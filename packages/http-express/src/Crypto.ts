@@ -1,4 +1,4 @@
-import { Ids, NotAuthenticated, nowIso, SecretBox, SecretHasher, Storage, Tables, type TokenClaims, TokenIssuer } from "@cmp/core"
+import { CertificateValidator, Ids, NotAuthenticated, nowIso, SecretBox, SecretHasher, Storage, Tables, type TokenClaims, TokenIssuer, UrlSigner } from "@cmp/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -172,3 +172,75 @@ export const AesSecretBoxLive = (encryptionKey?: string) =>
         }).pipe(Effect.orDieWith(() => new Error("A sealed secret could not be opened: wrong ENCRYPTION_KEY?")))
     }))
   )
+
+// ---------------------------------------------------------------- signed URLs and certificates
+
+const URL_KEY_SETTING = "url_signing_key"
+
+/** The configured URL signing key (at least 32 characters), or one generated once and kept in the database. */
+const urlKey = (configured: string | undefined) =>
+  Effect.gen(function*() {
+    if (configured !== undefined) {
+      if (configured.length < 32) return yield* Effect.dieMessage("URL_SIGNING_KEY must be at least 32 characters long")
+      return Buffer.from(configured, "utf8")
+    }
+    const repo = (yield* Storage).repository(Tables.settings)
+    const existing = yield* repo.get(URL_KEY_SETTING)
+    if (Option.isSome(existing)) return Buffer.from(existing.value.value as string, "base64")
+    const now = yield* nowIso
+    const value = crypto.randomBytes(32).toString("base64")
+    const kept = yield* repo.create({ id: URL_KEY_SETTING, value, created_at: now, updated_at: now, version: 1 }).pipe(
+      Effect.as(value),
+      Effect.catchTag("Conflict", () => Effect.map(repo.get(URL_KEY_SETTING), (o) => Option.getOrThrow(o).value as string))
+    )
+    return Buffer.from(kept, "base64")
+  })
+
+/**
+ * Appends `expires` (Unix seconds) and `signature` to a URL: the signature is
+ * base64url(HMAC-SHA256(key, <the URL with expires>)), which the dashboard host recomputes.
+ */
+export const signUrlWith = (key: Buffer | string, target: string, expiresAtSeconds: number): string => {
+  const url = new URL(target)
+  url.searchParams.delete("signature")
+  url.searchParams.set("expires", String(expiresAtSeconds))
+  const signature = crypto.createHmac("sha256", key).update(url.toString()).digest("base64url")
+  url.searchParams.set("signature", signature)
+  return url.toString()
+}
+
+/** Checks a URL signed by `signUrlWith`: the signature matches and `expires` is not past. */
+export const verifySignedUrl = (key: Buffer | string, signed: string, nowSeconds: number): boolean => {
+  const url = new URL(signed)
+  const signature = url.searchParams.get("signature") ?? ""
+  const expires = Number(url.searchParams.get("expires"))
+  url.searchParams.delete("signature")
+  const expected = crypto.createHmac("sha256", key).update(url.toString()).digest()
+  const given = Buffer.from(signature, "base64url")
+  return given.length === expected.length && crypto.timingSafeEqual(given, expected) &&
+    Number.isInteger(expires) && expires > nowSeconds
+}
+
+export const HmacUrlSignerLive = (signingKey?: string) =>
+  Layer.effect(
+    UrlSigner,
+    Effect.map(urlKey(signingKey), (key) => ({
+      sign: (target: string, expiresAtSeconds: number) => Effect.sync(() => signUrlWith(key, target, expiresAtSeconds))
+    }))
+  )
+
+/** Parses the PEM with node:crypto's X509Certificate; an expired certificate is refused too. */
+export const checkCertificatePem = (pem: string, nowMillis: number): Option.Option<string> => {
+  let cert: crypto.X509Certificate
+  try {
+    cert = new crypto.X509Certificate(pem)
+  } catch {
+    return Option.some("must be a valid PEM X.509 certificate")
+  }
+  if (Date.parse(cert.validTo) <= nowMillis) return Option.some(`the certificate expired on ${cert.validTo}`)
+  return Option.none()
+}
+
+export const X509CertificateValidatorLive = Layer.succeed(CertificateValidator, {
+  check: (pem: string, nowMillis: number) => Effect.sync(() => checkCertificatePem(pem, nowMillis))
+})

@@ -1,4 +1,16 @@
-import { type AnySchema, InvitationAcceptInput, type ResourceDef, Session, SessionInput } from "@cmp/core"
+import {
+  type AnySchema,
+  ExportRunInput,
+  InvitationAcceptInput,
+  Languages,
+  PlatformIntegrationSession,
+  PlatformIntegrationSessionInput,
+  type ResourceDef,
+  SdkConfiguration,
+  SdkConfigurationInput,
+  Session,
+  SessionInput
+} from "@cmp/core"
 import * as JSONSchema from "effect/JSONSchema"
 import * as Schema from "effect/Schema"
 import express from "express"
@@ -33,6 +45,8 @@ const errorSchema = {
 
 const errorResponses = (...codes: Array<number>) =>
   Object.fromEntries(codes.map((c) => [String(c), { $ref: `#/components/responses/E${c}` }]))
+
+const TcStringOutput = Schema.Struct({ id: Schema.String, tc_string: Schema.String })
 
 const pascal = (p: string) =>
   p.split(/[^a-zA-Z0-9]+/).filter(Boolean).map((w) => w[0]!.toUpperCase() + w.slice(1)).join("")
@@ -163,6 +177,76 @@ export const openApiDocument = (resources: ReadonlyArray<ResourceDef>): Record<s
     if (def.methods.includes("remove")) item.delete = itemOp("remove", `Remove a ${def.name}`)
     if (Object.keys(collection).length > 0) paths[`/v1/${def.path}`] = collection
     if (Object.keys(item).length > 0) paths[`/v1/${def.path}/{id}`] = item
+  }
+
+  // Notices and exports: actions that are not stored resources.
+  const action = (tag: string, operationId: string, summary: string, input: string, output: string) => ({
+    post: {
+      tags: [tag],
+      operationId,
+      summary,
+      security,
+      requestBody: { required: true, content: json(input) },
+      responses: { "201": { description: "Created", content: json(output) }, ...errorResponses(400, 404, 409), ...errorResponses(401, 403, 429) }
+    }
+  })
+  schemas.SdkConfigurationInput = jsonSchema(SdkConfigurationInput)
+  schemas.SdkConfiguration = jsonSchema(SdkConfiguration)
+  paths["/v1/widgets/notices/generators/sdk"] = action(
+    "widgets/notices/generators/sdk",
+    "widgets/notices/generators/sdk.create",
+    "Build the configuration of a client SDK from the SDK configuration input (custom_json merged last)",
+    "SdkConfigurationInput",
+    "SdkConfiguration"
+  )
+  schemas.ExportRunInput = jsonSchema(ExportRunInput)
+  paths["/v1/exports/execute"] = action(
+    "exports/configs",
+    "exports/execute.create",
+    "Run an export now: consent events and users of [from, to) as NDJSON to every destination (premium feature batch_exports_manual_run)",
+    "ExportRunInput",
+    "ExportsRuns"
+  )
+  schemas.TcString = jsonSchema(TcStringOutput)
+  paths["/v1/consents/events/{id}/tcstring"] = {
+    get: {
+      tags: ["consents/events"],
+      operationId: "consents/events.tcstring",
+      summary: "The event's choices as an IAB TCF v2 TC string, encoded by the server",
+      security,
+      parameters: [{ name: "id", in: "path", required: true, schema: { type: "string" } }],
+      responses: { "200": { description: "OK", content: json("TcString") }, ...errorResponses(400, 404, 401, 403, 429) }
+    }
+  }
+
+  // Organization resources (issue 5): the routes that are not generic.
+  schemas.PlatformIntegrationSessionInput = jsonSchema(PlatformIntegrationSessionInput)
+  schemas.PlatformIntegrationSession = jsonSchema(PlatformIntegrationSession)
+  paths["/v1/platform-integrations/sessions"] = {
+    post: {
+      tags: ["platform-integrations"],
+      operationId: "platform-integrations/sessions.create",
+      summary: "Open a session for a platform integration: its token in `x-platform-authorization`, an empty body; " +
+        "the access token acts as a client of the integration's organization",
+      parameters: [{ name: "x-platform-authorization", in: "header", required: true, schema: { type: "string" } }],
+      requestBody: { required: false, content: json("PlatformIntegrationSessionInput") },
+      responses: { "201": { description: "Created", content: json("PlatformIntegrationSession") }, ...errorResponses(400) }
+    }
+  }
+  const urls = paths["/v1/analytics/dashboards-urls"]?.get as Record<string, unknown> | undefined
+  if (urls) {
+    urls.summary = "Find the organization's dashboards (its own and the platform's), each `url` signed by the server: " +
+      "`expires` (Unix seconds, 15 minutes ahead by default) and `signature` = base64url HMAC-SHA256 of the URL with `expires`"
+  }
+  schemas.Languages = jsonSchema(Languages)
+  paths["/v1/languages"] = {
+    get: {
+      tags: ["languages"],
+      operationId: "languages.find",
+      summary: "The languages offered (the object itself, not a page), from configuration",
+      security,
+      responses: { "200": { description: "OK", content: json("Languages") }, ...errorResponses(401, 429) }
+    }
   }
 
   const responses = Object.fromEntries(

@@ -5,13 +5,18 @@ import {
   Endpoints,
   LoginThrottle,
   EndpointsLive,
+  type ExportSink,
+  type CertificateValidator,
   Ids,
+  Provisioner,
+  type UrlSigner,
   type OutboxSignal,
   type SecretBox,
   SecretHasher,
   Settings,
   type SettingsShape,
   type Storage,
+  type TcStringEncoder,
   type TokenIssuer,
   type UnitOfWork,
   type UsageStore
@@ -23,6 +28,10 @@ import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import { AesSecretBoxLive, JoseTokensLive, ScryptHasherLive } from "./Crypto.js"
+import { HmacUrlSignerLive, X509CertificateValidatorLive } from "./Crypto.js"
+import { DnsProvisionerLive } from "./Provisioning.js"
+import { NodeExportSinkLive } from "./ExportSink.js"
+import { TcStringEncoderLive } from "./Tcf.js"
 
 export type StoreLayer = Layer.Layer<Storage | UnitOfWork | UsageStore | DeliveryQueue, unknown>
 
@@ -48,6 +57,20 @@ export interface RuntimeOptions {
    * `OutboxSignal` lets a committed change wake it at once.
    */
   readonly background?: Layer.Layer<OutboxSignal, unknown, AppServices | Endpoints> | undefined
+  /**
+   * Domain provisioning (`DOMAIN_PROVISIONER`): `immediate` (default) completes at once; `dns`
+   * checks that a custom domain is a CNAME of `cnameTarget`; or any `Provisioner` implementation.
+   */
+  readonly provisioner?: { readonly kind: "immediate" } | { readonly kind: "dns"; readonly cnameTarget: string } | {
+    readonly kind: "custom"
+    readonly service: typeof Provisioner.Service
+  } | undefined
+  /** HMAC key of signed dashboard URLs (`URL_SIGNING_KEY`); generated and kept in the database when absent. */
+  readonly urlSigningKey?: string | undefined
+  /** Directory export destinations are confined under this directory (`EXPORTS_ROOT`). */
+  readonly exportsRoot?: string | undefined
+  /** The IAB Global Vendor List server-side TC strings are encoded against. */
+  readonly tcfVendorList?: object | undefined
 }
 
 export type AppServices =
@@ -63,6 +86,18 @@ export type AppServices =
   | ApiUsage
   | SecretBox
   | LoginThrottle
+  | Provisioner
+  | UrlSigner
+  | CertificateValidator
+  | ExportSink
+  | TcStringEncoder
+
+const provisionerLayer = (p: RuntimeOptions["provisioner"]): Layer.Layer<Provisioner> =>
+  p?.kind === "dns"
+    ? DnsProvisionerLive({ target: p.cnameTarget })
+    : p?.kind === "custom"
+    ? Layer.succeed(Provisioner, p.service)
+    : Provisioner.ImmediateLayer
 
 /** Every service a request needs, built once; the first start also bootstraps the operator. */
 export const appLayer = (options: RuntimeOptions): Layer.Layer<AppServices, unknown> => {
@@ -76,7 +111,16 @@ export const appLayer = (options: RuntimeOptions): Layer.Layer<AppServices, unkn
       ...(options.webhookAllowHosts ? { webhookAllowHosts: options.webhookAllowHosts } : {})
     })
   )
-  const services = Layer.mergeAll(JoseTokensLive(options.jwtSecret), ApiUsage.layer(), AesSecretBoxLive(options.encryptionKey))
+  const services = Layer.mergeAll(
+    JoseTokensLive(options.jwtSecret),
+    ApiUsage.layer(),
+    AesSecretBoxLive(options.encryptionKey),
+    provisionerLayer(options.provisioner),
+    HmacUrlSignerLive(options.urlSigningKey),
+    X509CertificateValidatorLive,
+    NodeExportSinkLive({ exportsRoot: options.exportsRoot, allowHosts: options.webhookAllowHosts }),
+    TcStringEncoderLive({ vendorList: options.tcfVendorList })
+  )
     .pipe(Layer.provideMerge(base))
   const booted = Layer.effectDiscard(bootstrap(options.admin ?? {})).pipe(Layer.provideMerge(services))
   const infra = Layer.mergeAll(

@@ -1,9 +1,10 @@
-import { defaultQuotas, type PremiumFeatureFlag, premiumFeatureFlags, type QuotaField, type QuotaPeriod } from "@cmp/core"
+import { defaultLanguages, defaultQuotas, type PremiumFeatureFlag, premiumFeatureFlags, type QuotaField, type QuotaPeriod } from "@cmp/core"
 import type { ServerOptions } from "@cmp/http-express"
 import { PgStore } from "@cmp/store-postgres"
 import { type DispatcherConfig, parseRetrySchedule } from "@cmp/webhooks"
 import { SqliteStore } from "@cmp/store-sqlite"
 import type * as LogLevel from "effect/LogLevel"
+import * as fs from "node:fs"
 import * as net from "node:net"
 import * as path from "node:path"
 
@@ -65,6 +66,51 @@ const features = (v: string | undefined): Array<PremiumFeatureFlag> => {
   return list as Array<PremiumFeatureFlag>
 }
 
+const vendorList = (v: string | undefined, base: string): object | undefined => {
+  if (!v?.trim()) return undefined
+  try {
+    return JSON.parse(fs.readFileSync(path.resolve(base, v.trim()), "utf8")) as object
+  } catch (e) {
+    throw new ConfigError(`TCF_VENDOR_LIST must name a readable vendor-list JSON file: ${e instanceof Error ? e.message : String(e)}`)
+  }
+}
+
+/** Organization resources (issue 5): domain provisioning, signed dashboard URLs, languages. */
+const organizationOptions = (env: NodeJS.ProcessEnv) => {
+  const zone = env.MANAGED_DOMAIN_ZONE?.trim().toLowerCase().replace(/^\.|\.$/g, "") || undefined
+  const kind = env.DOMAIN_PROVISIONER?.trim().toLowerCase() || "immediate"
+  const target = env.DOMAIN_CNAME_TARGET?.trim() || undefined
+  if (kind !== "immediate" && kind !== "dns") throw new ConfigError("DOMAIN_PROVISIONER must be immediate or dns")
+  if (kind === "dns" && !target) throw new ConfigError("DOMAIN_PROVISIONER=dns needs DOMAIN_CNAME_TARGET")
+  const urlSigningKey = env.URL_SIGNING_KEY || undefined
+  if (urlSigningKey !== undefined && urlSigningKey.length < 32) throw new ConfigError("URL_SIGNING_KEY must be at least 32 characters long")
+  const list = (env.LANGUAGES_AVAILABLE ?? "").split(",").map((l) => l.trim()).filter(Boolean)
+  for (const l of list) if (!/^[a-z]{2}(-[A-Z]{2})?$/.test(l)) throw new ConfigError(`LANGUAGES_AVAILABLE: '${l}' is not a code such as en or en-US`)
+  let countries: Record<string, string> | undefined
+  if (env.LANGUAGES_DEFAULT_COUNTRIES?.trim()) {
+    try {
+      countries = JSON.parse(env.LANGUAGES_DEFAULT_COUNTRIES) as Record<string, string>
+    } catch {
+      throw new ConfigError("LANGUAGES_DEFAULT_COUNTRIES must be a JSON object such as {\"en\": \"GB\"}")
+    }
+    if (typeof countries !== "object" || countries === null || Array.isArray(countries) || Object.values(countries).some((c) => typeof c !== "string")) {
+      throw new ConfigError("LANGUAGES_DEFAULT_COUNTRIES must map languages to country codes")
+    }
+  }
+  const available = list.length > 0 ? list : defaultLanguages.available
+  const def = env.LANGUAGES_DEFAULT?.trim() || (available.includes(defaultLanguages.default) ? defaultLanguages.default : available[0]!)
+  if (!available.includes(def)) throw new ConfigError("LANGUAGES_DEFAULT must be one of LANGUAGES_AVAILABLE")
+  return {
+    provisioner: kind === "dns" ? { kind: "dns" as const, cnameTarget: target! } : { kind: "immediate" as const },
+    urlSigningKey,
+    settings: {
+      managedZone: zone,
+      languages: { available, default: def, defaultCountries: countries ?? defaultLanguages.defaultCountries },
+      dashboardUrlTtlSeconds: int(env, "DASHBOARD_URL_TTL_SECONDS", 900, 10, 86_400)
+    }
+  }
+}
+
 /** Reads the server's options from the environment (see the README's table). */
 export interface Configuration extends ServerOptions {
   readonly sqlitePath: string
@@ -112,12 +158,17 @@ export const fromEnv = (env: NodeJS.ProcessEnv = process.env): Configuration => 
     concurrency: int(env, "WEBHOOK_CONCURRENCY", 32, 1, 1_000)
   }
   const encryptionKey = env.ENCRYPTION_KEY?.trim() || undefined
+  const organization = organizationOptions(env)
   return {
     /** Whether this server also delivers webhooks (the default), or leaves it to `worker` processes. */
     inServerDispatcher: bool(env, "WEBHOOK_DISPATCHER", true),
     dispatcher,
     encryptionKey,
     webhookAllowHosts: allowHosts,
+    /** Directory export destinations are confined under EXPORTS_ROOT (unset: they fail). */
+    exportsRoot: env.EXPORTS_ROOT?.trim() ? path.resolve(base, env.EXPORTS_ROOT.trim()) : undefined,
+    /** IAB Global Vendor List (JSON file) for server-side TC strings. */
+    tcfVendorList: vendorList(env.TCF_VENDOR_LIST, base),
     sqlitePath,
     database: databaseUrl ? "postgres" : "sqlite",
     store: databaseUrl
@@ -131,7 +182,10 @@ export const fromEnv = (env: NodeJS.ProcessEnv = process.env): Configuration => 
     jwtSecret: env.JWT_SECRET || undefined,
     admin: { key: env.ADMIN_API_KEY || undefined, secret: env.ADMIN_API_SECRET || undefined },
     logLevel,
+    provisioner: organization.provisioner,
+    urlSigningKey: organization.urlSigningKey,
     settings: {
+      ...organization.settings,
       defaultQuotas: quotas(env.DEFAULT_QUOTAS),
       defaultPremiumFeatures: features(env.DEFAULT_PREMIUM_FEATURES),
       apiRequestsPeriod: period(env.API_REQUESTS_PERIOD)

@@ -9,12 +9,16 @@ import * as Redacted from "effect/Redacted"
 import accounts from "./migrations/0001_accounts.js"
 import invitations from "./migrations/0002_invitations.js"
 import consentsWebhooks from "./migrations/0003_consents_webhooks.js"
+import organizationResources from "./migrations/0004_organization_resources.js"
+import noticesExports from "./migrations/0005_notices_exports.js"
 
 /** Versioned migrations: a new change is a new entry, never an edit of an old one. */
 export const migrations = {
   "0001_accounts": accounts,
   "0002_invitations": invitations,
-  "0003_consents_webhooks": consentsWebhooks
+  "0003_consents_webhooks": consentsWebhooks,
+  "0004_organization_resources": organizationResources,
+  "0005_notices_exports": noticesExports
 }
 
 export interface PgStoreOptions {

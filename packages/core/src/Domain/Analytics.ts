@@ -1,5 +1,5 @@
 import * as Schema from "effect/Schema"
-import { Id, Name, opt, Text, Url } from "./Common.js"
+import { Audit, Id, Name, opt, Text, Url } from "./Common.js"
 
 // ---------------------------------------------------------------- dashboards
 
@@ -49,6 +49,14 @@ export const DashboardCreate = Schema.Struct({
   organization_id: opt(Id)
 })
 export const DashboardUpdate = Schema.Struct(dashboardInputFields)
+
+/** A catalogue entry as the operator sees it (`analytics/dashboards`): the unsigned target. */
+export const DashboardEntry = Schema.Struct({
+  id: Id,
+  ...dashboardInputFields,
+  organization_id: opt(Id),
+  ...Audit
+})
 
 // ---------------------------------------------------------------- languages
 

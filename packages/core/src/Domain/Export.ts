@@ -1,5 +1,5 @@
 import * as Schema from "effect/Schema"
-import { Audit, HttpsUrl, Id, Name, NonNegativeInt, Timestamp } from "./Common.js"
+import { Audit, Id, Name, NonNegativeInt, Timestamp, Url } from "./Common.js"
 
 // ---------------------------------------------------------------- configurations
 
@@ -7,12 +7,18 @@ export const DirectoryDestination = Schema.Struct({
   type: Schema.Literal("directory"),
   path: Schema.String.pipe(
     Schema.filter((s) => s.trim().length > 0, { message: () => "must not be empty" }),
-    Schema.maxLength(4096, { message: () => "must be at most 4096 characters" })
+    Schema.maxLength(4096, { message: () => "must be at most 4096 characters" }),
+    /** Relative to the server's exports root; never absolute, never `..`. */
+    Schema.filter((s) => !s.startsWith("/") && !s.startsWith("\\") && !/^[a-zA-Z]:/.test(s) &&
+      !s.split(/[\\/]/).includes("..") && !s.includes("\0"), {
+      message: () => "must be a relative path under the exports root, without '..'"
+    })
   )
 })
 export const HttpsDestination = Schema.Struct({
   type: Schema.Literal("https"),
-  url: HttpsUrl
+  /** https; plain http only for hosts in WEBHOOK_ALLOW_HOSTS (checked by the service). */
+  url: Url
 })
 
 /** Discriminated on `type`. */
@@ -73,6 +79,6 @@ export const ExportRun = Schema.Struct({
   users_count: NonNegativeInt,
   destinations_count: NonNegativeInt,
   error: Schema.NullOr(Schema.String),
-  created_at: Timestamp
+  ...Audit
 })
 export type ExportRun = typeof ExportRun.Type

@@ -64,6 +64,8 @@ export const NoticeTextContentUpdate = Schema.Struct({
   content: ContentBody,
   includes_purposes: Schema.Boolean
 })
+/** What only the operator may write: the review. */
+export const NoticeTextContentReview = Schema.Struct({ status: ContentStatus })
 
 // ---------------------------------------------------------------- SDK configuration
 
@@ -183,6 +185,7 @@ export const TcfRestriction = Schema.Struct({
   restrictionType: RestrictionType,
   vendors: Schema.Struct({
     restrictionType: Schema.Literal("list", "all"),
+    /** IAB vendor ids, required when restrictionType is `list`. */
     ids: Schema.optional(IabVendorIds),
     purposeId: Schema.optional(StringIds)
   })

@@ -23,7 +23,7 @@ import {
   SecretUpdate
 } from "../Domain/Account.js"
 import { Conflict, Forbidden } from "../Domain/Errors.js"
-import { Ids, type Row, SecretHasher, Storage } from "../Ports.js"
+import { Ids, type Row, SecretHasher, Storage, type TableDef } from "../Ports.js"
 import { isOperator, type Principal } from "../Principal.js"
 import { type Condition, eq, type FindQuery } from "../Query.js"
 import { randomToken } from "../Random.js"
@@ -74,14 +74,23 @@ export const OrganizationsResource = defineResource({
         if (org.id === settings.operatorOrganizationId) {
           return yield* Effect.fail(new Forbidden({ message: "The operator organization cannot be removed" }))
         }
-        for (const table of [Tables.quotas, Tables.premiumFeatures, Tables.keys, Tables.secrets, Tables.members]) {
-          yield* removeWhere(table, [eq("organization_id", org.id as string)])
-        }
+        // Everything the organization owns goes with it: every registered resource scoped by
+        // organization_id (so a new resource is covered without a change here), plus the
+        // private tables that carry one.
+        // Loaded when needed: the registry imports this module, so a static import would be a cycle.
+        const { resources } = yield* Effect.promise(() => import("../Registry.js"))
+        const { AttemptsTable } = yield* Effect.promise(() => import("./Webhooks.js"))
+        const owned = [
+          ...resources.filter((def) => def.ownerField === "organization_id").map((def) => def.tableDef),
+          Tables.invitations,
+          AttemptsTable
+        ]
+        for (const table of owned) yield* removeWhere(table, [eq("organization_id", org.id as string)])
       })
   }
 })
 
-const removeWhere = (table: typeof Tables.keys, where: ReadonlyArray<Condition>) =>
+const removeWhere = (table: TableDef, where: ReadonlyArray<Condition>) =>
   Effect.gen(function*() {
     const repo = (yield* Storage).repository(table)
     for (;;) {

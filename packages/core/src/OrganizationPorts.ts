@@ -1,0 +1,44 @@
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import type { Row } from "./Ports.js"
+
+/**
+ * Ports of the organization resources (issue 5). Hooks reach them with `Effect.serviceOption`,
+ * so a host that does not provide one gets the in-core default (or a clear refusal).
+ */
+
+/** The state a deployment reached: done at once, failed, or still running (finished later). */
+export type DeployResult = "ready" | "failed" | "deploying"
+export type UndeployResult = "removed" | "failed" | "deleting"
+
+/** Provisions a domain (certificate, routing) when it is scheduled, and removes it when deleted. */
+export class Provisioner extends Context.Tag("@cmp/core/Provisioner")<
+  Provisioner,
+  {
+    readonly deploy: (domain: Row) => Effect.Effect<DeployResult>
+    readonly undeploy: (domain: Row) => Effect.Effect<UndeployResult>
+  }
+>() {
+  /** The development default: scheduled → deploying → ready, to_be_deleted → deleting → removed, at once. */
+  static readonly Immediate: Context.Tag.Service<Provisioner> = {
+    deploy: () => Effect.succeed("ready"),
+    undeploy: () => Effect.succeed("removed")
+  }
+  static readonly ImmediateLayer = Layer.succeed(Provisioner, Provisioner.Immediate)
+}
+
+export const provisioner = Effect.map(Effect.serviceOption(Provisioner), Option.getOrElse(() => Provisioner.Immediate))
+
+/** Signs a URL so its target can check it was issued by this server and is not expired. */
+export class UrlSigner extends Context.Tag("@cmp/core/UrlSigner")<
+  UrlSigner,
+  { readonly sign: (url: string, expiresAtSeconds: number) => Effect.Effect<string> }
+>() {}
+
+/** Parses a PEM certificate; `Some(reason)` when it is not a usable certificate. */
+export class CertificateValidator extends Context.Tag("@cmp/core/CertificateValidator")<
+  CertificateValidator,
+  { readonly check: (pem: string, nowMillis: number) => Effect.Effect<Option.Option<string>> }
+>() {}

@@ -1,0 +1,86 @@
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import { nowSeconds } from "../Clock.js"
+import { Dashboard, DashboardCreate, DashboardEntry, DashboardUpdate } from "../Domain/Analytics.js"
+import { UrlSigner } from "../OrganizationPorts.js"
+import { type Page, type Row, Storage } from "../Ports.js"
+import { organizationsOf, type Principal } from "../Principal.js"
+import { type Condition, eq, inList, parseFindQuery } from "../Query.js"
+import { defineResource, field } from "../Resource.js"
+import { ensureMethodFor, requireExistingOrganization, toOutput } from "../Service.js"
+import { defaultLanguages as defaultLanguagesValue, Settings } from "../Settings.js"
+
+/** The operator's catalogue of dashboards (`analytics/dashboards`): platform-wide or for one organization. */
+export const DashboardsResource = defineResource({
+  name: "dashboard",
+  path: "analytics/dashboards",
+  table: "dashboards",
+  output: DashboardEntry,
+  createInput: DashboardCreate,
+  updateInput: DashboardUpdate,
+  methods: ["find", "get", "create", "update", "patch", "remove"],
+  operatorOnly: ["find", "get", "create", "update", "patch", "remove"],
+  hooks: {
+    create: (_p, row) =>
+      Effect.gen(function*() {
+        if (typeof row.organization_id === "string") yield* requireExistingOrganization(row.organization_id)
+        return { row }
+      })
+  }
+})
+
+/** What an organization sees (`analytics/dashboards-urls`): its entries and the platform's, with a signed `url`. */
+export const DashboardUrlsResource = defineResource({
+  name: "dashboard",
+  path: "analytics/dashboards-urls",
+  table: "dashboards",
+  output: Dashboard,
+  methods: ["find"],
+  transient: ["url"],
+  privateFields: {
+    target_url: field.string,
+    organization_id: field.optionalString,
+    created_at: field.timestamp,
+    updated_at: field.timestamp,
+    version: field.number
+  },
+  hooks: {
+    find: (principal, query) => Effect.succeed({ ...query, where: [...query.where, ...dashboardScope(principal)] })
+  }
+})
+
+const dashboardScope = (principal: Principal): ReadonlyArray<Condition> => {
+  const orgs = organizationsOf(principal)
+  if (orgs === "all") return []
+  return [{ _tag: "Or", branches: [[eq("organization_id", null)], [inList("organization_id", orgs)]] }]
+}
+
+export const DEFAULT_DASHBOARD_URL_TTL_SECONDS = 900
+
+/** `url` = target + `expires` + `signature` (HMAC-SHA256 by the adapter's `UrlSigner`). */
+export const findDashboardUrls = (principal: Principal, rawQuery: Record<string, unknown>) =>
+  Effect.gen(function*() {
+    const def = DashboardUrlsResource
+    yield* ensureMethodFor(def, principal, "find")
+    const parsed = parseFindQuery(rawQuery, { fields: def.queryFields })
+    if (Either.isLeft(parsed)) return yield* Effect.fail(parsed.left)
+    const query = { ...parsed.right.query, where: [...parsed.right.query.where, ...dashboardScope(principal)] }
+    const page = yield* (yield* Storage).repository(def.tableDef).find(query)
+    const signer = yield* Effect.serviceOption(UrlSigner)
+    if (Option.isNone(signer)) return yield* Effect.dieMessage("No UrlSigner is configured")
+    const settings = yield* Settings
+    const expires = (yield* nowSeconds) + (settings.dashboardUrlTtlSeconds ?? DEFAULT_DASHBOARD_URL_TTL_SECONDS)
+    const data: Array<Row> = []
+    for (const row of page.data) {
+      const url = yield* signer.value.sign(row.target_url as string, expires)
+      const out = toOutput(def, { ...row, url })
+      data.push(query.select ? Object.fromEntries(Object.entries(out).filter(([k]) => k === "id" || query.select!.includes(k))) : out)
+    }
+    return { ...page, data } satisfies Page<Row>
+  })
+
+/** `GET /v1/languages`: the object itself, from configuration. */
+export const getLanguages = (_principal: Principal) =>
+  Effect.map(Settings, (s) => s.languages ?? defaultLanguagesValue)
+

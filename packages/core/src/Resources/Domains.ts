@@ -1,0 +1,123 @@
+import * as Effect from "effect/Effect"
+import { Domain, DomainCreate, DomainUpdate } from "../Domain/Property.js"
+import { InvalidInput } from "../Domain/Errors.js"
+import { provisioner } from "../OrganizationPorts.js"
+import { type Row, Storage } from "../Ports.js"
+import { eq } from "../Query.js"
+import { defineResource } from "../Resource.js"
+import { checkQuota } from "../Service.js"
+import { Settings } from "../Settings.js"
+
+/**
+ * The moves a client may ask for (api.md): deploy a draft or retry a failure, delete a ready
+ * (or failed) domain. `deploying` and `deleting` belong to the provisioner.
+ */
+export const clientMoves: Readonly<Record<string, ReadonlyArray<string>>> = {
+  draft: ["scheduled"],
+  failed: ["scheduled", "to_be_deleted"],
+  ready: ["to_be_deleted"],
+  scheduled: [],
+  deploying: [],
+  to_be_deleted: [],
+  deleting: []
+}
+
+const badMove = (from: string, to: string) => {
+  const allowed = clientMoves[from] ?? []
+  const next = allowed.length > 0 ? allowed.join(", ") : "none (provisioning is in progress)"
+  return new InvalidInput({
+    message: `Invalid status: a domain in '${from}' cannot move to '${to}'; allowed next states: ${next}`,
+    errors: { status: `allowed next states from '${from}': ${next}` }
+  })
+}
+
+/** `managed` when the domain is under the operator's configured zone, `custom` otherwise. */
+export const domainType = (fqdn: string, zone: string | undefined) => {
+  const z = zone?.trim().toLowerCase().replace(/^\.|\.$/g, "")
+  return z && fqdn.endsWith(`.${z}`) ? "managed" : "custom"
+}
+
+const deploy = (domain: Row) =>
+  Effect.flatMap(provisioner, (p) => p.deploy(domain))
+
+const undeploy = (domain: Row) =>
+  Effect.flatMap(provisioner, (p) => p.undeploy(domain))
+
+export const DomainsResource = defineResource({
+  name: "domain",
+  path: "domains",
+  table: "domains",
+  output: Domain,
+  createInput: DomainCreate,
+  updateInput: DomainUpdate,
+  methods: ["find", "get", "create", "update", "patch", "remove"],
+  ownerField: "organization_id",
+  defaults: { enabled: true, status: "draft" },
+  // "Example.COM." is the domain example.com: trimmed, lower-cased, without the root dot, then validated.
+  normalizeCreate: (body) =>
+    typeof body.id === "string" ? { ...body, id: body.id.trim().toLowerCase().replace(/\.$/, "") } : { ...body },
+  hooks: {
+    create: (_principal, row) =>
+      Effect.gen(function*() {
+        const settings = yield* Settings
+        const type = domainType(row.id as string, settings.managedZone)
+        // `domains_per_delivery_cloud` bounds the client's own (custom) domains: one delivery cloud per organization.
+        if (type === "custom") {
+          yield* checkQuota({ ...DomainsResource, quota: "domains_per_delivery_cloud" }, row.organization_id as string, [
+            eq("type", "custom")
+          ])
+        }
+        return { row: { ...row, type, status: "draft" } }
+      }),
+    update: (_principal, before, after, input) =>
+      Effect.gen(function*() {
+        const from = before.status as string
+        const asked = input.status as string | undefined
+        let status = from
+        if (asked !== undefined && asked !== from) {
+          if (!(clientMoves[from] ?? []).includes(asked)) return yield* Effect.fail(badMove(from, asked))
+          status = asked
+        }
+        if (status === "scheduled") {
+          if (after.enabled !== true) {
+            return yield* Effect.fail(new InvalidInput({
+              message: "Invalid status: a disabled domain cannot be deployed; enable it first",
+              errors: { status: "a disabled domain cannot be deployed" }
+            }))
+          }
+          // scheduled → deploying → ready | failed, as far as the provisioner gets now.
+          status = yield* deploy({ ...after, status })
+        } else if (status === from && before.enabled === true && after.enabled === false && (from === "ready" || from === "failed")) {
+          // Disabling de-provisions the domain; it stays, as an undeployed draft.
+          const done = yield* undeploy(after)
+          status = done === "removed" ? "draft" : done
+        }
+        return { ...after, status }
+      }),
+    afterUpdate: (_principal, _before, after) =>
+      Effect.gen(function*() {
+        if (after.status !== "to_be_deleted") return
+        // to_be_deleted → deleting → removed (the record goes) | failed.
+        const done = yield* undeploy(after)
+        const repo = (yield* Storage).repository(DomainsResource.tableDef)
+        if (done === "removed") yield* Effect.orDie(repo.remove(after.id as string))
+        else yield* Effect.orDie(repo.patch(after.id as string, { status: done }, after.version as number))
+      }),
+    remove: (_principal, row) =>
+      Effect.gen(function*() {
+        const status = row.status as string
+        if (["scheduled", "deploying", "to_be_deleted", "deleting"].includes(status)) {
+          return yield* Effect.fail(new InvalidInput({
+            message: `A domain in '${status}' cannot be removed while its provisioning is in progress`,
+            errors: { status: `is '${status}'` }
+          }))
+        }
+        if (status === "ready" && (yield* undeploy(row)) !== "removed") {
+          return yield* Effect.fail(new InvalidInput({
+            message: "The domain could not be de-provisioned; it is left in place",
+            errors: { status: "de-provisioning failed" }
+          }))
+        }
+      })
+  }
+})

@@ -1,0 +1,218 @@
+import * as Context from "effect/Context"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import { nowIso } from "../Clock.js"
+import { Conflict, InvalidInput, QuotaExceeded } from "../Domain/Errors.js"
+import {
+  ExportConfig,
+  ExportConfigCreate,
+  ExportConfigUpdate,
+  type ExportDestination,
+  ExportRun,
+  ExportRunInput
+} from "../Domain/Export.js"
+import { Ids, type Row, Storage } from "../Ports.js"
+import { type Principal, requireOrganization } from "../Principal.js"
+import { type Condition, eq } from "../Query.js"
+import { defineResource } from "../Resource.js"
+import { checkQuota, decode, loadVisible, requireFeature, toOutput } from "../Service.js"
+import { Settings } from "../Settings.js"
+import { Tables } from "../Tables.js"
+import { ConsentEventsResource, ConsentUsersResource } from "./Consents.js"
+import { checkReceiverUrl } from "./Webhooks.js"
+
+/**
+ * Export configurations and manual runs: the organization's consent events and users of a
+ * time range, written as NDJSON to every destination of a configuration, page by page.
+ */
+
+// ---------------------------------------------------------------- the sink port
+
+export class ExportFailed extends Data.TaggedError("ExportFailed")<{ readonly message: string }> {}
+
+/** One open destination; `write` applies back-pressure, `close` completes (and for https, awaits the 2xx). */
+export interface ExportWriter {
+  readonly write: (chunk: string) => Effect.Effect<void, ExportFailed>
+  readonly close: Effect.Effect<void, ExportFailed>
+  readonly abort: Effect.Effect<void>
+}
+
+/** Where exports are written: a directory under the server's exports root, or an https receiver. */
+export class ExportSink extends Context.Tag("@cmp/core/ExportSink")<
+  ExportSink,
+  { readonly open: (destination: ExportDestination, fileName: string) => Effect.Effect<ExportWriter, ExportFailed> }
+>() {}
+
+// ---------------------------------------------------------------- configurations
+
+const destinationsQuota = (organizationId: string, destinations: ReadonlyArray<ExportDestination>) =>
+  Effect.gen(function*() {
+    const settings = yield* Settings
+    for (const [i, d] of destinations.entries()) {
+      if (d.type === "https") yield* checkReceiverUrl(d.url, `destinations.${i}.url`, settings.webhookAllowHosts)
+    }
+    const quotas = yield* (yield* Storage).repository(Tables.quotas).find({
+      count: false,
+      where: [eq("organization_id", organizationId)],
+      sort: [],
+      limit: 1,
+      skip: 0
+    })
+    const limit = quotas.data[0]?.exports_destinations
+    if (typeof limit === "number" && destinations.length > limit) {
+      return yield* Effect.fail(
+        new QuotaExceeded({
+          message: `Quota 'exports_destinations' reached: a configuration may have at most ${limit} destinations`,
+          quota: "exports_destinations",
+          limit
+        })
+      )
+    }
+  })
+
+/** `exports_configs` counts the enabled configurations. */
+const enabledQuota = (organizationId: string) =>
+  checkQuota({ ...ExportConfigsResource, quota: "exports_configs" }, organizationId, [eq("enabled", true)])
+
+export const ExportConfigsResource = defineResource({
+  name: "export config",
+  path: "exports/configs",
+  table: "export_configs",
+  output: ExportConfig,
+  createInput: ExportConfigCreate,
+  updateInput: ExportConfigUpdate,
+  methods: ["find", "get", "create", "update", "patch", "remove"],
+  ownerField: "organization_id",
+  defaults: { enabled: true },
+  hooks: {
+    create: (_p, row) =>
+      Effect.gen(function*() {
+        const org = row.organization_id as string
+        if (row.enabled === true) yield* enabledQuota(org)
+        yield* destinationsQuota(org, row.destinations as ReadonlyArray<ExportDestination>)
+        return { row }
+      }),
+    update: (_p, before, after, input) =>
+      Effect.gen(function*() {
+        const org = after.organization_id as string
+        if (after.enabled === true && before.enabled !== true) yield* enabledQuota(org)
+        if ("destinations" in input) yield* destinationsQuota(org, after.destinations as ReadonlyArray<ExportDestination>)
+        return after
+      })
+  }
+})
+
+// ---------------------------------------------------------------- runs
+
+export const ExportRunsResource = defineResource({
+  name: "export run",
+  path: "exports/runs",
+  table: "export_runs",
+  output: ExportRun,
+  methods: ["find", "get"],
+  ownerField: "organization_id"
+})
+
+const PAGE = 500
+
+/** Pages through a table in `created_at, id` order: at most one page is held in memory. */
+const forEachPage = (
+  table: typeof ConsentEventsResource.tableDef,
+  where: ReadonlyArray<Condition>,
+  sortField: string,
+  each: (rows: ReadonlyArray<Row>) => Effect.Effect<void, ExportFailed>
+) =>
+  Effect.gen(function*() {
+    const repo = (yield* Storage).repository(table)
+    let count = 0
+    for (let skip = 0;; skip += PAGE) {
+      const page = yield* repo.find({ count: false, where, sort: [{ field: sortField, direction: 1 }], limit: PAGE, skip })
+      if (page.data.length > 0) yield* each(page.data)
+      count += page.data.length
+      if (page.data.length < PAGE) return count
+    }
+  })
+
+const lines = (type: string, rows: ReadonlyArray<Row>, out: (r: Row) => Row) =>
+  rows.map((r) => JSON.stringify({ type, ...out(r) })).join("\n") + "\n"
+
+/** Gate of `exports/execute`: the premium feature `batch_exports_manual_run`. */
+const ExecuteGate = { ...ExportRunsResource, premiumFeature: "batch_exports_manual_run" as const }
+
+/**
+ * `POST exports/execute`: writes the events created and the users updated in [from, to) to
+ * every destination of the configuration, then records the run with its counts. A destination
+ * failing makes the run `failed` (recorded, and answered with its error).
+ */
+export const executeExport = (principal: Principal, body: unknown) =>
+  Effect.gen(function*() {
+    const decoded = decode(ExportRunInput, body)
+    if (Either.isLeft(decoded)) return yield* Effect.fail(decoded.left)
+    const input = decoded.right
+    yield* requireOrganization(principal, input.organization_id)
+    yield* requireFeature(ExecuteGate, principal, input.organization_id)
+    const config = yield* loadVisible(ExportConfigsResource, principal, input.export_config_id)
+    if (config.organization_id !== input.organization_id) {
+      return yield* Effect.fail(
+        new InvalidInput({
+          message: "Invalid export_config_id: not a configuration of this organization",
+          errors: { export_config_id: "is not a configuration of this organization" }
+        })
+      )
+    }
+    if (config.enabled !== true) {
+      return yield* Effect.fail(new Conflict({ message: "The export configuration is disabled", errors: { enabled: "is false" } }))
+    }
+    const org = input.organization_id
+    const from = new Date(input.from).toISOString()
+    const to = new Date(input.to).toISOString()
+    const id = yield* Effect.flatMap(Ids, (ids) => ids.next)
+    const destinations = config.destinations as ReadonlyArray<ExportDestination>
+    const sink = yield* ExportSink
+    const fileName = `export-${org}-${from.replace(/[:.]/g, "-")}-${id}.ndjson`
+    const range = (f: string): Array<Condition> => [
+      eq("organization_id", org),
+      { _tag: "Compare", field: f, op: "gte", value: from },
+      { _tag: "Compare", field: f, op: "lt", value: to }
+    ]
+    const writers: Array<ExportWriter> = []
+    const run = Effect.gen(function*() {
+      for (const d of destinations) writers.push(yield* sink.open(d, fileName))
+      const writeAll = (chunk: string) => Effect.forEach(writers, (w) => w.write(chunk), { discard: true })
+      const events = yield* forEachPage(
+        ConsentEventsResource.tableDef,
+        range("created_at"),
+        "created_at",
+        (rows) => writeAll(lines("event", rows, (r) => toOutput(ConsentEventsResource, r)))
+      )
+      const users = yield* forEachPage(
+        ConsentUsersResource.tableDef,
+        range("updated_at"),
+        "updated_at",
+        (rows) => writeAll(lines("user", rows, (r) => toOutput(ConsentUsersResource, r)))
+      )
+      yield* Effect.forEach(writers, (w) => w.close, { discard: true })
+      return { events, users }
+    })
+    const outcome = yield* Effect.either(run)
+    if (Either.isLeft(outcome)) yield* Effect.forEach(writers, (w) => w.abort, { discard: true })
+    const now = yield* nowIso
+    const row: Row = {
+      id,
+      organization_id: org,
+      export_config_id: config.id,
+      from,
+      to,
+      status: Either.isRight(outcome) ? "succeeded" : "failed",
+      events_count: Either.isRight(outcome) ? outcome.right.events : 0,
+      users_count: Either.isRight(outcome) ? outcome.right.users : 0,
+      destinations_count: destinations.length,
+      error: Either.isLeft(outcome) ? outcome.left.message : null,
+      created_at: now,
+      updated_at: now,
+      version: 1
+    }
+    const stored = yield* Effect.orDie((yield* Storage).repository(ExportRunsResource.tableDef).create(row))
+    return toOutput(ExportRunsResource, stored)
+  })

@@ -1,0 +1,78 @@
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import { nowSeconds } from "../Clock.js"
+import { PlatformIntegration, PlatformIntegrationCreate, PlatformIntegrationUpdate, type PlatformIntegrationSession } from "../Domain/Account.js"
+import { InvalidInput } from "../Domain/Errors.js"
+import { SecretHasher, Storage, TokenIssuer } from "../Ports.js"
+import { randomToken } from "../Random.js"
+import { defineResource, field } from "../Resource.js"
+import { Settings } from "../Settings.js"
+
+/** The operator's registry of platform integrations; the token is shown once and kept hashed. */
+export const PlatformIntegrationsResource = defineResource({
+  name: "platform integration",
+  path: "platform-integrations",
+  table: "platform_integrations",
+  output: PlatformIntegration,
+  createInput: PlatformIntegrationCreate,
+  updateInput: PlatformIntegrationUpdate,
+  methods: ["find", "get", "create", "patch", "remove"],
+  operatorOnly: ["find", "get", "create", "patch", "remove"],
+  ownerField: "organization_id",
+  transient: ["token"],
+  privateFields: { token_hash: field.string },
+  defaults: { enabled: true },
+  hooks: {
+    create: (_p, row) =>
+      Effect.gen(function*() {
+        const token = `pit_${row.id as string}.${randomToken(32)}`
+        const token_hash = yield* Effect.flatMap(SecretHasher, (h) => h.hash(token))
+        return { row: { ...row, token_hash }, reveal: { token } }
+      })
+  }
+})
+
+const invalidToken = () =>
+  new InvalidInput({
+    message: "Invalid platform integration token",
+    errors: { "x-platform-authorization": "is not a valid platform integration token" }
+  })
+
+/**
+ * `POST /v1/platform-integrations/sessions`: the integration's token (header
+ * `x-platform-authorization`) buys an access token acting as a client of its organization.
+ */
+export const createPlatformIntegrationSession = (token: string | undefined, body: unknown) =>
+  Effect.gen(function*() {
+    if (body !== undefined && body !== null && (typeof body !== "object" || Array.isArray(body) || Object.keys(body).length > 0)) {
+      return yield* Effect.fail(new InvalidInput({ message: "The body must be an empty object", errors: { body: "must be an empty object" } }))
+    }
+    const hasher = yield* SecretHasher
+    const m = /^pit_([^.]+)\.(.+)$/.exec(token?.trim() ?? "")
+    const found = m
+      ? yield* (yield* Storage).repository(PlatformIntegrationsResource.tableDef).get(m[1]!)
+      : Option.none()
+    if (Option.isNone(found)) {
+      yield* hasher.hash(token ?? "")
+      return yield* Effect.fail(invalidToken())
+    }
+    const integration = found.value
+    if (!(yield* hasher.verify(token!.trim(), integration.token_hash as string)) || integration.enabled !== true) {
+      return yield* Effect.fail(invalidToken())
+    }
+    const settings = yield* Settings
+    const iat = yield* nowSeconds
+    const access_token = yield* (yield* TokenIssuer).issue({
+      sub: integration.id as string,
+      kind: "client",
+      org: integration.organization_id as string,
+      iat,
+      exp: iat + settings.tokenTtlSeconds
+    })
+    return {
+      type: "api-key",
+      key: integration.id as string,
+      access_token,
+      platform_integration_id: integration.id as string
+    } satisfies PlatformIntegrationSession
+  })

@@ -1,0 +1,62 @@
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import { Property, PropertyCreate, PropertyUpdate } from "../Domain/Property.js"
+import { InvalidInput } from "../Domain/Errors.js"
+import { type Row, Storage, type TableDef } from "../Ports.js"
+import { canAccess, type Principal } from "../Principal.js"
+import { type Condition, eq } from "../Query.js"
+import { defineResource } from "../Resource.js"
+import { CookiesResource } from "./Cookies.js"
+import { VendorsResource } from "./Vendors.js"
+
+/** Not in the spec: a website or app of an organization; cookies and vendors hang off it. */
+export const PropertiesResource = defineResource({
+  name: "property",
+  path: "properties",
+  table: "properties",
+  output: Property,
+  createInput: PropertyCreate,
+  updateInput: PropertyUpdate,
+  methods: ["find", "get", "create", "update", "patch", "remove"],
+  ownerField: "organization_id",
+  hooks: {
+    // A property takes its cookies and vendors with it.
+    afterRemove: (_p, property) =>
+      Effect.gen(function*() {
+        for (const t of [CookiesResource.tableDef, VendorsResource.tableDef]) {
+          yield* removeWhere(t, [eq("property_id", property.id as string)])
+        }
+      })
+  }
+})
+
+export const removeWhere = (table: TableDef, where: ReadonlyArray<Condition>) =>
+  Effect.gen(function*() {
+    const repo = (yield* Storage).repository(table)
+    for (;;) {
+      const page = yield* repo.find({ count: false, where, sort: [], limit: 500, skip: 0 })
+      if (page.data.length === 0) return
+      for (const row of page.data) yield* Effect.orDie(repo.remove(row.id as string))
+    }
+  })
+
+/** A property the caller may use; another organization's property reads as absent (400). */
+export const loadOwnedProperty = (principal: Principal, propertyId: unknown) =>
+  Effect.gen(function*() {
+    const found = typeof propertyId === "string"
+      ? yield* (yield* Storage).repository(PropertiesResource.tableDef).get(propertyId)
+      : Option.none<Row>()
+    if (Option.isNone(found) || !canAccess(principal, found.value.organization_id)) {
+      return yield* Effect.fail(
+        new InvalidInput({
+          message: `Invalid property_id: no property '${String(propertyId)}' in your organization`,
+          errors: { property_id: "is not a property of your organization" }
+        })
+      )
+    }
+    return found.value
+  })
+
+/** The owner of a cookie or vendor is its property's organization. */
+export const ownerFromProperty = (principal: Principal, input: Row) =>
+  Effect.map(loadOwnedProperty(principal, input.property_id), (p) => p.organization_id as string)

@@ -1,0 +1,13 @@
+import { OrganizationSourceSystem, OrganizationSourceSystemCreate } from "../Domain/Account.js"
+import { defineResource } from "../Resource.js"
+
+export const OrganizationSourceSystemsResource = defineResource({
+  name: "organization source system",
+  path: "organizations-source-systems",
+  table: "organization_source_systems",
+  output: OrganizationSourceSystem,
+  createInput: OrganizationSourceSystemCreate,
+  methods: ["find", "get", "create", "remove"],
+  ownerField: "organization_id",
+  unique: [["organization_id", "source_system", "source_system_id"]]
+})

@@ -1,0 +1,72 @@
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import { SsoConnection, SsoConnectionCreate, SsoConnectionUpdate } from "../Domain/Account.js"
+import { InvalidInput } from "../Domain/Errors.js"
+import { nowMillis } from "../Clock.js"
+import { CertificateValidator } from "../OrganizationPorts.js"
+import { Storage } from "../Ports.js"
+import { randomToken } from "../Random.js"
+import { defineResource } from "../Resource.js"
+import { Tables } from "../Tables.js"
+
+/** The PEM must parse as an X.509 certificate that has not expired (checked by the adapter's port). */
+const checkCertificate = (pem: string) =>
+  Effect.gen(function*() {
+    const validator = yield* Effect.serviceOption(CertificateValidator)
+    if (Option.isNone(validator)) return
+    const problem = yield* validator.value.check(pem, yield* nowMillis)
+    if (Option.isSome(problem)) {
+      return yield* Effect.fail(new InvalidInput({
+        message: `Invalid idp_certificate: ${problem.value}`,
+        errors: { idp_certificate: problem.value }
+      }))
+    }
+  })
+
+export const SsoConnectionsResource = defineResource({
+  name: "SSO connection",
+  path: "sso-connections",
+  table: "sso_connections",
+  output: SsoConnection,
+  createInput: SsoConnectionCreate,
+  updateInput: SsoConnectionUpdate,
+  methods: ["find", "get", "create", "patch"],
+  ownerField: "organization_id",
+  premiumFeature: "sso",
+  unique: [["idp_connection_name"]],
+  defaults: { idp_domain_aliases: [], idp_sign_saml_request: false },
+  hooks: {
+    create: (_principal, row) =>
+      Effect.gen(function*() {
+        yield* checkCertificate(row.idp_certificate as string)
+        const org = yield* (yield* Storage).repository(Tables.organizations).get(row.organization_id as string)
+        const suffix = randomToken(9).toLowerCase().replace(/[^a-z0-9]/g, "x")
+        return {
+          row: {
+            ...row,
+            idp_connection_id: `con_${randomToken(16)}`,
+            idp_connection_name: `org-${suffix}`,
+            organization_group_id: Option.match(org, { onNone: () => null, onSome: (o) => o.organization_group_id ?? null })
+          }
+        }
+      }),
+    update: (_principal, before, after, input) =>
+      Effect.gen(function*() {
+        // The spec requires organization_id on patch too; it names the connection's organization, never moves it.
+        if (input.organization_id === undefined) {
+          return yield* Effect.fail(new InvalidInput({
+            message: "Invalid organization_id: is required",
+            errors: { organization_id: "is required" }
+          }))
+        }
+        if (input.organization_id !== before.organization_id) {
+          return yield* Effect.fail(new InvalidInput({
+            message: "Invalid organization_id: must be the connection's organization",
+            errors: { organization_id: "must be the connection's organization (not updatable)" }
+          }))
+        }
+        if (input.idp_certificate !== undefined) yield* checkCertificate(input.idp_certificate as string)
+        return after
+      })
+  }
+})

@@ -1,0 +1,81 @@
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as Effect from "effect/Effect"
+
+/** Notice texts, their contents, notice and template configs, export configs and runs, on SQLite (JSON as TEXT, booleans 0/1, ISO timestamps). Frozen. */
+const statements = [
+  `CREATE TABLE notice_texts (
+  id TEXT PRIMARY KEY,
+  organization_id TEXT NOT NULL,
+  name TEXT NOT NULL,
+  platforms TEXT NOT NULL,
+  "default" INTEGER NOT NULL,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  version INTEGER NOT NULL
+)`,
+  `CREATE INDEX notice_texts_organization ON notice_texts (organization_id, created_at)`,
+  `CREATE TABLE notice_text_contents (
+  id TEXT PRIMARY KEY,
+  organization_id TEXT NOT NULL,
+  text_id TEXT NOT NULL,
+  content TEXT NOT NULL,
+  status TEXT NOT NULL,
+  includes_purposes INTEGER NOT NULL,
+  content_version INTEGER NOT NULL,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  UNIQUE (text_id, content_version)
+)`,
+  `CREATE INDEX notice_text_contents_organization ON notice_text_contents (organization_id, created_at)`,
+  `CREATE INDEX notice_text_contents_text ON notice_text_contents (text_id, status, content_version)`,
+  `CREATE TABLE notice_configs (
+  id TEXT PRIMARY KEY,
+  organization_id TEXT NOT NULL,
+  config TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  version INTEGER NOT NULL
+)`,
+  `CREATE INDEX notice_configs_organization ON notice_configs (organization_id, created_at)`,
+  `CREATE TABLE notice_template_configs (
+  id TEXT PRIMARY KEY,
+  organization_id TEXT NOT NULL,
+  template_id TEXT,
+  config TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  version INTEGER NOT NULL
+)`,
+  `CREATE INDEX notice_template_configs_organization ON notice_template_configs (organization_id, created_at)`,
+  `CREATE TABLE export_configs (
+  id TEXT PRIMARY KEY,
+  organization_id TEXT NOT NULL,
+  name TEXT NOT NULL,
+  enabled INTEGER NOT NULL,
+  destinations TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  version INTEGER NOT NULL
+)`,
+  `CREATE INDEX export_configs_organization ON export_configs (organization_id, created_at)`,
+  `CREATE TABLE export_runs (
+  id TEXT PRIMARY KEY,
+  organization_id TEXT NOT NULL,
+  export_config_id TEXT NOT NULL,
+  "from" TEXT NOT NULL,
+  "to" TEXT NOT NULL,
+  status TEXT NOT NULL,
+  events_count INTEGER NOT NULL,
+  users_count INTEGER NOT NULL,
+  destinations_count INTEGER NOT NULL,
+  error TEXT,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  version INTEGER NOT NULL
+)`,
+  `CREATE INDEX export_runs_organization ON export_runs (organization_id, created_at)`
+]
+
+export default Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  Effect.forEach(statements, (s) => sql.unsafe(s), { discard: true }))
