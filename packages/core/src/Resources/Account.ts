@@ -90,7 +90,8 @@ export const OrganizationsResource = defineResource({
   }
 })
 
-const removeWhere = (table: TableDef, where: ReadonlyArray<Condition>) =>
+/** Removes every row of a table that matches, a page at a time. */
+export const removeWhere = (table: TableDef, where: ReadonlyArray<Condition>) =>
   Effect.gen(function*() {
     const repo = (yield* Storage).repository(table)
     for (;;) {

@@ -2,12 +2,13 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { Property, PropertyCreate, PropertyUpdate } from "../Domain/Property.js"
 import { InvalidInput } from "../Domain/Errors.js"
-import { type Row, Storage, type TableDef } from "../Ports.js"
+import { type Row, Storage } from "../Ports.js"
 import { canAccess, type Principal } from "../Principal.js"
-import { type Condition, eq } from "../Query.js"
+import { eq } from "../Query.js"
 import { defineResource } from "../Resource.js"
 import { CookiesResource } from "./Cookies.js"
 import { VendorsResource } from "./Vendors.js"
+import { removeWhere } from "./Account.js"
 
 /** Not in the spec: a website or app of an organization; cookies and vendors hang off it. */
 export const PropertiesResource = defineResource({
@@ -29,16 +30,6 @@ export const PropertiesResource = defineResource({
       })
   }
 })
-
-export const removeWhere = (table: TableDef, where: ReadonlyArray<Condition>) =>
-  Effect.gen(function*() {
-    const repo = (yield* Storage).repository(table)
-    for (;;) {
-      const page = yield* repo.find({ count: false, where, sort: [], limit: 500, skip: 0 })
-      if (page.data.length === 0) return
-      for (const row of page.data) yield* Effect.orDie(repo.remove(row.id as string))
-    }
-  })
 
 /** A property the caller may use; another organization's property reads as absent (400). */
 export const loadOwnedProperty = (principal: Principal, propertyId: unknown) =>
