@@ -40,7 +40,7 @@ const main = async () => {
   })
   const mode = options.tls ? "https" : options.allowHttp ? "plain http (ALLOW_HTTP, development only)" : "http answering 301 to https"
   const database = options.database === "postgres" ? { database: "postgres" } : { database: "sqlite", sqlite: options.sqlitePath }
-  console.log(JSON.stringify({ message: "listening", url: running.url, mode, ...database }))
+  console.log(JSON.stringify({ message: "listening", url: running.url, mode, ...database, pid: process.pid }))
   const stop = () => {
     running.close().then(() => process.exit(0), () => process.exit(1))
   }
