@@ -82,28 +82,43 @@ export const openApiDocument = (resources: ReadonlyArray<ResourceDef>): Record<s
   const json = (ref: string) => ({ "application/json": { schema: { $ref: `#/components/schemas/${ref}` } } })
   const security = [{ bearer: [] }]
 
+  /** A POST that is an action rather than a stored resource; `open` ones need no token. */
+  const action = (
+    tag: string,
+    operationId: string,
+    summary: string,
+    input: string,
+    output: string,
+    options: { readonly open?: boolean } = {}
+  ) => ({
+    post: {
+      tags: [tag],
+      operationId,
+      summary,
+      ...(options.open ? {} : { security }),
+      requestBody: { required: true, content: json(input) },
+      responses: {
+        "201": { description: "Created", content: json(output) },
+        ...(options.open ? errorResponses(400) : { ...errorResponses(400, 404, 409), ...errorResponses(401, 403, 429) })
+      }
+    }
+  })
+
   schemas.SessionInput = jsonSchema(SessionInput)
   schemas.Session = jsonSchema(Session)
-  paths["/v1/sessions"] = {
-    post: {
-      tags: ["sessions"],
-      summary: "Create a session (obtain an access token)",
-      operationId: "sessions.create",
-      requestBody: { required: true, content: json("SessionInput") },
-      responses: { "201": { description: "Created", content: json("Session") }, ...errorResponses(400) }
-    }
-  }
+  paths["/v1/sessions"] = action("sessions", "sessions.create", "Create a session (obtain an access token)", "SessionInput", "Session", {
+    open: true
+  })
 
   schemas.InvitationAcceptInput = jsonSchema(InvitationAcceptInput)
-  paths["/v1/invitations/accept"] = {
-    post: {
-      tags: ["members"],
-      summary: "Accept a member invitation: set a password (or prove the existing one) and open an email session",
-      operationId: "invitations.accept",
-      requestBody: { required: true, content: json("InvitationAcceptInput") },
-      responses: { "201": { description: "Created", content: json("Session") }, ...errorResponses(400) }
-    }
-  }
+  paths["/v1/invitations/accept"] = action(
+    "members",
+    "invitations.accept",
+    "Accept a member invitation: set a password (or prove the existing one) and open an email session",
+    "InvitationAcceptInput",
+    "Session",
+    { open: true }
+  )
 
   for (const def of resources) {
     const name = pascal(def.path)
@@ -180,16 +195,6 @@ export const openApiDocument = (resources: ReadonlyArray<ResourceDef>): Record<s
   }
 
   // Notices and exports: actions that are not stored resources.
-  const action = (tag: string, operationId: string, summary: string, input: string, output: string) => ({
-    post: {
-      tags: [tag],
-      operationId,
-      summary,
-      security,
-      requestBody: { required: true, content: json(input) },
-      responses: { "201": { description: "Created", content: json(output) }, ...errorResponses(400, 404, 409), ...errorResponses(401, 403, 429) }
-    }
-  })
   schemas.SdkConfigurationInput = jsonSchema(SdkConfigurationInput)
   schemas.SdkConfiguration = jsonSchema(SdkConfiguration)
   paths["/v1/widgets/notices/generators/sdk"] = action(
