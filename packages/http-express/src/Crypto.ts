@@ -42,6 +42,24 @@ export const ScryptHasherLive = (options: ScryptOptions = {}) =>
 
 // ---------------------------------------------------------------- access tokens
 
+/**
+ * A random 32-byte key generated once and kept in the settings table, for keys the operator did
+ * not configure. Two servers starting at once: the loser of the insert reads the winner's key.
+ */
+const keptKey = (id: string) =>
+  Effect.gen(function*() {
+    const repo = (yield* Storage).repository(Tables.settings)
+    const existing = yield* repo.get(id)
+    if (Option.isSome(existing)) return Buffer.from(existing.value.value as string, "base64")
+    const now = yield* nowIso
+    const value = crypto.randomBytes(32).toString("base64")
+    const kept = yield* repo.create({ id, value, created_at: now, updated_at: now, version: 1 }).pipe(
+      Effect.as(value),
+      Effect.catchTag("Conflict", () => Effect.map(repo.get(id), (o) => Option.getOrThrow(o).value as string))
+    )
+    return Buffer.from(kept, "base64")
+  })
+
 const JWT_SETTING = "jwt_secret"
 
 /** The configured signing key, or one generated once and kept in the database. */
@@ -51,18 +69,7 @@ const signingKey = (configured: string | undefined) =>
       if (configured.length < 32) return yield* Effect.dieMessage("JWT_SECRET must be at least 32 characters long")
       return new TextEncoder().encode(configured)
     }
-    const repo = (yield* Storage).repository(Tables.settings)
-    const existing = yield* repo.get(JWT_SETTING)
-    if (Option.isSome(existing)) return Buffer.from(existing.value.value as string, "base64")
-    const now = yield* nowIso
-    const value = crypto.randomBytes(32).toString("base64")
-    // Two servers starting at once: the loser of the insert reads the winner's key.
-    const created = yield* repo.create({ id: JWT_SETTING, value, created_at: now, updated_at: now, version: 1 }).pipe(
-      Effect.as(value),
-      Effect.catchTag("Conflict", () =>
-        Effect.map(repo.get(JWT_SETTING), (o) => Option.getOrThrow(o).value as string))
-    )
-    return Buffer.from(created, "base64")
+    return yield* keptKey(JWT_SETTING)
   })
 
 const kinds = new Set(["operator", "client", "member", "integration"])
@@ -132,16 +139,7 @@ const boxKey = (configured: string | undefined) =>
       if (key.length !== 32) return yield* Effect.dieMessage("ENCRYPTION_KEY must be 32 bytes, as base64 or 64 hex characters")
       return key
     }
-    const repo = (yield* Storage).repository(Tables.settings)
-    const existing = yield* repo.get(BOX_SETTING)
-    if (Option.isSome(existing)) return Buffer.from(existing.value.value as string, "base64")
-    const now = yield* nowIso
-    const value = crypto.randomBytes(32).toString("base64")
-    const kept = yield* repo.create({ id: BOX_SETTING, value, created_at: now, updated_at: now, version: 1 }).pipe(
-      Effect.as(value),
-      Effect.catchTag("Conflict", () => Effect.map(repo.get(BOX_SETTING), (o) => Option.getOrThrow(o).value as string))
-    )
-    return Buffer.from(kept, "base64")
+    return yield* keptKey(BOX_SETTING)
   })
 
 /**
@@ -184,16 +182,7 @@ const urlKey = (configured: string | undefined) =>
       if (configured.length < 32) return yield* Effect.dieMessage("URL_SIGNING_KEY must be at least 32 characters long")
       return Buffer.from(configured, "utf8")
     }
-    const repo = (yield* Storage).repository(Tables.settings)
-    const existing = yield* repo.get(URL_KEY_SETTING)
-    if (Option.isSome(existing)) return Buffer.from(existing.value.value as string, "base64")
-    const now = yield* nowIso
-    const value = crypto.randomBytes(32).toString("base64")
-    const kept = yield* repo.create({ id: URL_KEY_SETTING, value, created_at: now, updated_at: now, version: 1 }).pipe(
-      Effect.as(value),
-      Effect.catchTag("Conflict", () => Effect.map(repo.get(URL_KEY_SETTING), (o) => Option.getOrThrow(o).value as string))
-    )
-    return Buffer.from(kept, "base64")
+    return yield* keptKey(URL_KEY_SETTING)
   })
 
 /**
