@@ -36,6 +36,8 @@ export interface Repository {
   readonly count: (where: ReadonlyArray<Condition>) => Effect.Effect<number>
   readonly get: (id: string) => Effect.Effect<Option.Option<Row>>
   readonly create: (row: Row) => Effect.Effect<Row, Conflict>
+  /** Writes many rows at once and reads nothing back (an outbox of messages). */
+  readonly insert: (rows: ReadonlyArray<Row>) => Effect.Effect<void, Conflict>
   /** Replaces every column but `id` and `created_at` with the given row; bumps `version`. */
   readonly update: (id: string, row: Row, expectedVersion: number) => Effect.Effect<Row, NotFound | Conflict>
   /** Writes only the given columns; bumps `version`. */

@@ -31,6 +31,8 @@ export interface FindQuery {
   readonly select?: ReadonlyArray<string>
   /** `false` for internal look-ups that need no total: the store skips the count. */
   readonly count?: boolean
+  /** `false` for internal look-ups whose row order does not matter: the store skips sorting. */
+  readonly ordered?: boolean
 }
 
 export const DEFAULT_LIMIT = 100

@@ -162,22 +162,25 @@ const makeRepository = (state: InMemoryState, table: TableDef): Repository => {
       return Effect.succeed(clone(next))
     })
 
+  const create = (row: Row) =>
+    Effect.suspend(() => {
+      const full: Row = Object.fromEntries(columns.map((c) => [c, null]))
+      Object.assign(full, onlyColumns(row))
+      const id = full.id
+      if (typeof id !== "string") return Effect.die(new Error(`${table.table}: create without a string id`))
+      if (rows().has(id)) return Effect.fail(conflict(table, ["id"]))
+      const dup = uniqueViolation(full, undefined)
+      if (dup) return Effect.fail(dup)
+      rows().set(id, full)
+      return Effect.succeed(clone(full))
+    })
+
   return {
     find,
     count: (where) => Effect.sync(() => select(where).length),
     get: (id) => Effect.sync(() => Option.map(Option.fromNullable(rows().get(id)), clone)),
-    create: (row) =>
-      Effect.suspend(() => {
-        const full: Row = Object.fromEntries(columns.map((c) => [c, null]))
-        Object.assign(full, onlyColumns(row))
-        const id = full.id
-        if (typeof id !== "string") return Effect.die(new Error(`${table.table}: create without a string id`))
-        if (rows().has(id)) return Effect.fail(conflict(table, ["id"]))
-        const dup = uniqueViolation(full, undefined)
-        if (dup) return Effect.fail(dup)
-        rows().set(id, full)
-        return Effect.succeed(clone(full))
-      }),
+    create,
+    insert: (many) => Effect.forEach(many, create, { discard: true }),
     update: (id, row, expectedVersion) => write(id, row, expectedVersion, true),
     patch: (id, changes, expectedVersion) => write(id, changes, expectedVersion, false),
     remove: (id, expectedVersion) =>

@@ -20,10 +20,16 @@ import {
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type * as Statement from "@effect/sql/Statement"
+import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import type * as Exit from "effect/Exit"
+import * as FiberRef from "effect/FiberRef"
+import * as FiberRefs from "effect/FiberRefs"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
 
 /**
  * One implementation of the core storage ports over `SqlClient`, for SQLite and PostgreSQL.
@@ -53,6 +59,8 @@ const encodeValue = (dialect: Dialect, info: FieldInfo | undefined, v: unknown):
   }
 }
 
+const canonicalIso = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
+
 const decodeValue = (dialect: Dialect, info: FieldInfo, v: unknown): unknown => {
   if (v === null || v === undefined) return null
   switch (info.kind) {
@@ -63,7 +71,9 @@ const decodeValue = (dialect: Dialect, info: FieldInfo, v: unknown): unknown => 
       // string is a JSON string value (`"[1]"`), not JSON text to parse again.
       return dialect === "sqlite" && typeof v === "string" ? JSON.parse(v) : v
     case "timestamp":
-      return v instanceof Date ? v.toISOString() : new Date(String(v)).toISOString()
+      if (v instanceof Date) return v.toISOString()
+      // SQLite hands back the canonical form it was given: no need to parse it again.
+      return typeof v === "string" && canonicalIso.test(v) ? v : new Date(String(v)).toISOString()
     case "number":
       return typeof v === "number" ? v : Number(v)
     case "string":
@@ -180,9 +190,11 @@ export const make = Effect.gen(function*() {
     const find = (q: FindQuery) =>
       Effect.gen(function*() {
         const where = conjunction(q.where)
+        // An unordered look-up (one row by a unique key) saves SQLite a sorter per call.
+        const order = q.ordered === false ? sql`` : sql`ORDER BY ${orderBy(q)}`
         const rows = q.limit === 0
           ? []
-          : yield* sql<Record<string, unknown>>`SELECT * FROM ${t} WHERE ${where} ORDER BY ${orderBy(q)} LIMIT ${q.limit} OFFSET ${q.skip}`
+          : yield* sql<Record<string, unknown>>`SELECT * FROM ${t} WHERE ${where} ${order} LIMIT ${q.limit} OFFSET ${q.skip}`
         const total = q.count === false ? q.skip + rows.length : yield* count(q.where)
         return { total, limit: q.limit, skip: q.skip, data: rows.map(dec) } satisfies Page<Row>
       }).pipe(Effect.orDie)
@@ -192,6 +204,15 @@ export const make = Effect.gen(function*() {
         Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), dec)),
         Effect.orDie
       )
+
+    /** Many rows in one statement, nothing read back (the outbox of one change). */
+    const insert = (rows: ReadonlyArray<Row>) =>
+      rows.length === 0
+        ? Effect.void
+        : sql`INSERT INTO ${t} ${sql.insert(rows.map(enc))}`.pipe(
+          Effect.catchTag("SqlError", mapWriteError(table)),
+          Effect.asVoid
+        )
 
     const create = (row: Row) =>
       sql<Record<string, unknown>>`INSERT INTO ${t} ${sql.insert(enc(row))} RETURNING *`.pipe(
@@ -245,15 +266,88 @@ export const make = Effect.gen(function*() {
       )
     }
 
-    const repo: Repository = { find, count, get, create, update, patch: write, remove }
+    const repo: Repository = { find, count, get, create, insert, update, patch: write, remove }
     cache.set(table.table, repo)
     return repo
   }
 
-  const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  const plainTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     sql.withTransaction(effect).pipe(
       Effect.catchIf((e): e is SqlError => (e as { _tag?: unknown })?._tag === "SqlError", (e) => Effect.die(e))
     ) as Effect.Effect<A, E, R>
+
+  /**
+   * Group commit (SQLite): SQLite runs one write transaction at a time, and most of a small
+   * transaction's cost is its COMMIT writing the same index pages again. Transactions that queue
+   * up while one runs are run together, each in its own savepoint (a failing one rolls back
+   * alone), under one COMMIT. Each caller hears its own outcome only after that COMMIT, so
+   * nothing is acknowledged before it is durable. Each body runs with its caller's fiber refs
+   * (clock, log annotations) and context, plus the batch's connection.
+   */
+  interface Waiting {
+    readonly effect: Effect.Effect<unknown, unknown, never>
+    readonly refs: FiberRefs.FiberRefs
+    readonly done: Deferred.Deferred<unknown, unknown>
+  }
+  const waiting = dialect === "sqlite" ? yield* Queue.unbounded<Waiting>() : undefined
+
+  const runBatch = (batch: ReadonlyArray<Waiting>) =>
+    Effect.gen(function*() {
+      const exits: Array<Exit.Exit<unknown, unknown>> = []
+      const outcome = yield* Effect.exit(plainTransaction(Effect.gen(function*() {
+        const tx = Option.getOrThrow(yield* Effect.serviceOption(SqlClient.TransactionConnection))
+        const own = yield* Effect.getFiberRefs
+        for (const item of batch) {
+          yield* Effect.setFiberRefs(item.refs)
+          const context = Context.add(FiberRefs.getOrDefault(item.refs, FiberRef.currentContext), SqlClient.TransactionConnection, tx)
+          const exit = yield* Effect.exit(Effect.locally(plainTransaction(item.effect), FiberRef.currentContext, context))
+          yield* Effect.setFiberRefs(own)
+          exits.push(exit)
+          // A database error (disk full, I/O) may have ended the whole transaction in SQLite:
+          // the rest of the batch must not run outside it. They wait for the next batch.
+          if (exit._tag === "Failure" && Cause.isDie(exit.cause)) break
+        }
+      })))
+      for (let i = 0; i < exits.length; i++) {
+        const exit = exits[i]!
+        // A failed COMMIT loses every write of the batch: each caller hears that failure.
+        yield* Deferred.done(batch[i]!.done, outcome._tag === "Failure" && exit._tag === "Success" ? outcome : exit)
+      }
+      const rest = batch.slice(exits.length)
+      // Nothing ran (BEGIN failed): each caller hears why. Otherwise the rest runs next time.
+      if (exits.length === 0 && outcome._tag === "Failure") {
+        for (const item of rest) yield* Deferred.done(item.done, outcome)
+      } else if (rest.length > 0) yield* Queue.offerAll(waiting!, rest)
+    })
+
+  if (waiting) {
+    // After the first arrival, one turn of the event loop lets requests already received join.
+    const nextTurn = Effect.async<void>((resume) => {
+      const handle = setImmediate(() => resume(Effect.void))
+      return Effect.sync(() => clearImmediate(handle))
+    })
+    yield* Effect.forkScoped(Effect.forever(
+      Queue.take(waiting).pipe(
+        Effect.zipLeft(nextTurn),
+        Effect.flatMap((first) => Effect.map(Queue.takeUpTo(waiting, 63), (rest) => [first, ...rest])),
+        Effect.flatMap(runBatch)
+      )
+    ))
+    yield* Effect.addFinalizer(() =>
+      Effect.flatMap(Queue.takeAll(waiting), (left) => Effect.forEach(left, (item) => Deferred.interrupt(item.done), { discard: true }))
+    )
+  }
+
+  const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
+    if (!waiting) return plainTransaction(effect)
+    return Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (inside) =>
+      // Already inside a transaction: a savepoint, as before.
+      Option.isSome(inside) ? plainTransaction(effect) : Effect.withFiberRuntime<A, E, R>((fiber) => {
+        const done = Deferred.unsafeMake<unknown, unknown>(fiber.id())
+        const item: Waiting = { effect: effect as Effect.Effect<unknown, unknown, never>, refs: fiber.getFiberRefs(), done }
+        return Effect.zipRight(Queue.offer(waiting, item), Deferred.await(done)) as Effect.Effect<A, E, R>
+      }))
+  }
 
   // SQLite runs one transaction at a time already; PostgreSQL needs a transaction-scoped lock.
   const lock = (key: string): Effect.Effect<void> =>
@@ -329,7 +423,7 @@ export const make = Effect.gen(function*() {
 })
 
 /** The three storage ports over whatever `SqlClient` is provided. */
-export const layer: Layer.Layer<Storage | UnitOfWork | UsageStore | DeliveryQueue, never, SqlClient.SqlClient> = Layer.effectContext(
+export const layer: Layer.Layer<Storage | UnitOfWork | UsageStore | DeliveryQueue, never, SqlClient.SqlClient> = Layer.scopedContext(
   Effect.map(make, ({ queue, storage, unitOfWork, usage }) =>
     Context.make(Storage, storage).pipe(
       Context.add(UnitOfWork, unitOfWork),

@@ -32,6 +32,7 @@ import { assert, describe, expect, it } from "@effect/vitest"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as FiberRef from "effect/FiberRef"
 import type * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 
@@ -792,6 +793,74 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
             yield* repo.create(item("outer2"))
           }))
           assert.deepStrictEqual((yield* snapshot).data.map((r) => r.id), ["outer1", "outer2"])
+        })))
+
+      it.effect("concurrent transactions: each failing one rolls back alone, the others commit, each caller hears its own outcome", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          const uow = yield* UnitOfWork
+          const marker = FiberRef.unsafeMake("none")
+          // Twenty transactions at once (SQLite runs them as one group commit): every third fails
+          // after its first write, every fifth dies; each must see its own fiber refs.
+          const one = (i: number) =>
+            uow.transaction(Effect.gen(function*() {
+              yield* repo.create(item(`c${i}`, { name: `c${i}` }))
+              assert.strictEqual(yield* FiberRef.get(marker), `caller-${i}`)
+              if (i % 5 === 4) return yield* Effect.dieMessage(`crash ${i}`)
+              if (i % 3 === 2) return yield* Effect.fail(`failed ${i}` as const)
+              yield* repo.create(item(`d${i}`, { name: `d${i}` }))
+              return i
+            })).pipe(Effect.locally(marker, `caller-${i}`), Effect.exit)
+          const exits = yield* Effect.all(Array.from({ length: 20 }, (_, i) => one(i)), { concurrency: "unbounded" })
+          const committed: Array<string> = []
+          exits.forEach((exit, i) => {
+            if (i % 5 === 4) assert.isTrue(Exit.isFailure(exit) && Cause.isDie(exit.cause), `transaction ${i} died`)
+            else if (i % 3 === 2) assert.deepStrictEqual(exit, Exit.fail(`failed ${i}`))
+            else {
+              assert.deepStrictEqual(exit, Exit.succeed(i))
+              committed.push(`c${i}`, `d${i}`)
+            }
+          })
+          assert.deepStrictEqual((yield* snapshot).data.map((r) => r.id).sort(), committed.sort())
+        })))
+
+      it.effect("a transaction started inside another one joins it", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          const uow = yield* UnitOfWork
+          const exit = yield* Effect.exit(uow.transaction(Effect.gen(function*() {
+            yield* uow.transaction(repo.create(item("inner")))
+            return yield* Effect.fail("outer failed" as const)
+          })))
+          assert.deepStrictEqual(exit, Exit.fail("outer failed"))
+          assert.strictEqual(yield* repo.count([]), 0)
+        })))
+    })
+
+    describe("bulk insert and unordered look-ups", () => {
+      it.effect("insert writes every row in one go, and a duplicate fails the whole insert as a Conflict", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          yield* repo.insert([item("b1", { name: "one", tags: ["x"] }), item("b2", { name: "two", active: true })])
+          assert.deepStrictEqual((yield* snapshot).data.map((r) => [r.id, r.name, r.tags, r.active]), [
+            ["b1", "one", ["x"], false],
+            ["b2", "two", null, true]
+          ])
+          const error = yield* Effect.flip(repo.insert([item("b3", { name: "three" }), item("b4", { name: "one" })]))
+          assert.instanceOf(error, Conflict)
+          assert.strictEqual(yield* repo.count([]), 2)
+          yield* repo.insert([])
+        })))
+
+      it.effect("an unordered find answers the same rows as an ordered one", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          for (const i of [3, 1, 2]) yield* repo.create(item(`u${i}`, { name: `u${i}`, organization_id: "org-u" }))
+          const ordered = yield* repo.find({ ...emptyQuery, where: [eq("organization_id", "org-u")], limit: 10, count: false })
+          const unordered = yield* repo.find({ ...emptyQuery, where: [eq("organization_id", "org-u")], limit: 10, count: false, ordered: false })
+          assert.deepStrictEqual(unordered.data.map((r) => r.id).sort(), ordered.data.map((r) => r.id).sort())
+          const one = yield* repo.find({ ...emptyQuery, where: [eq("name", "u2")], limit: 1, count: false, ordered: false })
+          assert.deepStrictEqual(one.data.map((r) => r.id), ["u2"])
         })))
     })
 
