@@ -18,8 +18,18 @@ let sequence = 0
 export const sortableId = (ms: number): string => {
   sequence = ms === lastMs ? sequence + 1 : 0
   lastMs = ms
-  const random = new Uint8Array(6)
-  globalThis.crypto.getRandomValues(random)
-  return ms.toString(16).padStart(12, "0") + sequence.toString(16).padStart(6, "0") +
-    Array.from(random, (b) => b.toString(16).padStart(2, "0")).join("")
+  let random = ""
+  for (let i = 0; i < 6; i++) random += randomByte().toString(16).padStart(2, "0")
+  return ms.toString(16).padStart(12, "0") + sequence.toString(16).padStart(6, "0") + random
+}
+
+// Random bytes drawn in blocks: one call into the system's generator per 4 KiB, not per id.
+const pool = new Uint8Array(4096)
+let poolAt = pool.length
+const randomByte = (): number => {
+  if (poolAt === pool.length) {
+    globalThis.crypto.getRandomValues(pool)
+    poolAt = 0
+  }
+  return pool[poolAt++]!
 }

@@ -50,6 +50,8 @@ export interface Hooks {
   readonly afterUpdate?: (principal: Principal, before: Row, after: Row) => Effect.Effect<void, DomainError, CoreServices>
   /** Runs after a remove, in its transaction. */
   readonly afterRemove?: (principal: Principal, removed: Row) => Effect.Effect<void, DomainError, CoreServices>
+  /** Runs once the write's transaction has committed, with its output (to drop a cached copy). */
+  readonly afterCommit?: (output: Row) => Effect.Effect<void>
   /** Adds related data to the output of a `get` (a delivery's attempts). */
   readonly expand?: (principal: Principal, row: Row, output: Row) => Effect.Effect<Row, DomainError, CoreServices>
 }

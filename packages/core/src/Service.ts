@@ -11,6 +11,7 @@ import { canAccess, isOperator, organizationsOf, type Principal, requireOrganiza
 import { type Condition, eq, type FindQuery, inList, parseFindQuery } from "./Query.js"
 import type { AnySchema, CoreServices, Method, ResourceDef } from "./Resource.js"
 import { Tables } from "./Tables.js"
+import { readFeatures } from "./FeatureCache.js"
 import { signalOutbox } from "./Webhooks/Ports.js"
 
 /**
@@ -141,14 +142,22 @@ const featureOff = (def: ResourceDef) =>
 
 const hasFeature = (def: ResourceDef, organizationId: string) =>
   Effect.gen(function*() {
-    const page = yield* (yield* Storage).repository(Tables.premiumFeatures).find({
-      count: false,
-      where: [eq("organization_id", organizationId)],
-      sort: [],
-      limit: 1,
-      skip: 0
-    })
-    return page.data[0]?.[def.premiumFeature!] === true
+    const storage = yield* Storage
+    const row = yield* readFeatures(
+      organizationId,
+      Effect.map(
+        storage.repository(Tables.premiumFeatures).find({
+          count: false,
+          where: [eq("organization_id", organizationId)],
+          sort: [],
+          ordered: false,
+          limit: 1,
+          skip: 0
+        }),
+        (page) => page.data[0]
+      )
+    )
+    return row?.[def.premiumFeature!] === true
   })
 
 /** A gated service answers 403 to an organization without its premium feature (the operator is never gated). */
@@ -238,6 +247,7 @@ export const checkQuota = (def: ResourceDef, organizationId: string, extra: Read
       count: false,
       where: [eq("organization_id", organizationId)],
       sort: [],
+      ordered: false,
       limit: 1,
       skip: 0
     })
@@ -269,6 +279,10 @@ export const requireExistingOrganization = (organizationId: string) =>
       )
     }
   })
+
+/** After a write's commit: wake the webhook dispatcher, and let the resource drop cached copies. */
+const committed = (def: ResourceDef, output: Row) =>
+  Effect.zipRight(signalOutbox, def.hooks.afterCommit ? def.hooks.afterCommit(output) : Effect.void)
 
 export const create = (def: ResourceDef, principal: Principal, body: unknown) =>
   Effect.gen(function*() {
@@ -304,7 +318,7 @@ export const create = (def: ResourceDef, principal: Principal, body: unknown) =>
         if (def.hooks.afterCreate) yield* def.hooks.afterCreate(principal, stored, prepared.row)
         return toOutput(def, stored, prepared.reveal)
       })
-    ).pipe(Effect.tap(() => signalOutbox))
+    ).pipe(Effect.tap((out) => committed(def, out)))
   })
 
 const write = (def: ResourceDef, principal: Principal, id: string, body: unknown, method: "update" | "patch") =>
@@ -334,7 +348,7 @@ const write = (def: ResourceDef, principal: Principal, id: string, body: unknown
         if (def.hooks.afterUpdate) yield* def.hooks.afterUpdate(principal, before, stored)
         return toOutput(def, stored)
       })
-    ).pipe(Effect.tap(() => signalOutbox))
+    ).pipe(Effect.tap((out) => committed(def, out)))
   })
 
 export const update = (def: ResourceDef, principal: Principal, id: string, body: unknown) =>
@@ -357,7 +371,7 @@ export const remove = (def: ResourceDef, principal: Principal, id: string) =>
         if (def.hooks.afterRemove) yield* def.hooks.afterRemove(principal, removed.value)
         return toOutput(def, removed.value)
       })
-    ).pipe(Effect.tap(() => signalOutbox))
+    ).pipe(Effect.tap((out) => committed(def, out)))
   })
 
 export type ServiceEffect<A> = Effect.Effect<A, DomainError, CoreServices>

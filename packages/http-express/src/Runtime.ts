@@ -5,6 +5,7 @@ import {
   Endpoints,
   LoginThrottle,
   EndpointsLive,
+  FeatureCache,
   type ExportSink,
   type CertificateValidator,
   Ids,
@@ -106,6 +107,7 @@ export const appLayer = (options: RuntimeOptions): Layer.Layer<AppServices, unkn
     Ids.Live,
     ScryptHasherLive({ cost: options.hashCost }),
     LoginThrottle.layer(),
+    FeatureCache.layer(),
     Settings.layer({
       ...options.settings,
       ...(options.webhookAllowHosts ? { webhookAllowHosts: options.webhookAllowHosts } : {})

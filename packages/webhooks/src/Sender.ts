@@ -145,6 +145,34 @@ const pinnedLookup = (addresses: ReadonlyArray<Resolved>): net.LookupFunction =>
 }
 
 /**
+ * Connections are kept open per checked destination (scheme, name, port, vetted addresses and
+ * source address), so a busy receiver is not paid a TCP and TLS handshake per message. A socket
+ * is only ever reused for the same vetted addresses, so reuse cannot bypass the address rules.
+ * Idle sockets are closed after 4 s, before common servers' own keep-alive timeouts (Node's is 5 s).
+ */
+const agents = new Map<string, http.Agent>()
+const MAX_AGENTS = 256
+const agentFor = (key: string, secure: boolean): http.Agent => {
+  let agent = agents.get(key)
+  if (!agent) {
+    if (agents.size >= MAX_AGENTS) {
+      for (const a of agents.values()) a.destroy()
+      agents.clear()
+    }
+    const options = { keepAlive: true, maxSockets: 64, maxFreeSockets: 64, timeout: 4000, scheduling: "lifo" as const }
+    agent = secure ? new https.Agent(options) : new http.Agent(options)
+    agents.set(key, agent)
+  }
+  return agent
+}
+
+/** Errors of a kept-alive socket the server had already closed: the request never reached it. */
+const staleSocket = (e: unknown) => {
+  const code = (e as NodeJS.ErrnoException)?.code
+  return code === "ECONNRESET" || code === "EPIPE" || (e instanceof Error && e.message === "socket hang up")
+}
+
+/**
  * Sends one request. Never fails: every problem (refused address, bad header, connection
  * error, timeout, non-2xx) is described in the result, which is what the attempt log records.
  *
@@ -167,11 +195,12 @@ export const send = (request: SendRequest): Effect.Effect<SendResult> =>
         if (received === 0) return null
         return Buffer.concat(chunks).subarray(0, maxBytes).toString("utf8")
       }
-      const finish = (outcome: Outcome) => {
+      const finish = (outcome: Outcome, keepSocket = false) => {
         if (settled) return
         settled = true
         clearTimeout(timer)
-        req?.destroy()
+        // A complete answer leaves the socket to its agent for the next message.
+        if (!keepSocket) req?.destroy()
         const durationMs = Math.round(performance.now() - started)
         const result: SendResult = retryAfter === undefined
           ? { ...outcome, durationMs }
@@ -203,38 +232,47 @@ export const send = (request: SendRequest): Effect.Effect<SendResult> =>
         if (typeof vetted === "string") return finish(noResponse(vetted))
         if (settled) return
 
-        const options: https.RequestOptions = {
-          protocol: url.protocol,
-          hostname: host,
-          port: url.port || undefined,
-          path: `${url.pathname}${url.search}`,
-          method: request.method ?? "POST",
-          headers: { ...request.headers, "content-length": String(Buffer.byteLength(request.body)) },
-          // A fresh connection per call: the pinned lookup and bound address are per request.
-          agent: false,
-          lookup: pinnedLookup(vetted),
-          ...(request.localAddress !== undefined ? { localAddress: request.localAddress } : {})
-        }
-        req = (url.protocol === "https:" ? https : http).request(options, (res) => {
-          status = res.statusCode ?? null
-          const header = res.headers["retry-after"]
-          retryAfter = parseRetryAfter(Array.isArray(header) ? header[0] : header, nowMs)
-          const done = (error: string | null) => finish({ status, error, responseExcerpt: excerpt() })
-          res.on("data", (chunk: Buffer) => {
-            if (received < maxBytes) chunks.push(chunk)
-            received += chunk.length
-            // Enough for the log; the rest of a large body is not worth waiting for.
-            if (received >= maxBytes) done(null)
+        const secure = url.protocol === "https:"
+        const agentKey = [url.protocol, host, url.port, vetted.map((a) => a.address).join(","), request.localAddress ?? ""].join("|")
+        const call = (fresh: boolean) => {
+          const options: https.RequestOptions = {
+            protocol: url.protocol,
+            hostname: host,
+            port: url.port || undefined,
+            path: `${url.pathname}${url.search}`,
+            method: request.method ?? "POST",
+            headers: { ...request.headers, "content-length": String(Buffer.byteLength(request.body)) },
+            agent: fresh ? false : agentFor(agentKey, secure),
+            // The connection goes to the vetted addresses only, bound to the configured source.
+            lookup: pinnedLookup(vetted),
+            ...(request.localAddress !== undefined ? { localAddress: request.localAddress } : {})
+          }
+          const current = (secure ? https : http).request(options, (res) => {
+            status = res.statusCode ?? null
+            const header = res.headers["retry-after"]
+            retryAfter = parseRetryAfter(Array.isArray(header) ? header[0] : header, nowMs)
+            const done = (error: string | null, keepSocket = false) => finish({ status, error, responseExcerpt: excerpt() }, keepSocket)
+            res.on("data", (chunk: Buffer) => {
+              if (received < maxBytes) chunks.push(chunk)
+              received += chunk.length
+              // Enough for the log; the rest of a large body is not worth waiting for.
+              if (received >= maxBytes) done(null)
+            })
+            res.on("end", () => done(null, true))
+            res.on("error", (e) => done(errorMessage(e)))
+            res.on("aborted", () => done("response aborted"))
           })
-          res.on("end", () => done(null))
-          res.on("error", (e) => done(errorMessage(e)))
-          res.on("aborted", () => done("response aborted"))
-        })
-        req.on("error", (e) => {
-          if (status !== null) finish({ status, error: errorMessage(e), responseExcerpt: excerpt() })
-          else finish(noResponse(errorMessage(e)))
-        })
-        req.end(request.body)
+          req = current
+          current.on("error", (e) => {
+            // A reused socket the server closed meanwhile: the request never arrived; send it
+            // once more on a new connection instead of counting a failed attempt.
+            if (!fresh && status === null && !settled && current.reusedSocket && staleSocket(e)) return call(true)
+            if (status !== null) finish({ status, error: errorMessage(e), responseExcerpt: excerpt() })
+            else finish(noResponse(errorMessage(e)))
+          })
+          current.end(request.body)
+        }
+        call(false)
       }
       start().catch((e) => finish(noResponse(errorMessage(e))))
 

@@ -1,3 +1,4 @@
+import { forgetFeatures } from "../FeatureCache.js"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import {
@@ -168,7 +169,8 @@ export const PremiumFeaturesResource = defineResource({
   operatorOnly: ["create", "update", "patch"],
   ownerField: "organization_id",
   unique: [["organization_id"]],
-  defaults: Object.fromEntries(premiumFeatureFlags.map((f) => [f, false]))
+  defaults: Object.fromEntries(premiumFeatureFlags.map((f) => [f, false])),
+  hooks: { afterCommit: (output) => forgetFeatures(output.organization_id) }
 })
 
 // ---------------------------------------------------------------- keys

@@ -133,6 +133,7 @@ const resolveUser = (organizationId: string, u: EventUser, event: { status: stri
         count: false,
         where: [eq("organization_id", organizationId), eq("organization_user_id", u.organization_user_id!)],
         sort: [],
+        ordered: false,
         limit: 1,
         skip: 0
       })

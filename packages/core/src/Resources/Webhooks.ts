@@ -20,7 +20,7 @@ import { defineResource, field } from "../Resource.js"
 import { decode, loadVisible, toOutput } from "../Service.js"
 import { Settings } from "../Settings.js"
 import { flattenPayload } from "../Webhooks/Flatten.js"
-import { type Endpoint, Endpoints, SecretBox } from "../Webhooks/Ports.js"
+import { type Endpoint, Endpoints, forgetEndpoint, SecretBox } from "../Webhooks/Ports.js"
 
 // ---------------------------------------------------------------- receiver URLs
 
@@ -99,7 +99,8 @@ export const WebhooksResource = defineResource({
         const settings = yield* Settings
         if ("url" in input) yield* checkReceiverUrl(after.url as string, "url", settings.webhookAllowHosts)
         return yield* sealAuth(after, input)
-      })
+      }),
+    afterCommit: (output) => forgetEndpoint(output.id)
   }
 })
 
@@ -171,13 +172,13 @@ export const enqueue = (organizationId: string, events: ReadonlyArray<OutgoingEv
       count: false,
       where: [eq("organization_id", organizationId), eq("enabled", true)],
       sort: [],
+      ordered: false,
       limit: 1000,
       skip: 0
     })
     if (hooks.data.length === 0) return 0
-    const deliveries = storage.repository(DeliveriesResource.tableDef)
     const now = yield* nowIso
-    let count = 0
+    const rows: Array<Row> = []
     for (const hook of hooks.data) {
       const types = hook.event_types as ReadonlyArray<string>
       const regulations = (hook.regulations as ReadonlyArray<string> | null) ?? ["gdpr"]
@@ -185,7 +186,7 @@ export const enqueue = (organizationId: string, events: ReadonlyArray<OutgoingEv
         if (types.length > 0 && !types.includes(event.type)) continue
         if (!regulations.includes(event.regulation)) continue
         const body = { type: event.type, parameters: event.parameters, regulation: event.regulation }
-        yield* Effect.orDie(deliveries.create({
+        rows.push({
           id: `msg_${sortableId(Date.parse(now))}`,
           organization_id: organizationId,
           webhook_id: hook.id,
@@ -201,44 +202,63 @@ export const enqueue = (organizationId: string, events: ReadonlyArray<OutgoingEv
           created_at: now,
           updated_at: now,
           version: 1
-        }))
-        count++
+        })
       }
     }
-    return count
+    yield* Effect.orDie(storage.repository(DeliveriesResource.tableDef).insert(rows))
+    return rows.length
   })
 
-
 // ---------------------------------------------------------------- endpoints for the dispatcher
+
+/**
+ * The dispatcher reads a webhook (and opens its sealed secrets) for every message; a copy is kept
+ * for a second. A change through this process drops it at once (`forgetEndpoint` after the
+ * commit); one made through another server process is seen within `ENDPOINT_TTL_MS`.
+ */
+const ENDPOINT_TTL_MS = 1000
 
 export const EndpointsLive = Effect.gen(function*() {
   const storage = yield* Storage
   const box = yield* SecretBox
   const repo = storage.repository(WebhooksResource.tableDef)
+  const kept = new Map<string, { readonly endpoint: Option.Option<Endpoint>; readonly until: number }>()
+  const load = (id: string) =>
+    Effect.gen(function*() {
+      const row = yield* repo.get(id)
+      if (Option.isNone(row)) return Option.none<Endpoint>()
+      const w = row.value
+      const auth = w.auth as Record<string, string> | null
+      return Option.some<Endpoint>({
+        id: w.id as string,
+        organization_id: w.organization_id as string,
+        url: w.url as string,
+        enabled: w.enabled === true,
+        signingSecret: yield* box.open(w.signing_secret_sealed as string),
+        auth: auth && typeof w.auth_client_secret_sealed === "string"
+          ? {
+            token_url: auth.token_url!,
+            client_id: auth.client_id!,
+            client_secret: yield* box.open(w.auth_client_secret_sealed),
+            scope: auth.scope,
+            audience: auth.audience
+          }
+          : null
+      })
+    })
+  const forget = (id: string) => Effect.sync(() => void kept.delete(id))
   return Endpoints.of({
     get: (id) =>
-      Effect.gen(function*() {
-        const row = yield* repo.get(id)
-        if (Option.isNone(row)) return Option.none<Endpoint>()
-        const w = row.value
-        const auth = w.auth as Record<string, string> | null
-        return Option.some({
-          id: w.id as string,
-          organization_id: w.organization_id as string,
-          url: w.url as string,
-          enabled: w.enabled === true,
-          signingSecret: yield* box.open(w.signing_secret_sealed as string),
-          auth: auth && typeof w.auth_client_secret_sealed === "string"
-            ? {
-              token_url: auth.token_url!,
-              client_id: auth.client_id!,
-              client_secret: yield* box.open(w.auth_client_secret_sealed),
-              scope: auth.scope,
-              audience: auth.audience
-            }
-            : null
+      Effect.suspend(() => {
+        const now = Date.now()
+        const hit = kept.get(id)
+        if (hit && hit.until > now) return Effect.succeed(hit.endpoint)
+        return Effect.tap(load(id), (endpoint) => {
+          if (kept.size >= 10_000) kept.clear()
+          kept.set(id, { endpoint, until: now + ENDPOINT_TTL_MS })
         })
       }),
+    forget,
     disable: (id, _reason) =>
       Effect.gen(function*() {
         // A concurrent edit of the webhook wins the version race: read again and retry.
@@ -249,7 +269,7 @@ export const EndpointsLive = Effect.gen(function*() {
             .pipe(Effect.as(true), Effect.catchAll(() => Effect.succeed(false)))
           if (done) return
         }
-      })
+      }).pipe(Effect.ensuring(forget(id)))
   })
 })
 

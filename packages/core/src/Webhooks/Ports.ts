@@ -109,8 +109,16 @@ export class Endpoints extends Context.Tag("@cmp/core/Endpoints")<
     readonly get: (webhookId: string) => Effect.Effect<Option.Option<Endpoint>>
     /** A receiver answered 410 Gone: the webhook is switched off. */
     readonly disable: (webhookId: string, reason: string) => Effect.Effect<void>
+    /** The webhook changed: drop any copy kept for quick reads. */
+    readonly forget?: (webhookId: string) => Effect.Effect<void>
   }
 >() {}
+
+/** Called after a webhook's change commits, so this process's dispatcher sees it at once. */
+export const forgetEndpoint = (webhookId: unknown): Effect.Effect<void> =>
+  typeof webhookId !== "string"
+    ? Effect.void
+    : Effect.flatMap(Effect.serviceOption(Endpoints), (e) => (e._tag === "Some" && e.value.forget ? e.value.forget(webhookId) : Effect.void))
 
 /** Wakes an in-process dispatcher after new messages were committed (optional). */
 export class OutboxSignal extends Context.Tag("@cmp/core/OutboxSignal")<OutboxSignal, { readonly notify: Effect.Effect<void> }>() {}
