@@ -85,6 +85,39 @@ describe("Sender", () => {
       assert.strictEqual(a.error, "timeout after 200 ms while reading the response body")
     }))
 
+  it.scoped("answered calls to one receiver share a kept-alive connection; an early-ended body does not", () =>
+    Effect.gen(function*() {
+      const sockets = new Set<string>()
+      const r = yield* receiver((req, res, i) => {
+        sockets.add(`${req.remoteAddress}:${(res.socket as net.Socket).remotePort}`)
+        // The fourth answer is larger than the excerpt: the call ends early and drops its socket.
+        res.writeHead(200).end(i === 3 ? "x".repeat(100_000) : "ok")
+      })
+      for (let i = 0; i < 3; i++) assert.strictEqual((yield* send(base(r.url))).status, 200)
+      assert.strictEqual(sockets.size, 1)
+      assert.strictEqual((yield* send(base(r.url))).status, 200)
+      assert.strictEqual((yield* send(base(r.url))).status, 200)
+      assert.strictEqual(sockets.size, 2)
+    }))
+
+  it.scoped("a kept-alive connection the receiver drops as it is reused is replaced, not counted as a failed attempt", () =>
+    Effect.gen(function*() {
+      const sockets: Array<number | undefined> = []
+      const r = yield* receiver((_req, res, i) => {
+        sockets.push(res.socket?.remotePort)
+        // The second call arrives on the kept-alive socket, which the receiver drops unanswered
+        // (as a server closing an idle connection at that moment would).
+        if (i === 1) return res.socket?.destroy()
+        res.writeHead(204).end()
+      })
+      assert.strictEqual((yield* send(base(r.url))).status, 204)
+      const again = yield* send(base(r.url))
+      assert.deepStrictEqual([again.status, again.error], [204, null])
+      assert.strictEqual(r.requests.length, 3)
+      assert.strictEqual(sockets[1], sockets[0])
+      assert.notStrictEqual(sockets[2], sockets[1])
+    }))
+
   it.effect("connection refused: no status, the error says why", () =>
     Effect.gen(function*() {
       const port = yield* closedPort()
