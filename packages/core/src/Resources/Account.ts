@@ -314,7 +314,12 @@ const invite = (row: Row, input: Row) =>
     }
   })
 
-/** The organizations a person is a member of. */
+/**
+ * The organizations a person is a member of. An invited membership counts only once its own
+ * invitation is accepted: persons are shared by every organization, so the first organization
+ * to have its invitation accepted sets the person's password, and that must not open another
+ * organization's pending membership to whoever holds that password.
+ */
 export const membershipsOf = (personId: string) =>
   Effect.gen(function*() {
     const storage = yield* Storage
@@ -325,7 +330,22 @@ export const membershipsOf = (personId: string) =>
       limit: 10_000,
       skip: 0
     })
-    return page.data.map((m) => m.organization_id as string)
+    const invitations = yield* storage.repository(Tables.invitations).find({
+      count: false,
+      where: [eq("person_id", personId)],
+      sort: [],
+      limit: 10_000,
+      skip: 0
+    })
+    const invited = new Set<string>()
+    const accepted = new Set<string>()
+    for (const i of invitations.data) {
+      invited.add(i.member_id as string)
+      if (i.accepted_at !== null) accepted.add(i.member_id as string)
+    }
+    // Members added without an invitation (by the operator's tooling) count at once.
+    return page.data.filter((m) => !invited.has(m.id as string) || accepted.has(m.id as string))
+      .map((m) => m.organization_id as string)
   })
 
 export const findPersonByEmail = (email: string) =>
