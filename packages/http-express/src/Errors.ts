@@ -78,7 +78,8 @@ export const unavailableReason = (defect: unknown): string | undefined => {
   if (sqlite) return unavailableCodes[sqlite]
   // PostgreSQL: connection exceptions (08), resources (53), operator intervention (57P).
   if (/^(08|53|57P)/.test(code)) return "the database is unavailable"
-  if (/Connection terminated|connection.*(closed|ended)|timeout exceeded when trying to connect/i.test(String(cause?.message ?? ""))) {
+  // `pg` answers a query on a connection that already died with "... is not queryable" (no code).
+  if (/Connection terminated|connection.*(closed|ended)|not queryable|timeout exceeded when trying to connect/i.test(String(cause?.message ?? ""))) {
     return "the connection to the database was lost"
   }
   return undefined
