@@ -1,3 +1,4 @@
+import { uuidV7 } from "./Random.js"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -76,7 +77,8 @@ export class UsageStore extends Context.Tag("@cmp/core/UsageStore")<
 
 /** Identifier source; tests replace it to get predictable ids. */
 export class Ids extends Context.Tag("@cmp/core/Ids")<Ids, { readonly next: Effect.Effect<string> }>() {
-  static readonly Live = Layer.succeed(Ids, { next: Effect.sync(() => globalThis.crypto.randomUUID()) })
+  /** Time-ordered UUIDs (version 7): unique like v4, and kind to the primary-key index. */
+  static readonly Live = Layer.succeed(Ids, { next: Effect.sync(() => uuidV7(Date.now())) })
 }
 
 /** One-way hashing of secrets and passwords, compared in constant time. */

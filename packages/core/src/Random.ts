@@ -33,3 +33,19 @@ const randomByte = (): number => {
   }
   return pool[poolAt++]!
 }
+
+/**
+ * A UUID version 7 (RFC 9562): milliseconds first, then randomness. Ids that grow with time
+ * keep inserts at the end of the primary-key index instead of scattering them over every page
+ * of a large table (SQLite then rewrites a few hot pages instead of reading cold ones).
+ */
+export const uuidV7 = (ms: number): string => {
+  let hex = Math.max(0, Math.floor(ms)).toString(16).padStart(12, "0").slice(-12)
+  for (let i = 6; i < 16; i++) {
+    let byte = randomByte()
+    if (i === 6) byte = 0x70 | (byte & 0x0f)
+    if (i === 8) byte = 0x80 | (byte & 0x3f)
+    hex += byte.toString(16).padStart(2, "0")
+  }
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`
+}

@@ -815,7 +815,7 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
           const committed: Array<string> = []
           exits.forEach((exit, i) => {
             if (i % 5 === 4) assert.isTrue(Exit.isFailure(exit) && Cause.isDie(exit.cause), `transaction ${i} died`)
-            else if (i % 3 === 2) assert.deepStrictEqual(exit, Exit.fail(`failed ${i}`))
+            else if (i % 3 === 2) assert.deepStrictEqual(exit, Exit.fail(`failed ${i}`) as typeof exit)
             else {
               assert.deepStrictEqual(exit, Exit.succeed(i))
               committed.push(`c${i}`, `d${i}`)

@@ -32,7 +32,10 @@ const pragmas = Layer.effectDiscard(
     Effect.all([
       // Another process (the bootstrap command) may hold the write lock for a moment.
       sql.unsafe("PRAGMA busy_timeout = 5000"),
-      sql.unsafe("PRAGMA synchronous = NORMAL")
+      sql.unsafe("PRAGMA synchronous = NORMAL"),
+      // 32 MiB of page cache (the default is 2 MiB): the indexes a consent event touches stay in
+      // memory instead of being read back from the file on every insert.
+      sql.unsafe("PRAGMA cache_size = -32768")
     ])).pipe(Effect.orDie)
 )
 
