@@ -269,46 +269,70 @@ export const createApi = async (options: ApiOptions): Promise<Api> => {
   v1.get("/languages", authed((p) => getLanguages(p)))
   v1.all("/languages", (req, res) => sendError(res, 405, `Method ${req.method} is not supported by languages`))
 
-  // Longer paths first, so `webhooks/deliveries` is not taken for the webhook with id "deliveries".
-  const ordered = [...services].sort((a, b) => b.path.split("/").length - a.path.split("/").length)
-  for (const def of ordered) {
-    const base = `/${def.path}`
-    const item = `${base}/:id`
-    const id = (req: express.Request) => String(req.params.id)
-    const allowed = new Set(def.methods)
-    if (allowed.has("find")) v1.get(base, authed((p, req) => Effect.flatMap(parseQuery(req), (q) => ResourceService.find(def, p, q))))
-    if (allowed.has("get") && def.path === ConsentUsersResource.path) {
+  // Every declared resource behind one route: a map from path to declaration, instead of a
+  // route per method and resource that Express would test one by one on every request.
+  const byPath = new Map(services.map((def) => [def.path, def]))
+  const byOrganizationUserId = (p: Principal, req: express.Request, id: string, def: ResourceDef) =>
+    Effect.flatMap(parseQuery(req), (q) => {
       // `?$by_organization_user_id=true`: the id is the organization's own user id.
-      v1.get(item, authed((p, req) =>
-        Effect.flatMap(parseQuery(req), (q) => {
-          const by = q.$by_organization_user_id
-          if (by === undefined || by === "false") return ResourceService.get(def, p, id(req))
-          if (by !== "true") {
-            return Effect.fail(new InvalidInput({
-              message: "Invalid query: $by_organization_user_id must be true or false",
-              errors: { $by_organization_user_id: "must be true or false" }
-            }))
-          }
-          const rest = Object.keys(q).filter((k) => k !== "$by_organization_user_id")
-          if (rest.length > 0) {
-            return Effect.fail(new InvalidInput({
-              message: `Invalid query: ${rest[0]} is not supported here`,
-              errors: { [rest[0]!]: "is not supported here" }
-            }))
-          }
-          return getUserByOrganizationUserId(p, id(req))
-        })))
-    } else if (allowed.has("get")) v1.get(item, authed((p, req) => ResourceService.get(def, p, id(req))))
-    if (allowed.has("create")) v1.post(base, authed((p, req) => ResourceService.create(def, p, req.body), 201))
-    if (allowed.has("update")) v1.put(item, authed((p, req) => ResourceService.update(def, p, id(req), req.body)))
-    if (allowed.has("patch")) v1.patch(item, authed((p, req) => ResourceService.patch(def, p, id(req), req.body)))
-    if (allowed.has("remove")) v1.delete(item, authed((p, req) => ResourceService.remove(def, p, id(req))))
-    // A known service answers an unsupported method with 405, as Feathers does.
-    const notAllowed: Handler = (req, res) =>
-      sendError(res, 405, `Method ${req.method} is not supported by ${def.path}`)
-    v1.all(base, notAllowed)
-    v1.all(item, notAllowed)
+      const by = q.$by_organization_user_id
+      if (by === undefined || by === "false") return ResourceService.get(def, p, id)
+      if (by !== "true") {
+        return Effect.fail(new InvalidInput({
+          message: "Invalid query: $by_organization_user_id must be true or false",
+          errors: { $by_organization_user_id: "must be true or false" }
+        }))
+      }
+      const rest = Object.keys(q).filter((k) => k !== "$by_organization_user_id")
+      if (rest.length > 0) {
+        return Effect.fail(new InvalidInput({
+          message: `Invalid query: ${rest[0]} is not supported here`,
+          errors: { [rest[0]!]: "is not supported here" }
+        }))
+      }
+      return getUserByOrganizationUserId(p, id)
+    })
+  const handlerFor = (def: ResourceDef, method: string, id: string | undefined): Handler | undefined => {
+    const allowed = def.methods
+    if (id === undefined) {
+      if (method === "GET" && allowed.includes("find")) {
+        return authed((p, req) => Effect.flatMap(parseQuery(req), (q) => ResourceService.find(def, p, q)))
+      }
+      if (method === "POST" && allowed.includes("create")) return authed((p, req) => ResourceService.create(def, p, req.body), 201)
+      return undefined
+    }
+    if (method === "GET" && allowed.includes("get")) {
+      return def.path === ConsentUsersResource.path
+        ? authed((p, req) => byOrganizationUserId(p, req, id, def))
+        : authed((p) => ResourceService.get(def, p, id))
+    }
+    if (method === "PUT" && allowed.includes("update")) return authed((p, req) => ResourceService.update(def, p, id, req.body))
+    if (method === "PATCH" && allowed.includes("patch")) return authed((p, req) => ResourceService.patch(def, p, id, req.body))
+    if (method === "DELETE" && allowed.includes("remove")) return authed((p) => ResourceService.remove(def, p, id))
+    return undefined
   }
+  v1.use((req, res, next) => {
+    // Express matches paths case-insensitively and ignores a trailing slash: so does this.
+    const trimmed = req.path.replace(/^\/+|\/+$/g, "")
+    let def = byPath.get(trimmed.toLowerCase())
+    let id: string | undefined
+    if (!def) {
+      const slash = trimmed.lastIndexOf("/")
+      if (slash <= 0) return next()
+      def = byPath.get(trimmed.slice(0, slash).toLowerCase())
+      if (!def) return next()
+      try {
+        id = decodeURIComponent(trimmed.slice(slash + 1))
+      } catch {
+        return sendError(res, 400, "Invalid path: the id is not a valid URI component")
+      }
+    }
+    const method = req.method === "HEAD" ? "GET" : req.method
+    const handle = handlerFor(def, method, id)
+    // A known service answers an unsupported method with 405, as Feathers does.
+    if (!handle) return sendError(res, 405, `Method ${req.method} is not supported by ${def.path}`)
+    handle(req, res)
+  })
   v1.all("/sessions", (req, res) => sendError(res, 405, `Method ${req.method} is not supported by sessions`))
 
   v1.use((req, res) => sendError(res, 404, `Page not found: ${req.method} ${req.baseUrl}${req.path}`))
