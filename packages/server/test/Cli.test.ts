@@ -2,16 +2,26 @@ import { type ChildProcess, execFile, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { afterAll, describe, expect, it } from "vitest"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
 
-/** The real commands of the README, as child processes on a temporary SQLite file. */
+/**
+ * The real commands of the README, as child processes on a temporary SQLite file: what
+ * `pnpm start`, `pnpm bootstrap` and `pnpm worker` run, the bundle `build.mjs` writes.
+ */
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "cmp-cli-"))
 // The SQLite default: a DATABASE_URL of the CI machine must not switch these runs to PostgreSQL.
 const { DATABASE_URL: _unused, ...inherited } = process.env
 const env = { ...inherited, SQLITE_PATH: path.join(dir, "consent.db"), ALLOW_HTTP: "true", LOG_LEVEL: "Warning" }
-const main = path.join(import.meta.dirname, "..", "src", "main.ts")
-const tsx = path.join(import.meta.dirname, "..", "node_modules", ".bin", "tsx")
+const packageDir = path.join(import.meta.dirname, "..")
+const main = path.join(packageDir, "dist", "main.mjs")
 const children: Array<ChildProcess> = []
+
+beforeAll(async () => {
+  const built = await new Promise<number>((resolve) => {
+    execFile(process.execPath, [path.join(packageDir, "build.mjs")], (error) => resolve(error ? 1 : 0))
+  })
+  expect(built).toBe(0)
+}, 60_000)
 
 afterAll(() => {
   for (const c of children) c.kill("SIGTERM")
@@ -20,14 +30,14 @@ afterAll(() => {
 
 const run = (args: Array<string>, extra: Record<string, string> = {}) =>
   new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-    execFile(tsx, [main, ...args], { env: { ...env, ...extra } }, (error, stdout, stderr) => {
+    execFile(process.execPath, [main, ...args], { env: { ...env, ...extra } }, (error, stdout, stderr) => {
       resolve({ code: error ? (error as { code?: number }).code ?? 1 : 0, stdout, stderr })
     })
   })
 
 const start = (extra: Record<string, string>) =>
   new Promise<string>((resolve, reject) => {
-    const child = spawn(tsx, [main], { env: { ...env, ...extra } })
+    const child = spawn(process.execPath, [main], { env: { ...env, ...extra } })
     children.push(child)
     let out = ""
     child.stdout.on("data", (d) => {
@@ -59,6 +69,10 @@ describe("command line", () => {
     expect(keys.status).toBe(200)
     const page = await keys.json() as { data: Array<{ id: string }> }
     expect(page.data.map((k) => k.id)).toContain(created.key)
+    // The bundle still finds the assets of the offline API docs.
+    const docs = await fetch(`${url}/docs/`)
+    expect(docs.status).toBe(200)
+    expect(await docs.text()).toMatch(/swagger/i)
   }, 60_000)
 
   it("a configuration mistake exits non-zero with one clear line", async () => {
