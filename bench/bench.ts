@@ -5,6 +5,8 @@
  * ratios are stable.
  *
  *   BENCH_SECONDS=10 (load duration per figure), BENCH_CONNECTIONS=50
+ *   BENCH_ONLY=events,deliveries,latency,get_key (a subset, e.g. to profile one figure)
+ *   BENCH_STORES=sqlite,postgres (PostgreSQL only where DATABASE_URL is set)
  */
 import autocannon from "autocannon"
 import { type ChildProcess, spawn } from "node:child_process"
@@ -15,6 +17,9 @@ import * as readline from "node:readline"
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
+const SERVER = "packages/server/dist/main.mjs"
+const ONLY = new Set((process.env.BENCH_ONLY ?? "events,deliveries,latency,get_key").split(","))
+const STORES = new Set((process.env.BENCH_STORES ?? "sqlite,postgres").split(","))
 const root = path.join(import.meta.dirname, "..")
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "cmp-bench-"))
 const children: Array<ChildProcess> = []
@@ -31,7 +36,9 @@ const child = (entry: string, env: Record<string, string>, args: Array<string> =
   new Promise<{ proc: ChildProcess; first: Record<string, any>; lines: readline.Interface }>((resolve, reject) => {
     // `--import tsx` resolves from the working directory: this package has tsx.
     const profile = entry.includes("server") && process.env.BENCH_PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : []
-    const proc = spawn(process.execPath, [...profile, "--import", "tsx", path.join(root, entry), ...args], {
+    // The server runs as `pnpm start` runs it: the bundle built below, plain JavaScript.
+    const command = entry.endsWith(".mjs") ? [path.join(root, entry)] : ["--import", "tsx", path.join(root, entry)]
+    const proc = spawn(process.execPath, [...profile, ...command, ...args], {
       cwd: import.meta.dirname,
       env: { ...process.env, ...env },
       stdio: ["pipe", "pipe", "inherit"]
@@ -63,6 +70,19 @@ const json = async (url: string, method: string, body?: unknown, token?: string)
 const peakRssMb = (pid: number) => {
   const m = /VmHWM:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, "utf8"))
   return m ? Number(m[1]) / 1024 : Number.NaN
+}
+
+/** CPU time a process has used so far, in ms (user + system, from the kernel's tick counts). */
+const cpuMs = (pid: number) => {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /, "").split(" ")
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100
+}
+
+/** Runs a load and answers it with the CPU the serving process spent per 2xx answer. */
+const withCpu = async <A extends { "2xx": number }>(pid: number, load: () => Promise<A>) => {
+  const before = cpuMs(pid)
+  const result = await load()
+  return { result, cpuPerRequest: (cpuMs(pid) - before) / Math.max(1, result["2xx"]) }
 }
 
 let sequence = 0
@@ -143,7 +163,7 @@ const measureStore = async (store: "sqlite" | "postgres", receiver: Child) => {
     BASELINE_DB: path.join(dir, `baseline-${store}.db`),
     ...(pgBaseline ? { BASELINE_PG: pgBaseline } : {})
   })
-  const server = await child("packages/server/src/main.ts", {
+  const serverEnv = {
     PORT: "0",
     SQLITE_PATH: path.join(dir, `consent-${store}.db`),
     ...(pgUrl ? { DATABASE_URL: pgUrl } : { DATABASE_URL: "" }),
@@ -151,9 +171,13 @@ const measureStore = async (store: "sqlite" | "postgres", receiver: Child) => {
     LOG_LEVEL: "Warning",
     ADMIN_API_KEY: "admin",
     ADMIN_API_SECRET: "bench-secret-0123456789",
-    WEBHOOK_ALLOW_HOSTS: "127.0.0.1"
-  })
+    WEBHOOK_ALLOW_HOSTS: "127.0.0.1",
+    // Delivery runs in a `pnpm worker` process (started below), the deployment that scales it.
+    WEBHOOK_DISPATCHER: "false"
+  }
+  const server = await child(SERVER, serverEnv)
   const api = server.first.url as string
+  let worker: Child | undefined
 
   // An organization with the consents API, webhooks, and a webhook to the receiver.
   const op = (await json(`${api}/v1/sessions`, "POST", { type: "api-key", key: "admin", secret: "bench-secret-0123456789" })).access_token
@@ -170,17 +194,21 @@ const measureStore = async (store: "sqlite" | "postgres", receiver: Child) => {
 
   // Consent events accepted per second, beside the bare insert.
   await ask(receiver, "reset")
-  const base = await postEvents(`http://127.0.0.1:${baseline.first.port}`, undefined, org.id)
-  const ours = await postEvents(api, token, org.id)
-  line(`consent_events_${store}_baseline`, base.requests.average, "req/s")
+  if (ONLY.has("events") || ONLY.has("deliveries")) {
+  const { cpuPerRequest: baseCpu, result: base } = await withCpu(baseline.proc.pid!, () => postEvents(`http://127.0.0.1:${baseline.first.port}`, undefined, org.id))
+  const { cpuPerRequest: ourCpu, result: ours } = await withCpu(server.proc.pid!, () => postEvents(api, token, org.id))
+  line(`consent_events_${store}_baseline`, base.requests.average, "req/s", `${baseCpu.toFixed(2)} ms CPU each`)
   line(
     `consent_events_${store}`,
     ours.requests.average,
     "req/s",
-    `${(ours.requests.average / base.requests.average).toFixed(2)} of baseline, ${ours.non2xx + ours.errors} errors, p99 ${ours.latency.p99} ms`
+    `${(ours.requests.average / base.requests.average).toFixed(2)} of baseline, ${ours.non2xx + ours.errors} errors, p99 ${ours.latency.p99} ms, ${ourCpu.toFixed(2)} ms CPU each`
   )
 
-  // Webhook deliveries per second: every accepted event queued one message; wait for all.
+  // Webhook deliveries per second: every accepted event queued one message, and no worker ran
+  // meanwhile; a worker now drains that backlog.
+  if (ONLY.has("deliveries")) {
+  worker = await child(SERVER, serverEnv, ["worker"])
   const expected = ours["2xx"]
   const waitStarted = Date.now()
   let got = await ask(receiver)
@@ -190,38 +218,60 @@ const measureStore = async (store: "sqlite" | "postgres", receiver: Child) => {
   }
   const spanSeconds = (got.last! - got.first!) / 1000
   line(`webhook_deliveries_${store}`, got.count! / Math.max(spanSeconds, 0.001), "msg/s", `${got.count}/${expected} delivered over ${spanSeconds.toFixed(1)} s`)
-
-  // Latency from the event's 201 to its arrival, at a steady 200 events/s.
-  await ask(receiver, "reset")
-  const created = new Map<string, number>()
-  await postEvents(api, token, org.id, { overallRate: 200, onCreated: (id) => created.set(id, performance.timeOrigin + performance.now()) })
-  await new Promise((r) => setTimeout(r, 3000))
-  const arrivals = new Map(await ask<Array<[string, number]>>(receiver, "arrivals"))
-  const latencies = [...created.entries()].flatMap(([id, t]) => (arrivals.has(id) ? [arrivals.get(id)! - t] : []))
-  line(
-    `webhook_latency_p99_${store}`,
-    percentile(latencies, 99),
-    "ms",
-    `at 200 events/s, p50 ${percentile(latencies, 50).toFixed(0)} ms, ${latencies.length}/${created.size} arrived`
-  )
-
-  if (store === "sqlite") {
-    // A keyed read, beside a bare handler answering the same JSON from memory.
-    const bare = await getKey(`http://127.0.0.1:${baseline.first.port}`, key.id, undefined)
-    const read = await getKey(api, key.id, token)
-    line("get_key_baseline", bare.requests.average, "req/s")
-    line("get_key", read.requests.average, "req/s", `${(read.requests.average / bare.requests.average).toFixed(2)} of baseline, ${read.non2xx + read.errors} errors`)
   }
-  line(`server_peak_rss_${store}`, peakRssMb(server.proc.pid!), "MB")
-  server.proc.kill(process.env.BENCH_PROFILE ? "SIGTERM" : "SIGKILL")
+  }
+
+  if (store === "sqlite" && ONLY.has("get_key")) {
+    // A keyed read, beside a bare handler answering the same JSON from memory.
+    const { cpuPerRequest: bareCpu, result: bare } = await withCpu(baseline.proc.pid!, () => getKey(`http://127.0.0.1:${baseline.first.port}`, key.id, undefined))
+    const { cpuPerRequest: readCpu, result: read } = await withCpu(server.proc.pid!, () => getKey(api, key.id, token))
+    line("get_key_baseline", bare.requests.average, "req/s", `${bareCpu.toFixed(2)} ms CPU each`)
+    line("get_key", read.requests.average, "req/s", `${(read.requests.average / bare.requests.average).toFixed(2)} of baseline, ${read.non2xx + read.errors} errors, ${readCpu.toFixed(2)} ms CPU each`)
+  }
+  const stop = (c: Child) => {
+    const gone = new Promise((resolve) => c.proc.once("exit", resolve))
+    c.proc.kill(process.env.BENCH_PROFILE ? "SIGTERM" : "SIGKILL")
+    return gone
+  }
+  let serverPeak = peakRssMb(server.proc.pid!)
+  if (worker) {
+    line(`worker_peak_rss_${store}`, peakRssMb(worker.proc.pid!), "MB")
+    await stop(worker)
+  }
+  await stop(server)
+
+  // Latency from the event's 201 to its arrival, at a steady 200 events/s, on the default
+  // deployment: one `pnpm start` process whose own dispatcher is woken by each commit.
+  if (ONLY.has("latency")) {
+    const single = await child(SERVER, { ...serverEnv, WEBHOOK_DISPATCHER: "true" })
+    const url = single.first.url as string
+    await ask(receiver, "reset")
+    const created = new Map<string, number>()
+    await postEvents(url, token, org.id, { overallRate: 200, onCreated: (id) => created.set(id, performance.timeOrigin + performance.now()) })
+    await new Promise((r) => setTimeout(r, 3000))
+    const arrivals = new Map(await ask<Array<[string, number]>>(receiver, "arrivals"))
+    const latencies = [...created.entries()].flatMap(([id, t]) => (arrivals.has(id) ? [arrivals.get(id)! - t] : []))
+    line(
+      `webhook_latency_p99_${store}`,
+      percentile(latencies, 99),
+      "ms",
+      `at 200 events/s, p50 ${percentile(latencies, 50).toFixed(0)} ms, ${latencies.length}/${created.size} arrived`
+    )
+    serverPeak = Math.max(serverPeak, peakRssMb(single.proc.pid!))
+    await stop(single)
+  }
+  line(`server_peak_rss_${store}`, serverPeak, "MB")
   baseline.proc.kill("SIGKILL")
 }
 
 const main = async () => {
+  await new Promise<void>((resolve, reject) =>
+    spawn(process.execPath, [path.join(root, "packages/server/build.mjs")], { stdio: "inherit" })
+      .once("exit", (code) => (code === 0 ? resolve() : reject(new Error(`server build exited with ${code}`)))))
   console.log(`# ${os.cpus().length} cores, ${os.cpus()[0]?.model ?? "?"}, Node ${process.version}, ${new Date().toISOString()}`)
   const receiver = await child("bench/receiver.ts", {})
-  await measureStore("sqlite", receiver)
-  if (process.env.DATABASE_URL) await measureStore("postgres", receiver)
+  if (STORES.has("sqlite")) await measureStore("sqlite", receiver)
+  if (process.env.DATABASE_URL && STORES.has("postgres")) await measureStore("postgres", receiver)
   else console.log("# PostgreSQL figures: set DATABASE_URL (a server where this role may CREATE DATABASE)")
 }
 
