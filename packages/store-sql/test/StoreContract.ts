@@ -1025,6 +1025,32 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
           assert.deepStrictEqual(yield* queue.claim({ now: at(399), leaseUntil: at(500), workerId: "x", limit: 10 }), [])
         })))
 
+      it.effect("completions sent at once are each answered for their own message, and every attempt is logged", () =>
+        run(Effect.gen(function*() {
+          const queue = yield* DeliveryQueue
+          const ids = Array.from({ length: 12 }, (_, i) => `m${String(i).padStart(2, "0")}`)
+          yield* seed(ids.map((id) => message(id)))
+          yield* queue.claim({ now: at(1), leaseUntil: at(60), workerId: "owner", limit: 100 })
+          // Even ones by the lease holder (moved), odd ones by a worker whose lease it is not.
+          const answers = yield* Effect.all(
+            ids.map((id, i) =>
+              queue.complete({
+                id,
+                workerId: i % 2 === 0 ? "owner" : "stranger",
+                attempt: attempt(id, `a-${id}`),
+                outcome: { status: "delivered", attempts_count: 1, next_attempt_at: null, last_status_code: 204 },
+                now: at(2)
+              })
+            ),
+            { concurrency: "unbounded" }
+          )
+          assert.deepStrictEqual(answers, ids.map((_, i) => i % 2 === 0))
+          const rows = yield* (yield* Storage).repository(DeliveriesResource.tableDef).find(query({ sort: [asc("id")], limit: 100 }))
+          assert.deepStrictEqual(rows.data.map((r) => r.status), ids.map((_, i) => (i % 2 === 0 ? "delivered" : "delivering")))
+          const log = yield* (yield* Storage).repository(AttemptsTable).find(query({ sort: [asc("id")], limit: 100 }))
+          assert.deepStrictEqual(log.data.map((a) => a.delivery_id), ids)
+        })))
+
       it.effect("concurrent claimers never get the same message", () =>
         run(Effect.gen(function*() {
           const queue = yield* DeliveryQueue
