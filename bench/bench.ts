@@ -195,30 +195,30 @@ const measureStore = async (store: "sqlite" | "postgres", receiver: Child) => {
   // Consent events accepted per second, beside the bare insert.
   await ask(receiver, "reset")
   if (ONLY.has("events") || ONLY.has("deliveries")) {
-  const { cpuPerRequest: baseCpu, result: base } = await withCpu(baseline.proc.pid!, () => postEvents(`http://127.0.0.1:${baseline.first.port}`, undefined, org.id))
-  const { cpuPerRequest: ourCpu, result: ours } = await withCpu(server.proc.pid!, () => postEvents(api, token, org.id))
-  line(`consent_events_${store}_baseline`, base.requests.average, "req/s", `${baseCpu.toFixed(2)} ms CPU each`)
-  line(
-    `consent_events_${store}`,
-    ours.requests.average,
-    "req/s",
-    `${(ours.requests.average / base.requests.average).toFixed(2)} of baseline, ${ours.non2xx + ours.errors} errors, p99 ${ours.latency.p99} ms, ${ourCpu.toFixed(2)} ms CPU each`
-  )
+    const { cpuPerRequest: baseCpu, result: base } = await withCpu(baseline.proc.pid!, () => postEvents(`http://127.0.0.1:${baseline.first.port}`, undefined, org.id))
+    const { cpuPerRequest: ourCpu, result: ours } = await withCpu(server.proc.pid!, () => postEvents(api, token, org.id))
+    line(`consent_events_${store}_baseline`, base.requests.average, "req/s", `${baseCpu.toFixed(2)} ms CPU each`)
+    line(
+      `consent_events_${store}`,
+      ours.requests.average,
+      "req/s",
+      `${(ours.requests.average / base.requests.average).toFixed(2)} of baseline, ${ours.non2xx + ours.errors} errors, p99 ${ours.latency.p99} ms, ${ourCpu.toFixed(2)} ms CPU each`
+    )
 
-  // Webhook deliveries per second: every accepted event queued one message, and no worker ran
-  // meanwhile; a worker now drains that backlog.
-  if (ONLY.has("deliveries")) {
-  worker = await child(SERVER, serverEnv, ["worker"])
-  const expected = ours["2xx"]
-  const waitStarted = Date.now()
-  let got = await ask(receiver)
-  while (got.count! < expected && Date.now() - waitStarted < 180_000) {
-    await new Promise((r) => setTimeout(r, 250))
-    got = await ask(receiver)
-  }
-  const spanSeconds = (got.last! - got.first!) / 1000
-  line(`webhook_deliveries_${store}`, got.count! / Math.max(spanSeconds, 0.001), "msg/s", `${got.count}/${expected} delivered over ${spanSeconds.toFixed(1)} s`)
-  }
+    // Webhook deliveries per second: every accepted event queued one message, and no worker ran
+    // meanwhile; a worker now drains that backlog.
+    if (ONLY.has("deliveries")) {
+      worker = await child(SERVER, serverEnv, ["worker"])
+      const expected = ours["2xx"]
+      const waitStarted = Date.now()
+      let got = await ask(receiver)
+      while (got.count! < expected && Date.now() - waitStarted < 180_000) {
+        await new Promise((r) => setTimeout(r, 250))
+        got = await ask(receiver)
+      }
+      const spanSeconds = (got.last! - got.first!) / 1000
+      line(`webhook_deliveries_${store}`, got.count! / Math.max(spanSeconds, 0.001), "msg/s", `${got.count}/${expected} delivered over ${spanSeconds.toFixed(1)} s`)
+    }
   }
 
   if (store === "sqlite" && ONLY.has("get_key")) {
