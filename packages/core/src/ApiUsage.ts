@@ -7,7 +7,7 @@ import { TooManyRequests } from "./Domain/Errors.js"
 import { Storage, UsageStore } from "./Ports.js"
 import { eq } from "./Query.js"
 import { type QuotaPeriod, Settings } from "./Settings.js"
-import { Tables } from "./Tables.js"
+import { organizationRow, Tables } from "./Tables.js"
 
 /** The period a moment falls in: a stable key and when it ends. */
 export const periodOf = (period: QuotaPeriod, ms: number): { key: string; endsAt: number } => {
@@ -53,13 +53,10 @@ export class ApiUsage extends Context.Tag("@cmp/core/ApiUsage")<
     const counters = new Map<string, Counter>()
 
     const readLimit = (organizationId: string) =>
-      Effect.map(
-        storage.repository(Tables.quotas).find({ count: false, where: [eq("organization_id", organizationId)], sort: [], limit: 1, skip: 0 }),
-        (page) => {
-          const v = page.data[0]?.api_requests
-          return typeof v === "number" ? v : Number.POSITIVE_INFINITY
-        }
-      )
+      Effect.map(organizationRow(Tables.quotas, organizationId), (row) => {
+        const v = row?.api_requests
+        return typeof v === "number" ? v : Number.POSITIVE_INFINITY
+      }).pipe(Effect.provideService(Storage, storage))
 
     const flushOne = (organizationId: string, c: Counter) =>
       Effect.gen(function*() {

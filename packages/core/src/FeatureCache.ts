@@ -12,7 +12,7 @@ import type { Row } from "./Ports.js"
  * commit); one made through another server process is seen within `ttlMs`.
  */
 export interface FeatureCacheService {
-  readonly read: (organizationId: string, load: Effect.Effect<Row | undefined>) => Effect.Effect<Row | undefined>
+  readonly read: <R>(organizationId: string, load: Effect.Effect<Row | undefined, never, R>) => Effect.Effect<Row | undefined, never, R>
   readonly forget: (organizationId: string) => Effect.Effect<void>
 }
 
@@ -21,7 +21,7 @@ export class FeatureCache extends Context.Tag("@cmp/core/FeatureCache")<FeatureC
     Layer.sync(FeatureCache, () => {
       const entries = new Map<string, { readonly row: Row | undefined; readonly until: number }>()
       return {
-        read: (organizationId, load) =>
+        read: <R>(organizationId: string, load: Effect.Effect<Row | undefined, never, R>) =>
           Effect.flatMap(Clock.currentTimeMillis, (now) => {
             const hit = entries.get(organizationId)
             if (hit && hit.until > now) return Effect.succeed(hit.row)
@@ -37,7 +37,7 @@ export class FeatureCache extends Context.Tag("@cmp/core/FeatureCache")<FeatureC
 }
 
 /** Reads through the cache when the runtime has one, else loads every time. */
-export const readFeatures = (organizationId: string, load: Effect.Effect<Row | undefined>) =>
+export const readFeatures = <R>(organizationId: string, load: Effect.Effect<Row | undefined, never, R>) =>
   Effect.flatMap(
     Effect.serviceOption(FeatureCache),
     Option.match({ onNone: () => load, onSome: (cache) => cache.read(organizationId, load) })

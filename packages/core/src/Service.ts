@@ -10,7 +10,7 @@ import { Ids, type Page, type Row, Storage, UnitOfWork } from "./Ports.js"
 import { canAccess, isOperator, organizationsOf, type Principal, requireOrganization } from "./Principal.js"
 import { type Condition, eq, type FindQuery, inList, parseFindQuery } from "./Query.js"
 import type { AnySchema, CoreServices, Method, ResourceDef } from "./Resource.js"
-import { Tables } from "./Tables.js"
+import { organizationRow, Tables } from "./Tables.js"
 import { readFeatures } from "./FeatureCache.js"
 import { signalOutbox } from "./Webhooks/Ports.js"
 
@@ -141,24 +141,10 @@ const featureOff = (def: ResourceDef) =>
   new Forbidden({ message: `The premium feature '${def.premiumFeature}' is not enabled for this organization` })
 
 const hasFeature = (def: ResourceDef, organizationId: string) =>
-  Effect.gen(function*() {
-    const storage = yield* Storage
-    const row = yield* readFeatures(
-      organizationId,
-      Effect.map(
-        storage.repository(Tables.premiumFeatures).find({
-          count: false,
-          where: [eq("organization_id", organizationId)],
-          sort: [],
-          ordered: false,
-          limit: 1,
-          skip: 0
-        }),
-        (page) => page.data[0]
-      )
-    )
-    return row?.[def.premiumFeature!] === true
-  })
+  Effect.map(
+    readFeatures(organizationId, organizationRow(Tables.premiumFeatures, organizationId)),
+    (row) => row?.[def.premiumFeature!] === true
+  )
 
 /** A gated service answers 403 to an organization without its premium feature (the operator is never gated). */
 export const requireFeature = (def: ResourceDef, principal: Principal, organizationId: unknown) =>
@@ -242,18 +228,9 @@ export const checkQuota = (def: ResourceDef, organizationId: string, extra: Read
     if (!def.quota || def.ownerField === undefined) return
     // Two concurrent creates must not both see "one below the limit".
     yield* Effect.flatMap(UnitOfWork, (uow) => uow.lock(`quota:${def.quota}:${organizationId}`))
-    const storage = yield* Storage
-    const quotas = yield* storage.repository(Tables.quotas).find({
-      count: false,
-      where: [eq("organization_id", organizationId)],
-      sort: [],
-      ordered: false,
-      limit: 1,
-      skip: 0
-    })
-    const limit = quotas.data[0]?.[def.quota]
+    const limit = (yield* organizationRow(Tables.quotas, organizationId))?.[def.quota]
     if (typeof limit !== "number") return
-    const used = yield* storage.repository(def.tableDef).count([eq(def.ownerField, organizationId), ...extra])
+    const used = yield* (yield* Storage).repository(def.tableDef).count([eq(def.ownerField, organizationId), ...extra])
     if (used >= limit) {
       return yield* Effect.fail(
         new QuotaExceeded({

@@ -1,3 +1,6 @@
+import * as Effect from "effect/Effect"
+import { Storage, type Row, type TableDef } from "./Ports.js"
+import { eq } from "./Query.js"
 import { field } from "./Resource.js"
 import { defineTable } from "./Resource.js"
 import {
@@ -66,3 +69,18 @@ export const Tables = {
   invitations: InvitationsTable,
   settings: SettingsTable
 }
+
+/** An organization's one row of a per-organization table (its quotas, its premium features). */
+export const organizationRow = (table: TableDef, organizationId: string): Effect.Effect<Row | undefined, never, Storage> =>
+  Effect.flatMap(Storage, (storage) =>
+    Effect.map(
+      storage.repository(table).find({
+        count: false,
+        where: [eq("organization_id", organizationId)],
+        sort: [],
+        ordered: false,
+        limit: 1,
+        skip: 0
+      }),
+      (page) => page.data[0]
+    ))
