@@ -1,10 +1,12 @@
 import {
   type AnySchema,
+  DeliveriesResource,
   ExportRunInput,
   InvitationAcceptInput,
   Languages,
   PlatformIntegrationSession,
   PlatformIntegrationSessionInput,
+  ReplayRange,
   type ResourceDef,
   SdkConfiguration,
   SdkConfigurationInput,
@@ -47,6 +49,7 @@ const errorResponses = (...codes: Array<number>) =>
   Object.fromEntries(codes.map((c) => [String(c), { $ref: `#/components/responses/E${c}` }]))
 
 const TcStringOutput = Schema.Struct({ id: Schema.String, tc_string: Schema.String })
+const ReplayResult = Schema.Struct({ webhook_id: Schema.String, replayed: Schema.Int })
 
 const pascal = (p: string) =>
   p.split(/[^a-zA-Z0-9]+/).filter(Boolean).map((w) => w[0]!.toUpperCase() + w.slice(1)).join("")
@@ -89,7 +92,7 @@ export const openApiDocument = (resources: ReadonlyArray<ResourceDef>): Record<s
     summary: string,
     input: string,
     output: string,
-    options: { readonly open?: boolean } = {}
+    options: { readonly open?: boolean; readonly status?: 200 | 201 } = {}
   ) => ({
     post: {
       tags: [tag],
@@ -98,7 +101,7 @@ export const openApiDocument = (resources: ReadonlyArray<ResourceDef>): Record<s
       ...(options.open ? {} : { security }),
       requestBody: { required: true, content: json(input) },
       responses: {
-        "201": { description: "Created", content: json(output) },
+        [String(options.status ?? 201)]: { description: options.status === 200 ? "OK" : "Created", content: json(output) },
         ...(options.open ? errorResponses(400) : { ...errorResponses(400, 404, 409), ...errorResponses(401, 403, 429) })
       }
     }
@@ -212,6 +215,31 @@ export const openApiDocument = (resources: ReadonlyArray<ResourceDef>): Record<s
     "ExportRunInput",
     "ExportsRuns"
   )
+  // Replays of the delivery log: actions on stored messages, answered 200.
+  if (resources.some((d) => d.path === DeliveriesResource.path)) {
+    const deliveries = pascal(DeliveriesResource.path)
+    schemas.ReplayRange = jsonSchema(ReplayRange)
+    schemas.ReplayResult = jsonSchema(ReplayResult)
+    paths["/v1/webhooks/deliveries/replay"] = action(
+      DeliveriesResource.path,
+      `${DeliveriesResource.path}.replay`,
+      "Queue again every failed message of one webhook created in [from, to], each with a fresh retry schedule",
+      "ReplayRange",
+      "ReplayResult",
+      { status: 200 }
+    )
+    paths["/v1/webhooks/deliveries/{id}/replay"] = {
+      post: {
+        tags: [DeliveriesResource.path],
+        operationId: `${DeliveriesResource.path}.replayOne`,
+        summary: "Queue one delivered or failed message again with a fresh retry schedule (409 while it is pending or delivering)",
+        security,
+        parameters: [{ name: "id", in: "path", required: true, schema: { type: "string" } }],
+        responses: { "200": { description: "OK", content: json(deliveries) }, ...errorResponses(400, 404, 409, 401, 403, 429) }
+      }
+    }
+  }
+
   schemas.TcString = jsonSchema(TcStringOutput)
   paths["/v1/consents/events/{id}/tcstring"] = {
     get: {
