@@ -325,15 +325,18 @@ export const make = Effect.gen(function*() {
     const handle = setImmediate(() => resume(Effect.void))
     return Effect.sync(() => clearImmediate(handle))
   })
-
-  if (waiting) {
-    yield* Effect.forkScoped(Effect.forever(
-      Queue.take(waiting).pipe(
+  /** Runs `run` on everything queued, at most `max` at a time, for as long as the store lives. */
+  const drainInBatches = <A>(queue: Queue.Queue<A>, max: number, run: (batch: ReadonlyArray<A>) => Effect.Effect<void>) =>
+    Effect.forkScoped(Effect.forever(
+      Queue.take(queue).pipe(
         Effect.zipLeft(nextTurn),
-        Effect.flatMap((first) => Effect.map(Queue.takeUpTo(waiting, 63), (rest) => [first, ...rest])),
-        Effect.flatMap(runBatch)
+        Effect.flatMap((first) => Effect.map(Queue.takeUpTo(queue, max - 1), (rest) => [first, ...rest])),
+        Effect.flatMap(run)
       )
     ))
+
+  if (waiting) {
+    yield* drainInBatches(waiting, 64, runBatch)
     yield* Effect.addFinalizer(() =>
       Effect.flatMap(Queue.takeAll(waiting), (left) => Effect.forEach(left, (item) => Deferred.interrupt(item.done), { discard: true }))
     )
@@ -423,13 +426,7 @@ export const make = Effect.gen(function*() {
           Deferred.done(b.done, exit._tag === "Success" ? Exit.succeed(exit.value[i]!) : Exit.failCause(exit.cause)), { discard: true })
       )
     )
-  yield* Effect.forkScoped(Effect.forever(
-    Queue.take(completions).pipe(
-      Effect.zipLeft(nextTurn),
-      Effect.flatMap((first) => Effect.map(Queue.takeUpTo(completions, 199), (rest) => [first, ...rest])),
-      Effect.flatMap(completeBatch)
-    )
-  ))
+  yield* drainInBatches(completions, 200, completeBatch)
 
   const queue = DeliveryQueue.of({
     claim: ({ leaseUntil, limit, now, workerId }) =>
