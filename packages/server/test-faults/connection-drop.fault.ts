@@ -6,7 +6,7 @@ import {
   consentOrganization,
   expectJson,
   json,
-  killAll,
+  releaseAll,
   operatorToken,
   type Receiver,
   receiver,
@@ -38,12 +38,7 @@ if (!realPostgres) console.warn("skipped: needs a real PostgreSQL in DATABASE_UR
 let db: TestDatabase | undefined
 let admin: pg.Client | undefined
 let hooks: Receiver | undefined
-afterAll(async () => {
-  await killAll()
-  await hooks?.close()
-  await admin?.end()
-  await db?.close()
-})
+afterAll(() => releaseAll({ receiver: hooks, admin, db }))
 
 /** A lost connection is the database being unavailable: 503 in the contract's error body, never a bare 500. */
 const expectServerError = (r: Reply, what: string) => {

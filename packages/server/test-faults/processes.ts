@@ -59,6 +59,18 @@ export const killAll = async () => {
   await Promise.all([...running].map((c) => c.kill()))
 }
 
+/** The teardown of a PostgreSQL fault test: the processes first, then what they used. */
+export const releaseAll = async (held: {
+  readonly receiver?: { readonly close: () => Promise<unknown> } | undefined
+  readonly admin?: { readonly end: () => Promise<unknown> } | undefined
+  readonly db?: { readonly close: () => Promise<unknown> } | undefined
+}) => {
+  await killAll()
+  await held.receiver?.close()
+  await held.admin?.end()
+  await held.db?.close()
+}
+
 const spawnMain = <A>(args: Array<string>, env: NodeJS.ProcessEnv, ready: (out: string) => A | undefined, what: string, timeoutMs = 60_000) =>
   new Promise<Child & { readonly ready: A }>((resolve, reject) => {
     const child = spawn(process.execPath, ["--import", "tsx", main, ...args], { env, cwd: packageDir, stdio: ["ignore", "pipe", "pipe"] })

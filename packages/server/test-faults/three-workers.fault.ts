@@ -9,7 +9,7 @@ import {
   consentOrganization,
   expectJson,
   json,
-  killAll,
+  releaseAll,
   operatorToken,
   type Receiver,
   receiver,
@@ -47,12 +47,7 @@ const PRODUCERS = 16
 let db: TestDatabase | undefined
 let admin: pg.Client | undefined
 let hooks: Receiver | undefined
-afterAll(async () => {
-  await killAll()
-  await hooks?.close()
-  await admin?.end()
-  await db?.close()
-})
+afterAll(() => releaseAll({ receiver: hooks, admin, db }))
 
 /** A message by its content: its type and the id of the entity it is about. */
 const contentKey = (payload: { type: string; parameters: { entity: { id: string } } }) => `${payload.type}:${payload.parameters.entity.id}`
