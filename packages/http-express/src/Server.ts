@@ -1,44 +1,49 @@
+import { fromNodeRequest, writeNodeResponse } from "@cmp/http"
 import express from "express"
-import * as fs from "node:fs"
 import * as http from "node:http"
 import * as https from "node:https"
 import type { AddressInfo } from "node:net"
-import { type Api, type ApiOptions, createApi } from "./Api.js"
+import type { Api } from "./Router.js"
 
-export interface ServerOptions extends ApiOptions {
+export interface ListenOptions {
   readonly port?: number | undefined
   readonly host?: string | undefined
-  /** PEM text or a path to a PEM file, for serving HTTPS directly. */
+  /** PEM text of the certificate chain and key, for serving HTTPS directly. */
   readonly tls?: { readonly cert: string; readonly key: string } | undefined
+  /** Honour `X-Forwarded-*` from a proxy in front. */
+  readonly trustProxy?: boolean | undefined
 }
 
 export interface RunningServer {
   readonly api: Api
   readonly server: http.Server
   readonly url: string
+  /** Stops listening, then disposes of the API's platform. */
   readonly close: () => Promise<void>
 }
 
-const pem = (v: string) => (v.includes("-----BEGIN") ? v : fs.readFileSync(v, "utf8"))
-
-/** A standalone server: an Express app with the API mounted at its root. */
-export const startServer = async (options: ServerOptions): Promise<RunningServer> => {
-  const api = await createApi(options)
+/** A standalone server: an Express app with the API at its root; every other path answers the API's 404. */
+export const listen = async (api: Api, options: ListenOptions = {}): Promise<RunningServer> => {
   const app = express()
   app.disable("x-powered-by")
+  app.disable("etag")
   app.set("trust proxy", options.trustProxy === true)
-  app.use(api.router)
-  app.use((_req, res) => {
-    res.status(404).json({ name: "NotFound", message: "Page not found", code: 404, className: "not-found", errors: {} })
+  app.use((req, res, next) => {
+    api.handle(fromNodeRequest(req)).then((response) => writeNodeResponse(res, response), next)
   })
   const server: http.Server = options.tls
-    ? https.createServer({ cert: pem(options.tls.cert), key: pem(options.tls.key) }, app)
+    ? https.createServer({ cert: options.tls.cert, key: options.tls.key }, app)
     : http.createServer(app)
   server.keepAliveTimeout = 65_000
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject)
-    server.listen(options.port ?? 3000, options.host ?? "127.0.0.1", () => resolve())
-  })
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject)
+      server.listen(options.port ?? 3000, options.host ?? "127.0.0.1", () => resolve())
+    })
+  } catch (error) {
+    await api.dispose()
+    throw error
+  }
   const address = server.address() as AddressInfo
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address
   const url = `${options.tls ? "https" : "http"}://${host}:${address.port}`

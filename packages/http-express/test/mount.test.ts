@@ -4,8 +4,9 @@ import express from "express"
 import type * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type Api, createApi, ManualClock } from "../src/index.js"
-import { ADMIN, as, call, client, expect401, expect404, operatorOf, start, START } from "./helpers.js"
+import { ManualClock } from "@cmp/test-support/clock"
+import { ADMIN, as, call, client, expect401, expect404, operatorOf, START } from "@cmp/test-support/http"
+import { type Api, createApi, startServer } from "../src/index.js"
 
 /**
  * The API mounted under a prefix of the host application's own Express app. A stand-in
@@ -109,7 +110,15 @@ describe("mounted under /api in a host app", () => {
 
 describe("the same quota rule at the root (startServer)", () => {
   it("requests to /v1/consents/* do not count; other requests do", async () => {
-    const root = await start({ resources: [...resources, probe] })
+    const root = await startServer({
+      store: SqliteStore.layer({ filename: ":memory:" }),
+      port: 0,
+      allowHttp: true,
+      hashCost: 1024,
+      admin: ADMIN,
+      logLevel: "None",
+      resources: [...resources, probe]
+    })
     try {
       const op = await operatorOf(root.url)
       const t = await op.tenant()
@@ -137,6 +146,9 @@ describe("HTTPS enforcement when mounted", () => {
     })
     const app = express()
     app.use("/api", strict.router)
+    app.get("/health", (_req, res) => {
+      res.json({ ok: true })
+    })
     const s = app.listen(0, "127.0.0.1")
     try {
       await new Promise<void>((resolve) => s.once("listening", () => resolve()))
@@ -144,6 +156,9 @@ describe("HTTPS enforcement when mounted", () => {
       const r = await call(url, "GET", "/api/v1/keys?$limit=1")
       expect(r.status).toBe(301)
       expect(r.headers.get("location")).toBe(`https://${new URL(url).host}/api/v1/keys?$limit=1`)
+      // The host's own routes are the host's: the API does not redirect them.
+      expect((await call(url, "GET", "/health")).status).toBe(200)
+      expect((await call(url, "GET", "/api/elsewhere")).status).toBe(404)
     } finally {
       await new Promise<void>((resolve) => {
         s.close(() => resolve())

@@ -1,1 +1,1 @@
-export * from "./Config.js"
+export * as ServerConfig from "./ServerConfig.js"

@@ -1,4 +1,4 @@
-import { createTestDatabase, type TestDatabase } from "@cmp/store-postgres/testing"
+import { createTestDatabase, type TestDatabase } from "@cmp/test-support/database"
 import pg from "pg"
 import { afterAll, describe, expect, it } from "vitest"
 import {

@@ -1,4 +1,4 @@
-import { createTestDatabase, type TestDatabase } from "@cmp/store-postgres/testing"
+import { createTestDatabase, type TestDatabase } from "@cmp/test-support/database"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"

@@ -1,4 +1,4 @@
-import { createTestDatabase, type TestDatabase } from "@cmp/store-postgres/testing"
+import { createTestDatabase, type TestDatabase } from "@cmp/test-support/database"
 import * as crypto from "node:crypto"
 import { isDeepStrictEqual } from "node:util"
 import pg from "pg"

@@ -1,22 +1,53 @@
+import { PlatformConfig } from "@cmp/platform"
+import * as Config from "effect/Config"
+import * as ConfigProvider from "effect/ConfigProvider"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as fs from "node:fs"
+import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
-import { ConfigError, fromEnv } from "../src/Config.js"
+import * as ServerConfig from "../src/ServerConfig.js"
+
+/** The server's and the platform's settings as `pnpm start` reads them, from a given environment. */
+const read = (env: Record<string, string>) =>
+  Effect.runSync(
+    Effect.either(Config.all({ server: ServerConfig.server, platform: PlatformConfig.platform })).pipe(
+      Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))
+    )
+  )
+
+const settings = (env: Record<string, string>) => {
+  const r = read(env)
+  if (Either.isLeft(r)) throw new Error(PlatformConfig.describe(r.left))
+  return r.right
+}
+
+const problem = (env: Record<string, string>) => {
+  const r = read(env)
+  return Either.isLeft(r) ? PlatformConfig.describe(r.left) : undefined
+}
 
 describe("configuration from the environment", () => {
   it("uses the documented defaults", () => {
-    const o = fromEnv({})
-    expect(o.port).toBe(3000)
-    expect(o.host).toBe("127.0.0.1")
-    expect(o.sqlitePath).toBe(path.resolve(process.cwd(), "data/consent.db"))
-    expect(o.allowHttp).toBe(false)
-    expect(o.trustProxy).toBe(false)
-    expect(o.tls).toBeUndefined()
-    expect(o.settings?.apiRequestsPeriod).toEqual({ _tag: "CalendarMonth" })
-    expect(o.settings?.defaultPremiumFeatures).toEqual([])
+    const { platform: p, server: s } = settings({})
+    expect(s.port).toBe(3000)
+    expect(s.host).toBe("127.0.0.1")
+    expect(s.store).toEqual({ _tag: "sqlite", options: { filename: path.resolve(process.cwd(), "data/consent.db") } })
+    expect(s.allowHttp).toBe(false)
+    expect(s.trustProxy).toBe(false)
+    expect(s.tls).toBeUndefined()
+    expect(s.logLevel).toBe("Info")
+    expect(p.settings?.apiRequestsPeriod).toEqual({ _tag: "CalendarMonth" })
+    expect(p.settings?.defaultPremiumFeatures).toEqual([])
+    expect(p.admin).toEqual({ key: undefined, secret: undefined })
+    expect(p.dispatcherSettings).toEqual({ retrySchedule: [300, 300, 300, 300, 300], timeoutMs: 15_000, leaseMs: 45_000, concurrency: 32 })
   })
 
   it("reads every variable", () => {
-    const o = fromEnv({
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "cmp-config-"))
+    fs.writeFileSync(path.join(dir, "c.pem"), "-----BEGIN CERTIFICATE-----\nc\n-----END CERTIFICATE-----\n")
+    const { platform: p, server: s } = settings({
       PORT: "8080",
       HOST: "0.0.0.0",
       SQLITE_PATH: "/tmp/x.db",
@@ -28,28 +59,61 @@ describe("configuration from the environment", () => {
       DEFAULT_PREMIUM_FEATURES: "webhooks, consents_api",
       DEFAULT_QUOTAS: "{\"secrets\": 3}",
       API_REQUESTS_PERIOD: "day",
-      TLS_CERT: "/c.pem",
-      TLS_KEY: "/k.pem"
+      TLS_CERT: path.join(dir, "c.pem"),
+      TLS_KEY: "-----BEGIN PRIVATE KEY-----\nk\n-----END PRIVATE KEY-----",
+      WEBHOOK_ALLOW_HOSTS: "Receiver.local, 127.0.0.1",
+      WEBHOOK_LOCAL_ADDRESS: "127.0.0.1",
+      WEBHOOK_RETRY_SCHEDULE: "1,2",
+      WEBHOOK_TIMEOUT_MS: "500",
+      WEBHOOK_CONCURRENCY: "4",
+      EXPORTS_ROOT: "/srv/exports",
+      ENCRYPTION_KEY: "a".repeat(64),
+      LOG_LEVEL: "Warning"
     })
-    expect(o.port).toBe(8080)
-    expect(o.host).toBe("0.0.0.0")
-    expect(o.sqlitePath).toBe("/tmp/x.db")
-    expect(fromEnv({ INIT_CWD: "/srv/app", SQLITE_PATH: "db/c.db" }).sqlitePath).toBe("/srv/app/db/c.db")
-    expect(o.allowHttp).toBe(true)
-    expect(o.trustProxy).toBe(true)
-    expect(o.admin).toEqual({ key: "admin", secret: "a-long-enough-secret" })
-    expect(o.jwtSecret).toBe("x".repeat(40))
-    expect(o.settings?.defaultPremiumFeatures).toEqual(["webhooks", "consents_api"])
-    expect(o.settings?.defaultQuotas?.secrets).toBe(3)
-    expect(o.settings?.defaultQuotas?.api_requests).toBe(1_000_000)
-    expect(o.settings?.apiRequestsPeriod).toEqual({ _tag: "Fixed", seconds: 86_400 })
-    expect(o.tls).toEqual({ cert: "/c.pem", key: "/k.pem" })
+    fs.rmSync(dir, { recursive: true, force: true })
+    expect(s.port).toBe(8080)
+    expect(s.host).toBe("0.0.0.0")
+    expect(s.store).toEqual({ _tag: "sqlite", options: { filename: "/tmp/x.db" } })
+    expect(s.allowHttp).toBe(true)
+    expect(s.trustProxy).toBe(true)
+    expect(s.logLevel).toBe("Warning")
+    expect(s.tls?.cert).toContain("BEGIN CERTIFICATE")
+    expect(s.tls?.key).toContain("BEGIN PRIVATE KEY")
+    expect(p.admin).toEqual({ key: "admin", secret: "a-long-enough-secret" })
+    expect(p.jwtSecret).toBe("x".repeat(40))
+    expect(p.encryptionKey).toBe("a".repeat(64))
+    expect(p.exportsRoot).toBe("/srv/exports")
+    expect(p.webhookAllowHosts).toEqual(["receiver.local", "127.0.0.1"])
+    expect(p.webhookLocalAddress).toBe("127.0.0.1")
+    expect(p.dispatcherSettings).toEqual({ retrySchedule: [1, 2], timeoutMs: 500, leaseMs: 30_500, concurrency: 4 })
+    expect(p.settings?.defaultPremiumFeatures).toEqual(["webhooks", "consents_api"])
+    expect(p.settings?.defaultQuotas?.secrets).toBe(3)
+    expect(p.settings?.defaultQuotas?.api_requests).toBe(1_000_000)
+    expect(p.settings?.apiRequestsPeriod).toEqual({ _tag: "Fixed", seconds: 86_400 })
+  })
+
+  it("relative paths are relative to the directory pnpm was run from", () => {
+    const { server: s } = settings({ INIT_CWD: "/srv/app", SQLITE_PATH: "db/c.db" })
+    expect(s.store).toEqual({ _tag: "sqlite", options: { filename: "/srv/app/db/c.db" } })
+  })
+
+  it("an empty variable counts as unset", () => {
+    const { server: s } = settings({ PORT: "", ALLOW_HTTP: " ", DATABASE_URL: "" })
+    expect(s.port).toBe(3000)
+    expect(s.allowHttp).toBe(false)
+    expect(s.store._tag).toBe("sqlite")
   })
 
   it("DATABASE_URL selects PostgreSQL; otherwise SQLite", () => {
-    expect(fromEnv({}).database).toBe("sqlite")
-    expect(fromEnv({ DATABASE_URL: "postgres://u@localhost:5432/db" }).database).toBe("postgres")
-    expect(fromEnv({ DATABASE_URL: "postgresql://u@localhost/db", DATABASE_POOL_SIZE: "3" }).database).toBe("postgres")
+    expect(settings({}).server.store._tag).toBe("sqlite")
+    expect(settings({ DATABASE_URL: "postgres://u@localhost:5432/db" }).server.store).toEqual({
+      _tag: "postgres",
+      options: { url: "postgres://u@localhost:5432/db", maxConnections: 10 }
+    })
+    expect(settings({ DATABASE_URL: "postgresql://u@localhost/db", DATABASE_POOL_SIZE: "3" }).server.store).toEqual({
+      _tag: "postgres",
+      options: { url: "postgresql://u@localhost/db", maxConnections: 3 }
+    })
   })
 
   it.each([
@@ -58,15 +122,25 @@ describe("configuration from the environment", () => {
     [{ ADMIN_API_KEY: "admin" }, /ADMIN_API_KEY/],
     [{ ADMIN_API_KEY: "admin", ADMIN_API_SECRET: "short" }, /ADMIN_API_SECRET/],
     [{ TLS_CERT: "/c.pem" }, /TLS_CERT/],
+    [{ TLS_CERT: "/nowhere/c.pem", TLS_KEY: "/nowhere/k.pem" }, /TLS_CERT must be PEM text or a readable file/],
     [{ DEFAULT_PREMIUM_FEATURES: "flying" }, /flying/],
     [{ DEFAULT_QUOTAS: "{\"nope\": 1}" }, /nope/],
     [{ DEFAULT_QUOTAS: "not json" }, /DEFAULT_QUOTAS/],
     [{ API_REQUESTS_PERIOD: "fortnight" }, /API_REQUESTS_PERIOD/],
     [{ LOG_LEVEL: "loud" }, /LOG_LEVEL/],
     [{ DATABASE_URL: "mysql://localhost/db" }, /DATABASE_URL/],
-    [{ DATABASE_URL: "postgres://localhost/db", DATABASE_POOL_SIZE: "0" }, /DATABASE_POOL_SIZE/]
+    [{ DATABASE_URL: "postgres://localhost/db", DATABASE_POOL_SIZE: "0" }, /DATABASE_POOL_SIZE/],
+    [{ WEBHOOK_RETRY_SCHEDULE: "300,x" }, /WEBHOOK_RETRY_SCHEDULE/],
+    [{ WEBHOOK_LOCAL_ADDRESS: "eth0" }, /WEBHOOK_LOCAL_ADDRESS/],
+    [{ WEBHOOK_LEASE_MS: "10" }, /WEBHOOK_LEASE_MS/]
   ])("refuses %o with a clear message", (env, message) => {
-    expect(() => fromEnv(env)).toThrow(ConfigError)
-    expect(() => fromEnv(env)).toThrow(message)
+    expect(problem(env)).toMatch(message)
+  })
+
+  it("names every variable at fault at once", () => {
+    const p = problem({ PORT: "http", LOG_LEVEL: "loud", DEFAULT_QUOTAS: "[]" })
+    expect(p).toMatch(/PORT/)
+    expect(p).toMatch(/LOG_LEVEL/)
+    expect(p).toMatch(/DEFAULT_QUOTAS/)
   })
 })

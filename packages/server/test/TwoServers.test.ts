@@ -1,4 +1,4 @@
-import { createTestDatabase, type TestDatabase } from "@cmp/store-postgres/testing"
+import { createTestDatabase, type TestDatabase } from "@cmp/test-support/database"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"

@@ -1,12 +1,13 @@
-import { ManualClock, type ServerOptions } from "@cmp/http-express"
+import type { ServerOptions } from "@cmp/http-express"
+import type { DispatcherConfig } from "@cmp/webhooks"
 import {
   as,
   operatorOf as baseOperatorOf,
+  ManualClock,
   start as startBase,
   type Tenant as BaseTenant,
   type TestServer
-} from "@cmp/http-express/testing"
-import { Dispatcher, type DispatcherConfig } from "@cmp/webhooks"
+} from "./api/helpers.js"
 import * as crypto from "node:crypto"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -18,7 +19,7 @@ import { expect, vi } from "vitest"
  * Helpers of the end-to-end webhook tests: in-process servers over the store under test (SQLite
  * `:memory:` by default, PostgreSQL with CMP_TEST_STORE=postgres), HTTP callers, a programmable
  * receiver, and a real OAuth2 authorization server. Servers, callers and tenants come from
- * `@cmp/http-express/testing`, so both suites start servers one way.
+ * `./api/helpers.ts`, so both suites start servers one way.
  */
 
 export {
@@ -34,7 +35,7 @@ export {
   testStore,
   type TestServer,
   unique
-} from "@cmp/http-express/testing"
+} from "./api/helpers.js"
 
 /** The dispatcher every in-process test server runs: 50 ms polls, 1 s timeout, five 300 s retries. */
 export const DISPATCHER: DispatcherConfig = {
@@ -53,7 +54,7 @@ export const start = (overrides: Partial<ServerOptions> = {}): Promise<TestServe
   startBase({
     clock: new ManualClock(Date.now()),
     webhookAllowHosts: ["127.0.0.1"],
-    background: Dispatcher.layer(DISPATCHER),
+    dispatcher: DISPATCHER,
     ...overrides
   })
 

@@ -1,12 +1,12 @@
 import { Storage, Tables } from "@cmp/core"
-import { suite } from "@cmp/store-sql/contract"
+import { suite } from "@cmp/test-support/store-contract"
 import { assert, describe, it } from "@effect/vitest"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { afterAll, beforeAll } from "vitest"
 import { PgStore } from "../src/index.js"
-import { createTestDatabase, type TestDatabase } from "./TestDatabase.js"
+import { createTestDatabase, type TestDatabase } from "@cmp/test-support/database"
 
 /**
  * The shared store contract on PostgreSQL: the machine's server through DATABASE_URL (CI),

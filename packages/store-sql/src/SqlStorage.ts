@@ -30,6 +30,7 @@ import * as FiberRefs from "effect/FiberRefs"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
+import * as Unavailable from "./Unavailable.js"
 
 /**
  * One implementation of the core storage ports over `SqlClient`, for SQLite and PostgreSQL.
@@ -107,7 +108,7 @@ const conflictFrom = (table: TableDef, columns: ReadonlyArray<string>) => {
 /** Unique violations become Conflict; every other SQL failure is a defect (a 500). */
 const mapWriteError = (table: TableDef) => (error: SqlError) => {
   const columns = uniqueColumns(error)
-  return columns === undefined ? Effect.die(error) : Effect.fail(conflictFrom(table, columns))
+  return columns === undefined ? Unavailable.die(error) : Effect.fail(conflictFrom(table, columns))
 }
 
 export const make = Effect.gen(function*() {
@@ -184,7 +185,7 @@ export const make = Effect.gen(function*() {
     const count = (where: ReadonlyArray<Condition>) =>
       sql<{ total: unknown }>`SELECT COUNT(*) AS total FROM ${t} WHERE ${conjunction(where)}`.pipe(
         Effect.map((rows) => Number(rows[0]?.total ?? 0)),
-        Effect.orDie
+        Unavailable.orDie
       )
 
     const find = (q: FindQuery) =>
@@ -197,12 +198,12 @@ export const make = Effect.gen(function*() {
           : yield* sql<Record<string, unknown>>`SELECT * FROM ${t} WHERE ${where} ${order} LIMIT ${q.limit} OFFSET ${q.skip}`
         const total = q.count === false ? q.skip + rows.length : yield* count(q.where)
         return { total, limit: q.limit, skip: q.skip, data: rows.map(dec) } satisfies Page<Row>
-      }).pipe(Effect.orDie)
+      }).pipe(Unavailable.orDie)
 
     const get = (id: string) =>
       sql<Record<string, unknown>>`SELECT * FROM ${t} WHERE ${sql("id")} = ${id}`.pipe(
         Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), dec)),
-        Effect.orDie
+        Unavailable.orDie
       )
 
     /** Many rows in one statement, nothing read back (the outbox of one change). */
@@ -252,7 +253,7 @@ export const make = Effect.gen(function*() {
     const remove = (id: string, expectedVersion?: number) => {
       const versionCheck = expectedVersion === undefined ? sql`1=1` : sql`${sql("version")} = ${expectedVersion}`
       return sql<Record<string, unknown>>`DELETE FROM ${t} WHERE ${sql("id")} = ${id} AND ${versionCheck} RETURNING *`.pipe(
-        Effect.orDie,
+        Unavailable.orDie,
         Effect.flatMap((rows) =>
           rows.length > 0
             ? Effect.succeed(Option.some(dec(rows[0]!)))
@@ -273,7 +274,7 @@ export const make = Effect.gen(function*() {
 
   const plainTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     sql.withTransaction(effect).pipe(
-      Effect.catchIf((e): e is SqlError => (e as { _tag?: unknown })?._tag === "SqlError", (e) => Effect.die(e))
+      Effect.catchIf((e): e is SqlError => (e as { _tag?: unknown })?._tag === "SqlError", Unavailable.die)
     ) as Effect.Effect<A, E, R>
 
   /**
@@ -356,7 +357,7 @@ export const make = Effect.gen(function*() {
   // SQLite runs one transaction at a time already; PostgreSQL needs a transaction-scoped lock.
   const lock = (key: string): Effect.Effect<void> =>
     sql.onDialectOrElse({
-      pg: () => sql`SELECT pg_advisory_xact_lock(hashtextextended(${key}, 0))`.pipe(Effect.asVoid, Effect.orDie),
+      pg: () => sql`SELECT pg_advisory_xact_lock(hashtextextended(${key}, 0))`.pipe(Effect.asVoid, Unavailable.orDie),
       orElse: () => Effect.void
     })
 
@@ -364,11 +365,11 @@ export const make = Effect.gen(function*() {
     add: (organizationId: string, period: string, n: number) =>
       sql<{ count: unknown }>`INSERT INTO api_usage (organization_id, period, count) VALUES (${organizationId}, ${period}, ${n})
         ON CONFLICT (organization_id, period) DO UPDATE SET count = api_usage.count + excluded.count
-        RETURNING count`.pipe(Effect.map((rows) => Number(rows[0]?.count ?? n)), Effect.orDie),
+        RETURNING count`.pipe(Effect.map((rows) => Number(rows[0]?.count ?? n)), Unavailable.orDie),
     get: (organizationId: string, period: string) =>
       sql<{ count: unknown }>`SELECT count FROM api_usage WHERE organization_id = ${organizationId} AND period = ${period}`.pipe(
         Effect.map((rows) => Number(rows[0]?.count ?? 0)),
-        Effect.orDie
+        Unavailable.orDie
       )
   }
 
@@ -393,7 +394,7 @@ export const make = Effect.gen(function*() {
   const completions = yield* Queue.unbounded<{ readonly completion: Completion; readonly done: Deferred.Deferred<boolean> }>()
   const completeBatch = (batch: ReadonlyArray<{ readonly completion: Completion; readonly done: Deferred.Deferred<boolean> }>) =>
     Effect.exit(transaction(Effect.gen(function*() {
-      yield* Effect.orDie(attempts.insert(batch.map((b) => ({ ...b.completion.attempt }))))
+      yield* Unavailable.orDie(attempts.insert(batch.map((b) => ({ ...b.completion.attempt }))))
       const moved = new Set<unknown>()
       if (dialect === "pg") {
         // One statement for the whole batch: each statement is a round trip on PostgreSQL.
@@ -406,7 +407,7 @@ export const make = Effect.gen(function*() {
               lease_until = NULL, leased_by = NULL, updated_at = v.now::timestamptz, version = d.version + 1
           FROM (VALUES ${values}) AS v (id, worker, status, attempts_count, next_attempt_at, last_status_code, now)
           WHERE d.id = v.id AND d.leased_by = v.worker AND d.status = 'delivering'
-          RETURNING d.id`.pipe(Effect.orDie)
+          RETURNING d.id`.pipe(Unavailable.orDie)
         for (const r of rows) moved.add(r.id)
       } else {
         for (const { completion: { id, now, outcome, workerId } } of batch) {
@@ -415,7 +416,7 @@ export const make = Effect.gen(function*() {
                 next_attempt_at = ${outcome.next_attempt_at}, last_status_code = ${outcome.last_status_code},
                 lease_until = NULL, leased_by = NULL, updated_at = ${now}, version = version + 1
             WHERE id = ${id} AND leased_by = ${workerId} AND status = 'delivering'
-            RETURNING id`.pipe(Effect.orDie)
+            RETURNING id`.pipe(Unavailable.orDie)
           for (const r of rows) moved.add(r.id)
         }
       }
@@ -439,7 +440,7 @@ export const make = Effect.gen(function*() {
           LIMIT ${limit}
           ${skipLocked}
         )
-        RETURNING *`.pipe(Effect.map((rows) => rows.map(deliveryRow)), Effect.orDie),
+        RETURNING *`.pipe(Effect.map((rows) => rows.map(deliveryRow)), Unavailable.orDie),
     complete: (completion) =>
       Effect.flatMap(Deferred.make<boolean>(), (done) =>
         Effect.zipRight(Queue.offer(completions, { completion, done }), Deferred.await(done))),
@@ -452,7 +453,7 @@ export const make = Effect.gen(function*() {
         const due = rows[0]?.due
         return due === null || due === undefined ? Option.none() : Option.some(decodeValue(dialect, field.timestamp, due) as string)
       }),
-      Effect.orDie
+      Unavailable.orDie
     )
   })
 

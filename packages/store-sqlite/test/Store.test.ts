@@ -1,5 +1,5 @@
 import { Storage, Tables } from "@cmp/core"
-import { suite } from "@cmp/store-sql/contract"
+import { suite } from "@cmp/test-support/store-contract"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"

@@ -52,3 +52,17 @@ export type DomainError =
   | Conflict
   | QuotaExceeded
   | TooManyRequests
+
+/**
+ * The store cannot serve the request for now: the database refuses connections, lost one, is
+ * read-only, full or shutting down. Stores die with it (infrastructure failures are defects of
+ * the ports), translated from their driver's errors, so callers see why without knowing the
+ * driver; the HTTP layer answers 503 with `Retry-After`. Any other defect is a bug.
+ */
+export class StoreUnavailable extends Schema.TaggedError<StoreUnavailable>()("StoreUnavailable", {
+  message: Schema.String,
+  reason: Schema.Literal("unreachable", "connection-lost", "read-only", "full", "busy", "io")
+}) {}
+
+export const isStoreUnavailable = (u: unknown): u is StoreUnavailable =>
+  typeof u === "object" && u !== null && (u as { _tag?: unknown })._tag === "StoreUnavailable"

@@ -1,7 +1,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { checkCertificatePem } from "../src/index.js"
+import { checkCertificatePem } from "@cmp/platform-node"
 import { as, expect400, expect403, operatorOf, start, type Tenant, type TestServer } from "./helpers.js"
 
 /** Privacy centers (spec section 8.5) and SSO connections. */

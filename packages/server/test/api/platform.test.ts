@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { verifySignedUrl } from "../src/index.js"
+import { verifySignedUrl } from "@cmp/platform-node"
 import { as, call, expect400, expect403, expect404, expect409, operatorOf, START, start, type Tenant, type TestServer } from "./helpers.js"
 
 /** Source systems, platform integrations and their sessions, the dashboard catalogue and languages. */

@@ -1,8 +1,10 @@
-import { PgStore } from "@cmp/store-postgres"
-import { createTestDatabase } from "@cmp/store-postgres/testing"
-import { SqliteStore } from "@cmp/store-sqlite"
 import { expect } from "vitest"
-import { ManualClock, type RunningServer, type ServerOptions, startServer, type StoreLayer } from "../src/index.js"
+
+/**
+ * Callers of a running API for tests: requests by fetch, the contract's error body asserted,
+ * the operator's session and organizations with a logged-in client key. They speak HTTP only,
+ * so any server of the API can be tested with them.
+ */
 
 /** The moment every test server starts at (server time, moved by the ManualClock). */
 export const START = Date.parse("2026-11-22T10:00:00.000Z")
@@ -11,45 +13,6 @@ export const ADMIN = { key: "admin", secret: "admin-secret-0123456789" } as cons
 
 /** A signing key the auth tests can forge tokens with. */
 export const JWT_SECRET = "test-jwt-secret-0123456789-abcdefghijklmnop"
-
-export interface TestServer extends RunningServer {
-  readonly clock: ManualClock
-}
-
-/** Which store the suite runs on: `pnpm test` runs it once per store. */
-export const storeKind = process.env.CMP_TEST_STORE === "postgres" ? "postgres" : "sqlite"
-
-/** A fresh store for one test server, and how to dispose of it after the server. */
-export const testStore = async (): Promise<{ layer: StoreLayer; close: () => Promise<void> }> => {
-  if (storeKind === "sqlite") return { layer: SqliteStore.layer({ filename: ":memory:" }), close: async () => {} }
-  const db = await createTestDatabase()
-  return { layer: PgStore.layer({ url: db.url, maxConnections: db.maxConnections }), close: db.close }
-}
-
-/** A real listening server on a random port over a fresh database of the store under test. */
-export const start = async (overrides: Partial<ServerOptions> = {}): Promise<TestServer> => {
-  const clock = (overrides.clock as ManualClock | undefined) ?? new ManualClock(START)
-  const store = await testStore()
-  const server = await startServer({
-    store: store.layer,
-    port: 0,
-    allowHttp: true,
-    hashCost: 1024,
-    clock,
-    admin: ADMIN,
-    // TEST_LOG_LEVEL=Error shows the server's logs (the cause of a 500) while debugging.
-    logLevel: (process.env.TEST_LOG_LEVEL as ServerOptions["logLevel"]) ?? "None",
-    ...overrides
-  })
-  return {
-    ...server,
-    clock,
-    close: async () => {
-      await server.close()
-      await store.close()
-    }
-  }
-}
 
 export interface Reply {
   readonly status: number

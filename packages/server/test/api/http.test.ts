@@ -150,7 +150,7 @@ describe("bad input", () => {
     expect400(await call(server.url, "POST", "/v1/sessions"))
   })
 
-  it("a non-JSON content-type is 400 and nothing is created", async () => {
+  it("a body of another media type than JSON is 415 and nothing is created", async () => {
     const name = unique("form")
     for (
       const [type, body] of [
@@ -160,14 +160,18 @@ describe("bad input", () => {
       ]
     ) {
       const r = await postKey(body, { "content-type": type })
-      expect400(r)
+      expectError(r, 415, "UnsupportedMediaType", "unsupported-media-type")
     }
     expect((await asT("GET", `/v1/keys?name=${name}`)).body.total).toBe(0)
     const session = await call(server.url, "POST", "/v1/sessions", {
       rawBody: "type=api-key&key=admin&secret=admin-secret-0123456789",
       headers: { "content-type": "application/x-www-form-urlencoded" }
     })
-    expect400(session)
+    expectError(session, 415, "UnsupportedMediaType", "unsupported-media-type")
+    // JSON in another charset or compressed is refused the same way, not misread.
+    expectError(await postKey(JSON.stringify({ organization_id: t.org.id, name }), { "content-type": "application/json; charset=latin1" }), 415, "UnsupportedMediaType", "unsupported-media-type")
+    expectError(await postKey(JSON.stringify({ organization_id: t.org.id, name }), { "content-encoding": "gzip" }), 415, "UnsupportedMediaType", "unsupported-media-type")
+    expect((await asT("GET", `/v1/keys?name=${name}`)).body.total).toBe(0)
   })
 
   it("deeply nested JSON is 400, not 500", async () => {

@@ -37,3 +37,19 @@ export const dnsProvisioner = (options: DnsProvisionerOptions): Effect.Effect<ty
   })
 
 export const DnsProvisionerLive = (options: DnsProvisionerOptions) => Layer.effect(Provisioner, dnsProvisioner(options))
+
+/**
+ * Domain provisioning (`DOMAIN_PROVISIONER`): `immediate` (the default) completes at once; `dns`
+ * checks that a custom domain is a CNAME of `cnameTarget`; `custom` is any `Provisioner`.
+ */
+export type ProvisionerOption =
+  | { readonly kind: "immediate" }
+  | { readonly kind: "dns"; readonly cnameTarget: string }
+  | { readonly kind: "custom"; readonly service: typeof Provisioner.Service }
+
+export const provisionerLayer = (option: ProvisionerOption | undefined): Layer.Layer<Provisioner> =>
+  option?.kind === "dns"
+    ? DnsProvisionerLive({ target: option.cnameTarget })
+    : option?.kind === "custom"
+    ? Layer.succeed(Provisioner, option.service)
+    : Provisioner.ImmediateLayer

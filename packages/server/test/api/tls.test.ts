@@ -13,10 +13,10 @@ beforeAll(async () => {
   // No allowHttp: TLS connections are secure, so nothing is redirected.
   server = await start({
     allowHttp: false,
-    tls: { cert: path.join(fixtures, "localhost-cert.pem"), key: path.join(fixtures, "localhost-key.pem") }
+    tls: { cert, key: fs.readFileSync(path.join(fixtures, "localhost-key.pem"), "utf8") }
   })
 })
-afterAll(() => server.close())
+afterAll(() => server?.close())
 
 const request = (method: string, url: string, body?: unknown) =>
   new Promise<{ status: number; body: any }>((resolve, reject) => {

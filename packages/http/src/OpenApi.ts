@@ -15,9 +15,6 @@ import {
 } from "@cmp/core"
 import * as JSONSchema from "effect/JSONSchema"
 import * as Schema from "effect/Schema"
-import express from "express"
-import { createRequire } from "node:module"
-import * as path from "node:path"
 
 /**
  * The OpenAPI document, generated from the same resource declarations that register the
@@ -299,36 +296,4 @@ export const openApiDocument = (resources: ReadonlyArray<ResourceDef>): Record<s
       securitySchemes: { bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT" } }
     }
   }
-}
-
-const swaggerDir = () => path.dirname(createRequire(import.meta.url).resolve("swagger-ui-dist/package.json"))
-
-const page = `<!doctype html>
-<html lang="en">
-<head>
-  <meta charset="utf-8">
-  <title>Consent API documentation</title>
-  <link rel="stylesheet" href="./swagger-ui.css">
-</head>
-<body>
-  <div id="ui"></div>
-  <script src="./swagger-ui-bundle.js"></script>
-  <script src="./init.js"></script>
-</body>
-</html>`
-
-/** An offline API docs page: Swagger UI's files are served from the installed package. */
-export const docsRouter = () => {
-  const r = express.Router()
-  r.get("/", (req, res) => {
-    if (!req.originalUrl.split("?")[0]!.endsWith("/")) return res.redirect(301, `${req.baseUrl}/`)
-    res.type("html").send(page)
-  })
-  r.get("/init.js", (_req, res) => {
-    res.type("application/javascript").send(
-      `window.ui = SwaggerUIBundle({ url: new URL("../openapi.json", location.href).href, dom_id: "#ui" })`
-    )
-  })
-  r.use(express.static(swaggerDir(), { index: false }))
-  return r
 }

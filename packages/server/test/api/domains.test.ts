@@ -1,6 +1,6 @@
 import * as Effect from "effect/Effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { dnsProvisioner } from "../src/index.js"
+import { dnsProvisioner } from "@cmp/platform-node"
 import { as, expect400, expect403, expect409, operatorOf, start, type Tenant, type TestServer, unique } from "./helpers.js"
 
 /** Domains: FQDN ids, type from the managed zone, the status machine of api.md, provisioning. */

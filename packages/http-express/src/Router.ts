@@ -1,0 +1,30 @@
+import { fromNodeRequest, fromRuntime, type HandlerOptions, type HttpApi, type HttpApiOptions, makeHttpApi, writeNodeResponse } from "@cmp/http"
+import type { PlatformRuntime } from "@cmp/platform"
+import express from "express"
+
+export interface Api extends HttpApi {
+  /** Mount with `app.use(api.router)` or `app.use("/prefix", api.router)`, before the host's `express.json()`. */
+  readonly router: express.Router
+}
+
+const routerOf = (api: HttpApi): express.Router => {
+  const router = express.Router()
+  router.use((req, res, next) => {
+    // Paths outside the API (`/v1`, `/openapi.json`, `/docs`) stay the host's.
+    if (!api.owns(req.url)) return next()
+    api.handle(fromNodeRequest(req, req.baseUrl)).then((response) => writeNodeResponse(res, response), next)
+  })
+  return router
+}
+
+/** The API as an Express router, over a platform built from `options`. */
+export const createApi = async (options: HttpApiOptions): Promise<Api> => {
+  const api = await makeHttpApi(options)
+  return { ...api, router: routerOf(api) }
+}
+
+/** The API as an Express router, over a platform runtime the host already made. */
+export const createApiFromRuntime = async (runtime: PlatformRuntime, options: HandlerOptions = {}): Promise<Api> => {
+  const api = await fromRuntime(runtime, options)
+  return { ...api, router: routerOf(api) }
+}

@@ -1,0 +1,6 @@
+export * from "./Errors.js"
+export { type Handler, type HandlerOptions, makeHandler } from "./Handler.js"
+export { fromRuntime, type HttpApi, type HttpApiOptions, makeHttpApi } from "./HttpApi.js"
+export * from "./Message.js"
+export { fromNodeRequest, writeNodeResponse } from "./Node.js"
+export { openApiDocument } from "./OpenApi.js"

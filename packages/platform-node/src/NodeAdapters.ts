@@ -1,0 +1,67 @@
+import type {
+  CertificateValidator,
+  ExportSink,
+  Ids,
+  Provisioner,
+  SecretBox,
+  SecretHasher,
+  Storage,
+  TcStringEncoder,
+  TokenIssuer,
+  UrlSigner
+} from "@cmp/core"
+import * as Layer from "effect/Layer"
+import { X509CertificateValidatorLive } from "./Certificates.js"
+import { provisionerLayer, type ProvisionerOption } from "./DnsProvisioner.js"
+import { NodeExportSinkLive } from "./ExportSink.js"
+import { ScryptHasherLive } from "./Hashing.js"
+import { AesSecretBoxLive } from "./SecretBox.js"
+import { TcStringEncoderLive } from "./TcStrings.js"
+import { JoseTokensLive } from "./Tokens.js"
+import { HmacUrlSignerLive } from "./UrlSigning.js"
+
+export interface NodeAdaptersOptions {
+  /** scrypt cost; lower only in tests. */
+  readonly hashCost?: number | undefined
+  /** HS256 signing key (`JWT_SECRET`); generated and kept in the database when absent. */
+  readonly jwtSecret?: string | undefined
+  /** AES-256 key (`ENCRYPTION_KEY`, base64 or hex); generated and kept in the database when absent. */
+  readonly encryptionKey?: string | undefined
+  /** HMAC key of signed dashboard URLs (`URL_SIGNING_KEY`); generated and kept in the database when absent. */
+  readonly urlSigningKey?: string | undefined
+  readonly provisioner?: ProvisionerOption | undefined
+  /** Directory export destinations are confined under this directory (`EXPORTS_ROOT`). */
+  readonly exportsRoot?: string | undefined
+  /** Hosts that outgoing calls may reach despite plain http or a private address (`WEBHOOK_ALLOW_HOSTS`). */
+  readonly allowHosts?: ReadonlyArray<string> | undefined
+  /** Local address outgoing calls are bound to (`WEBHOOK_LOCAL_ADDRESS`). */
+  readonly localAddress?: string | undefined
+  /** The IAB Global Vendor List server-side TC strings are encoded against. */
+  readonly tcfVendorList?: object | undefined
+}
+
+export type NodeAdapters =
+  | SecretHasher
+  | TokenIssuer
+  | SecretBox
+  | Provisioner
+  | UrlSigner
+  | CertificateValidator
+  | ExportSink
+  | TcStringEncoder
+
+/**
+ * Every port core leaves to the host, implemented on Node. The keys not configured are made once
+ * and kept in the database, hence `Storage` (and `Ids` for token ids).
+ */
+export const layer = (options: NodeAdaptersOptions = {}): Layer.Layer<NodeAdapters, never, Storage | Ids> =>
+  Layer.mergeAll(
+    ScryptHasherLive({ cost: options.hashCost }),
+    JoseTokensLive(options.jwtSecret),
+    AesSecretBoxLive(options.encryptionKey),
+    HmacUrlSignerLive(options.urlSigningKey),
+    X509CertificateValidatorLive,
+    provisionerLayer(options.provisioner),
+    NodeExportSinkLive({ exportsRoot: options.exportsRoot, allowHosts: options.allowHosts, localAddress: options.localAddress }),
+    TcStringEncoderLive({ vendorList: options.tcfVendorList })
+  )

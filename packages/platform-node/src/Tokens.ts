@@ -1,0 +1,73 @@
+import { Ids, NotAuthenticated, type TokenClaims, TokenIssuer } from "@cmp/core"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import { jwtVerify, SignJWT } from "jose"
+import * as crypto from "node:crypto"
+import { keptKey } from "./KeptKey.js"
+
+const JWT_SETTING = "jwt_secret"
+
+/** The configured signing key, or one generated once and kept in the database. */
+const signingKey = (configured: string | undefined) =>
+  Effect.gen(function*() {
+    if (configured !== undefined) {
+      if (configured.length < 32) return yield* Effect.dieMessage("JWT_SECRET must be at least 32 characters long")
+      return new TextEncoder().encode(configured)
+    }
+    return yield* keptKey(JWT_SETTING)
+  })
+
+const kinds = new Set(["operator", "client", "member", "integration"])
+
+/** HS256 tokens via `jose`; only HS256 is accepted, so `alg: none` and other algorithms fail. */
+export const JoseTokensLive = (secret?: string) =>
+  Layer.effect(
+    TokenIssuer,
+    Effect.gen(function*() {
+      // A KeyObject made once: jose would otherwise import raw key bytes on every call.
+      const key = crypto.createSecretKey(yield* signingKey(secret))
+      const ids = yield* Ids
+      const invalid = new NotAuthenticated({ message: "Invalid or expired access token" })
+      /**
+       * Tokens already verified, so a client's repeated calls skip the HMAC: the same bytes carry
+       * the same valid signature. Time bounds are still checked on every call.
+       */
+      const verified = new Map<string, { claims: TokenClaims; nbf: number }>()
+      return {
+        issue: (claims: TokenClaims) =>
+          Effect.flatMap(ids.next, (jti) =>
+            Effect.promise(() =>
+              new SignJWT({ kind: claims.kind, ...(claims.org ? { org: claims.org } : {}) })
+                .setProtectedHeader({ alg: "HS256", typ: "JWT" })
+                .setSubject(claims.sub)
+                .setIssuedAt(claims.iat)
+                .setNotBefore(claims.iat)
+                .setExpirationTime(claims.exp)
+                .setJti(jti)
+                .sign(key)
+            )),
+        verify: (token: string, nowSeconds: number) => {
+          const hit = verified.get(token)
+          if (hit) {
+            return hit.claims.exp > nowSeconds && hit.nbf <= nowSeconds ? Effect.succeed(hit.claims) : Effect.fail(invalid)
+          }
+          return Effect.tryPromise({
+            try: () => jwtVerify(token, key, { algorithms: ["HS256"], currentDate: new Date(nowSeconds * 1000) }),
+            catch: () => invalid
+          }).pipe(
+            Effect.flatMap(({ payload }) => {
+              const { exp, iat, kind, org, sub } = payload as Record<string, unknown>
+              if (
+                typeof sub !== "string" || typeof exp !== "number" || typeof iat !== "number" ||
+                typeof kind !== "string" || !kinds.has(kind) || (org !== undefined && typeof org !== "string")
+              ) return Effect.fail(invalid)
+              const claims = { sub, exp, iat, kind, org } as TokenClaims
+              if (verified.size >= 10_000) verified.clear()
+              verified.set(token, { claims, nbf: typeof payload.nbf === "number" ? payload.nbf : iat })
+              return Effect.succeed(claims)
+            })
+          )
+        }
+      }
+    })
+  )

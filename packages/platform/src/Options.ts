@@ -1,0 +1,56 @@
+import type { DeliveryQueue, SettingsShape, Storage, UnitOfWork, UsageStore } from "@cmp/core"
+import type { ProvisionerOption } from "@cmp/platform-node"
+import type { PgStore } from "@cmp/store-postgres"
+import type { SqliteStore } from "@cmp/store-sqlite"
+import type { DispatcherConfig } from "@cmp/webhooks"
+import type * as Clock from "effect/Clock"
+import type * as Layer from "effect/Layer"
+import type * as LogLevel from "effect/LogLevel"
+
+/** The storage ports, as a store package's `layer` gives them. */
+export type StoreLayer = Layer.Layer<Storage | UnitOfWork | UsageStore | DeliveryQueue, unknown>
+
+/** A store described by its settings (what `layerConfig` reads), or any store layer. */
+export type StoreOption = StoreSettings | StoreLayer
+
+/** A store by its settings: SQLite on a file, or PostgreSQL at a URL. */
+export type StoreSettings =
+  | { readonly _tag: "sqlite"; readonly options: SqliteStore.SqliteStoreOptions }
+  | { readonly _tag: "postgres"; readonly options: PgStore.PgStoreOptions }
+
+export interface PlatformOptions {
+  /** The storage ports: `{ _tag: "sqlite", options: { filename } }`, `{ _tag: "postgres", options: { url } }` or a store layer. */
+  readonly store: StoreOption
+  readonly settings?: Partial<SettingsShape> | undefined
+  /** The operator key to create on first start (`ADMIN_API_KEY`/`ADMIN_API_SECRET`). */
+  readonly admin?: { readonly key?: string | undefined; readonly secret?: string | undefined } | undefined
+  readonly logLevel?: LogLevel.Literal | undefined
+  /** Replaces the clock (tests move time with it). */
+  readonly clock?: Clock.Clock | undefined
+  /** scrypt cost; lower only in tests. */
+  readonly hashCost?: number | undefined
+  /** HS256 signing key (`JWT_SECRET`); generated and kept in the database when absent. */
+  readonly jwtSecret?: string | undefined
+  /** AES-256 key for secrets kept encrypted (base64 or hex); generated and kept in the database when absent. */
+  readonly encryptionKey?: string | undefined
+  /** HMAC key of signed dashboard URLs (`URL_SIGNING_KEY`); generated and kept in the database when absent. */
+  readonly urlSigningKey?: string | undefined
+  /** Domain provisioning (`DOMAIN_PROVISIONER`); `immediate` when absent. */
+  readonly provisioner?: ProvisionerOption | undefined
+  /** Directory export destinations are confined under this directory (`EXPORTS_ROOT`). */
+  readonly exportsRoot?: string | undefined
+  /** The IAB Global Vendor List server-side TC strings are encoded against. */
+  readonly tcfVendorList?: object | undefined
+  /**
+   * Hosts that webhooks, OAuth token URLs and exports may reach despite plain http or a private
+   * or loopback address (`WEBHOOK_ALLOW_HOSTS`): the one address policy of outbound calls.
+   */
+  readonly webhookAllowHosts?: ReadonlyArray<string> | undefined
+  /** Local address every outbound call is bound to (`WEBHOOK_LOCAL_ADDRESS`, the fixed source IP). */
+  readonly webhookLocalAddress?: string | undefined
+  /**
+   * Runs the webhook dispatcher beside the other services (in this process), with these
+   * settings; absent, nothing is delivered here (a `worker` process does it).
+   */
+  readonly dispatcher?: DispatcherConfig | undefined
+}

@@ -1,0 +1,140 @@
+import {
+  ApiUsage,
+  bootstrap,
+  type CertificateValidator,
+  type DeliveryQueue,
+  Endpoints,
+  EndpointsLive,
+  type ExportSink,
+  FeatureCache,
+  Ids,
+  LoginThrottle,
+  type OutboxSignal,
+  type Provisioner,
+  type SecretBox,
+  type SecretHasher,
+  Settings,
+  type SettingsShape,
+  type Storage,
+  type TcStringEncoder,
+  type TokenIssuer,
+  type UnitOfWork,
+  type UrlSigner,
+  type UsageStore
+} from "@cmp/core"
+import { NodeAdapters } from "@cmp/platform-node"
+import { PgStore } from "@cmp/store-postgres"
+import { SqliteStore } from "@cmp/store-sqlite"
+import { Dispatcher } from "@cmp/webhooks"
+import * as Config from "effect/Config"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
+import * as ManagedRuntime from "effect/ManagedRuntime"
+import type { PlatformOptions, StoreLayer, StoreOption } from "./Options.js"
+import * as PlatformConfig from "./PlatformConfig.js"
+
+export type { PlatformOptions, StoreLayer, StoreOption } from "./Options.js"
+
+/** Every service a use-case of core may need, built once. */
+export type PlatformServices =
+  | Endpoints
+  | Storage
+  | UnitOfWork
+  | UsageStore
+  | DeliveryQueue
+  | Ids
+  | SecretHasher
+  | Settings
+  | TokenIssuer
+  | ApiUsage
+  | SecretBox
+  | LoginThrottle
+  | Provisioner
+  | UrlSigner
+  | CertificateValidator
+  | ExportSink
+  | TcStringEncoder
+
+const isStoreLayer = (store: StoreOption): store is StoreLayer => Layer.isLayer(store)
+
+const storeLayer = (store: StoreOption): StoreLayer =>
+  isStoreLayer(store)
+    ? store
+    : store._tag === "sqlite"
+    ? SqliteStore.layer(store.options)
+    : PgStore.layer(store.options)
+
+/**
+ * The platform: a store, core's services, the Node adapters and, with `dispatcher`, webhook
+ * delivery. The first start also creates the operator organization and key.
+ */
+export const layer = (options: PlatformOptions): Layer.Layer<PlatformServices, unknown> => {
+  const allowHosts = options.webhookAllowHosts ?? []
+  const base = Layer.mergeAll(
+    storeLayer(options.store),
+    Ids.Live,
+    LoginThrottle.layer(),
+    FeatureCache.layer(),
+    Settings.layer({ ...options.settings, ...(options.webhookAllowHosts ? { webhookAllowHosts: allowHosts } : {}) })
+  )
+  const services = Layer.mergeAll(
+    ApiUsage.layer(),
+    NodeAdapters.layer({
+      hashCost: options.hashCost,
+      jwtSecret: options.jwtSecret,
+      encryptionKey: options.encryptionKey,
+      urlSigningKey: options.urlSigningKey,
+      provisioner: options.provisioner,
+      exportsRoot: options.exportsRoot,
+      allowHosts,
+      localAddress: options.webhookLocalAddress,
+      tcfVendorList: options.tcfVendorList
+    })
+  ).pipe(Layer.provideMerge(base))
+  const booted = Layer.effectDiscard(bootstrap(options.admin ?? {})).pipe(Layer.provideMerge(services))
+  const withEndpoints = Layer.effect(Endpoints, EndpointsLive).pipe(Layer.provideMerge(booted))
+  const delivering: Layer.Layer<PlatformServices, unknown> = options.dispatcher
+    ? Dispatcher.layer({ allowHosts, localAddress: options.webhookLocalAddress, ...options.dispatcher }).pipe(
+      Layer.provideMerge(withEndpoints)
+    )
+    : withEndpoints
+  const infra = Layer.mergeAll(
+    Logger.json,
+    Logger.minimumLogLevel(LogLevel.fromLiteral(options.logLevel ?? "Info")),
+    options.clock ? Layer.setClock(options.clock) : Layer.empty
+  )
+  return delivering.pipe(Layer.provideMerge(infra))
+}
+
+export type PlatformRuntime = ManagedRuntime.ManagedRuntime<PlatformServices, unknown>
+
+/** The platform as a runtime a host keeps and disposes of (`runtime.dispose()`). */
+export const makeRuntime = (options: PlatformOptions): PlatformRuntime => ManagedRuntime.make(layer(options))
+
+export interface LayerConfigOptions {
+  /** Deliver webhooks in this process: `"config"` (the default) follows `WEBHOOK_DISPATCHER`. */
+  readonly dispatcher?: boolean | "config" | undefined
+  /** Names this process's leases in the delivery log (default: random). */
+  readonly workerId?: string | undefined
+  /** Options the configuration cannot carry (a custom provisioner, a clock). */
+  readonly overrides?: Partial<PlatformOptions> | undefined
+}
+
+/**
+ * The platform from Effect `Config` (the environment unless another `ConfigProvider` is set),
+ * with the variables and defaults of the README's table. A configuration mistake fails the
+ * layer with a `ConfigError` naming every variable at fault.
+ */
+export const layerConfig = (options: LayerConfigOptions = {}): Layer.Layer<PlatformServices, unknown> =>
+  Layer.unwrapEffect(
+    Effect.map(
+      Config.all([PlatformConfig.platform, PlatformConfig.inServerDispatcher]),
+      ([{ dispatcherSettings, ...settings }, inServer]) => {
+        const deliver = options.dispatcher === "config" || options.dispatcher === undefined ? inServer : options.dispatcher
+        const dispatcher = deliver ? { ...dispatcherSettings, ...(options.workerId ? { workerId: options.workerId } : {}) } : undefined
+        return layer({ ...settings, dispatcher, ...options.overrides })
+      }
+    )
+  )

@@ -1,0 +1,291 @@
+import {
+  defaultLanguages,
+  defaultQuotas,
+  type PremiumFeatureFlag,
+  premiumFeatureFlags,
+  type QuotaField,
+  type QuotaPeriod
+} from "@cmp/core"
+import type { ProvisionerOption } from "@cmp/platform-node"
+import { type DispatcherConfig, parseRetrySchedule } from "@cmp/webhooks"
+import * as Config from "effect/Config"
+import * as ConfigError from "effect/ConfigError"
+import * as Either from "effect/Either"
+import type * as LogLevel from "effect/LogLevel"
+import * as Option from "effect/Option"
+import * as fs from "node:fs"
+import * as net from "node:net"
+import * as path from "node:path"
+import type { PlatformOptions, StoreSettings } from "./Options.js"
+
+/**
+ * The platform's settings as Effect `Config`, read from the environment by default (the
+ * variables of the README's table). An empty variable counts as unset, as it did in a shell
+ * `VAR= pnpm start`. Every mistake is an `InvalidData` naming the variable, so a start fails
+ * with one line per problem instead of a stack trace.
+ */
+
+const invalid = (name: string, message: string) => ConfigError.InvalidData([name], message)
+
+/** The variable as written, unset when absent or empty (secrets are not trimmed). */
+export const raw = (name: string): Config.Config<Option.Option<string>> =>
+  Config.string(name).pipe(Config.option, Config.map(Option.filter((s) => s !== "")))
+
+/** The variable trimmed, unset when absent or blank. */
+export const trimmed = (name: string): Config.Config<Option.Option<string>> =>
+  Config.map(raw(name), (o) => Option.filter(Option.map(o, (s) => s.trim()), (s) => s !== ""))
+
+/** Why a variable's value cannot be used. */
+class Problem {
+  constructor(readonly message: string) {}
+}
+const problem = (message: string) => new Problem(message)
+
+/** Parses a set variable with `parse`; unset gives `fallback`. */
+export const parsed = <A>(name: string, fallback: A, parse: (value: string) => A | Problem): Config.Config<A> =>
+  Config.mapOrFail(trimmed(name), (o): Either.Either<A, ConfigError.ConfigError> => {
+    if (Option.isNone(o)) return Either.right(fallback)
+    const result = parse(o.value)
+    return result instanceof Problem ? Either.left(invalid(name, result.message)) : Either.right(result)
+  })
+
+export const flag = (name: string, fallback: boolean) =>
+  parsed(name, fallback, (v) => {
+    const s = v.toLowerCase()
+    if (["true", "1", "yes"].includes(s)) return true
+    if (["false", "0", "no"].includes(s)) return false
+    return problem(`${name} must be true or false, got '${v}'`)
+  })
+
+export const integer = (name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER) =>
+  parsed(name, fallback, (v) => {
+    const n = Number(v)
+    return Number.isInteger(n) && n >= min && n <= max ? n : problem(`${name} must be an integer from ${min} to ${max}`)
+  })
+
+/** JSON text, or undefined when it does not parse. */
+const parseJson = (v: string): unknown => {
+  try {
+    return JSON.parse(v)
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Relative paths are relative to the directory the command was started from: pnpm runs a
+ * package script in the package's directory but says where it was called in `INIT_CWD`.
+ */
+export const baseDirectory = Config.map(raw("INIT_CWD"), Option.getOrElse(() => process.cwd()))
+
+const logLevels = ["All", "Trace", "Debug", "Info", "Warning", "Error", "Fatal", "None"] as const
+
+export const logLevel = parsed<LogLevel.Literal>("LOG_LEVEL", "Info", (v) =>
+  (logLevels as ReadonlyArray<string>).includes(v)
+    ? (v as LogLevel.Literal)
+    : problem(`LOG_LEVEL must be one of ${logLevels.join(", ")}`))
+
+const period = parsed<QuotaPeriod>("API_REQUESTS_PERIOD", { _tag: "CalendarMonth" }, (v) => {
+  if (v === "month") return { _tag: "CalendarMonth" }
+  const named: Record<string, number> = { day: 86_400, hour: 3_600 }
+  const seconds = named[v] ?? Number(v)
+  return Number.isInteger(seconds) && seconds >= 1
+    ? { _tag: "Fixed", seconds }
+    : problem("API_REQUESTS_PERIOD must be month, day, hour or a number of seconds")
+})
+
+const quotas = parsed<Readonly<Record<QuotaField, number>>>("DEFAULT_QUOTAS", defaultQuotas, (v) => {
+  const given = parseJson(v)
+  if (typeof given !== "object" || given === null || Array.isArray(given)) {
+    return problem("DEFAULT_QUOTAS must be a JSON object such as {\"secrets\": 50}")
+  }
+  const out = { ...defaultQuotas }
+  for (const [k, n] of Object.entries(given)) {
+    if (!(k in defaultQuotas)) return problem(`DEFAULT_QUOTAS: unknown quota '${k}'`)
+    if (typeof n !== "number" || !Number.isInteger(n) || n < 0) return problem(`DEFAULT_QUOTAS: '${k}' must be a non-negative integer`)
+    out[k as QuotaField] = n
+  }
+  return out
+})
+
+const features = parsed<ReadonlyArray<PremiumFeatureFlag>>("DEFAULT_PREMIUM_FEATURES", [], (v) => {
+  const list = v.split(",").map((s) => s.trim()).filter(Boolean)
+  const unknown = list.find((f) => !(premiumFeatureFlags as ReadonlyArray<string>).includes(f))
+  return unknown === undefined ? (list as Array<PremiumFeatureFlag>) : problem(`DEFAULT_PREMIUM_FEATURES: unknown feature '${unknown}'`)
+})
+
+const list = (name: string, lower = false) =>
+  Config.map(trimmed(name), (o) =>
+    Option.match(o, {
+      onNone: () => [] as Array<string>,
+      onSome: (v) => v.split(",").map((h) => (lower ? h.trim().toLowerCase() : h.trim())).filter(Boolean)
+    }))
+
+// ---------------------------------------------------------------- the store
+
+export const store = Config.all({
+  url: trimmed("DATABASE_URL"),
+  poolSize: integer("DATABASE_POOL_SIZE", 10, 1, 1000),
+  sqlitePath: Config.map(raw("SQLITE_PATH"), Option.getOrElse(() => "./data/consent.db")),
+  base: baseDirectory
+}).pipe(Config.mapOrFail(({ base, poolSize, sqlitePath, url }): Either.Either<StoreSettings, ConfigError.ConfigError> => {
+  if (Option.isNone(url)) return Either.right({ _tag: "sqlite", options: { filename: path.resolve(base, sqlitePath) } })
+  if (!/^postgres(ql)?:\/\//.test(url.value)) {
+    return Either.left(invalid("DATABASE_URL", "DATABASE_URL must be a postgres:// or postgresql:// URL"))
+  }
+  return Either.right({ _tag: "postgres", options: { url: url.value, maxConnections: poolSize } })
+}))
+
+// ---------------------------------------------------------------- the operator key
+
+const admin = Config.all({ key: raw("ADMIN_API_KEY"), secret: raw("ADMIN_API_SECRET") }).pipe(
+  Config.mapOrFail(({ key, secret }) => {
+    if (Option.isSome(key) !== Option.isSome(secret)) {
+      return Either.left(invalid("ADMIN_API_KEY", "ADMIN_API_KEY and ADMIN_API_SECRET must be set together"))
+    }
+    if (Option.isSome(secret) && secret.value.length < 16) {
+      return Either.left(invalid("ADMIN_API_SECRET", "ADMIN_API_SECRET must be at least 16 characters long"))
+    }
+    return Either.right({ key: Option.getOrUndefined(key), secret: Option.getOrUndefined(secret) })
+  })
+)
+
+// ---------------------------------------------------------------- webhooks and outbound calls
+
+const retrySchedule = Config.mapOrFail(raw("WEBHOOK_RETRY_SCHEDULE"), (o) => {
+  try {
+    return Either.right(parseRetrySchedule(Option.getOrUndefined(o)))
+  } catch (e) {
+    return Either.left(invalid("WEBHOOK_RETRY_SCHEDULE", `WEBHOOK_RETRY_SCHEDULE: ${e instanceof Error ? e.message : String(e)}`))
+  }
+})
+
+const localAddress = parsed<string | undefined>("WEBHOOK_LOCAL_ADDRESS", undefined, (v) =>
+  net.isIP(v) === 0 ? problem("WEBHOOK_LOCAL_ADDRESS must be an IP address") : v)
+
+/** The dispatcher's settings (`WEBHOOK_*`); whether this process runs one is the caller's choice. */
+export const dispatcher: Config.Config<DispatcherConfig> = Config.all({
+  retrySchedule,
+  timeoutMs: integer("WEBHOOK_TIMEOUT_MS", 15_000, 100, 600_000),
+  leaseMs: Config.map(raw("WEBHOOK_LEASE_MS"), Option.getOrUndefined),
+  concurrency: integer("WEBHOOK_CONCURRENCY", 32, 1, 1_000)
+}).pipe(
+  Config.mapOrFail(({ concurrency, leaseMs, retrySchedule, timeoutMs }) => {
+    const lease = leaseMs === undefined || leaseMs.trim() === "" ? timeoutMs + 30_000 : Number(leaseMs)
+    if (!Number.isInteger(lease) || lease < 1_000 || lease > 3_600_000) {
+      return Either.left(invalid("WEBHOOK_LEASE_MS", "WEBHOOK_LEASE_MS must be an integer from 1000 to 3600000"))
+    }
+    return Either.right({ retrySchedule, timeoutMs, leaseMs: lease, concurrency })
+  })
+)
+
+/** `WEBHOOK_DISPATCHER`: whether a server also delivers webhooks (else `worker` processes do). */
+export const inServerDispatcher = flag("WEBHOOK_DISPATCHER", true)
+
+// ---------------------------------------------------------------- organization resources
+
+const provisioner = Config.all({
+  kind: Config.map(trimmed("DOMAIN_PROVISIONER"), (o) => Option.getOrElse(Option.map(o, (s) => s.toLowerCase()), () => "immediate")),
+  target: trimmed("DOMAIN_CNAME_TARGET")
+}).pipe(Config.mapOrFail(({ kind, target }): Either.Either<ProvisionerOption, ConfigError.ConfigError> => {
+  if (kind !== "immediate" && kind !== "dns") return Either.left(invalid("DOMAIN_PROVISIONER", "DOMAIN_PROVISIONER must be immediate or dns"))
+  if (kind === "immediate") return Either.right({ kind: "immediate" })
+  return Option.isNone(target)
+    ? Either.left(invalid("DOMAIN_CNAME_TARGET", "DOMAIN_PROVISIONER=dns needs DOMAIN_CNAME_TARGET"))
+    : Either.right({ kind: "dns", cnameTarget: target.value })
+}))
+
+const urlSigningKey = Config.mapOrFail(raw("URL_SIGNING_KEY"), (o) =>
+  Option.isSome(o) && o.value.length < 32
+    ? Either.left(invalid("URL_SIGNING_KEY", "URL_SIGNING_KEY must be at least 32 characters long"))
+    : Either.right(Option.getOrUndefined(o)))
+
+const countries = parsed<Record<string, string> | undefined>("LANGUAGES_DEFAULT_COUNTRIES", undefined, (v) => {
+  const given = parseJson(v)
+  if (typeof given !== "object" || given === null || Array.isArray(given) || Object.values(given).some((c) => typeof c !== "string")) {
+    return problem("LANGUAGES_DEFAULT_COUNTRIES must map languages to country codes, such as {\"en\": \"GB\"}")
+  }
+  return given as Record<string, string>
+})
+
+const languages = Config.all({
+  available: list("LANGUAGES_AVAILABLE"),
+  fallback: trimmed("LANGUAGES_DEFAULT"),
+  countries
+}).pipe(Config.mapOrFail(({ available: given, countries, fallback }) => {
+  const bad = given.find((l) => !/^[a-z]{2}(-[A-Z]{2})?$/.test(l))
+  if (bad !== undefined) return Either.left(invalid("LANGUAGES_AVAILABLE", `LANGUAGES_AVAILABLE: '${bad}' is not a code such as en or en-US`))
+  const available = given.length > 0 ? given : defaultLanguages.available
+  const def = Option.getOrElse(fallback, () => (available.includes(defaultLanguages.default) ? defaultLanguages.default : available[0]!))
+  if (!available.includes(def)) return Either.left(invalid("LANGUAGES_DEFAULT", "LANGUAGES_DEFAULT must be one of LANGUAGES_AVAILABLE"))
+  return Either.right({ available, default: def, defaultCountries: countries ?? defaultLanguages.defaultCountries })
+}))
+
+const managedZone = Config.map(trimmed("MANAGED_DOMAIN_ZONE"), (o) =>
+  Option.getOrUndefined(Option.filter(Option.map(o, (z) => z.toLowerCase().replace(/^\.|\.$/g, "")), (z) => z !== "")))
+
+const vendorList = Config.all({ file: trimmed("TCF_VENDOR_LIST"), base: baseDirectory }).pipe(
+  Config.mapOrFail(({ base, file }) => {
+    if (Option.isNone(file)) return Either.right(undefined)
+    try {
+      return Either.right(JSON.parse(fs.readFileSync(path.resolve(base, file.value), "utf8")) as object)
+    } catch (e) {
+      return Either.left(invalid("TCF_VENDOR_LIST", `TCF_VENDOR_LIST must name a readable vendor-list JSON file: ${e instanceof Error ? e.message : String(e)}`))
+    }
+  })
+)
+
+const exportsRoot = Config.all({ dir: trimmed("EXPORTS_ROOT"), base: baseDirectory }).pipe(
+  Config.map(({ base, dir }) => Option.getOrUndefined(Option.map(dir, (d) => path.resolve(base, d))))
+)
+
+// ---------------------------------------------------------------- everything
+
+/**
+ * Every platform setting but the dispatcher switch: what `Platform.layerConfig` builds from.
+ * The dispatcher's own settings are read here too, so a process that delivers uses them.
+ */
+export const platform: Config.Config<PlatformOptions & { readonly dispatcherSettings: DispatcherConfig }> = Config.all({
+  store,
+  admin,
+  logLevel,
+  jwtSecret: Config.map(raw("JWT_SECRET"), Option.getOrUndefined),
+  encryptionKey: Config.map(trimmed("ENCRYPTION_KEY"), Option.getOrUndefined),
+  urlSigningKey,
+  provisioner,
+  exportsRoot,
+  tcfVendorList: vendorList,
+  webhookAllowHosts: list("WEBHOOK_ALLOW_HOSTS", true),
+  webhookLocalAddress: localAddress,
+  dispatcherSettings: dispatcher,
+  defaultQuotas: quotas,
+  defaultPremiumFeatures: features,
+  apiRequestsPeriod: period,
+  managedZone,
+  languages,
+  dashboardUrlTtlSeconds: integer("DASHBOARD_URL_TTL_SECONDS", 900, 10, 86_400)
+}).pipe(Config.map(({ apiRequestsPeriod, dashboardUrlTtlSeconds, defaultPremiumFeatures, defaultQuotas, languages, managedZone, ...rest }) => ({
+  ...rest,
+  settings: { defaultQuotas, defaultPremiumFeatures, apiRequestsPeriod, managedZone, languages, dashboardUrlTtlSeconds }
+})))
+
+/** One line per problem of a configuration that cannot be read. */
+export const describe = (error: ConfigError.ConfigError): string => {
+  const lines: Array<string> = []
+  const walk = (e: ConfigError.ConfigError): void => {
+    switch (e._op) {
+      case "And":
+      case "Or":
+        walk(e.left)
+        walk(e.right)
+        return
+      case "InvalidData":
+      case "MissingData":
+      case "SourceUnavailable":
+      case "Unsupported":
+        lines.push(e.message.includes(e.path.join(".")) || e.path.length === 0 ? e.message : `${e.path.join(".")}: ${e.message}`)
+    }
+  }
+  walk(error)
+  return [...new Set(lines)].join("; ")
+}

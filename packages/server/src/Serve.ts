@@ -1,0 +1,19 @@
+import { createApiFromRuntime, listen } from "@cmp/http-express"
+import { Platform } from "@cmp/platform"
+import * as Effect from "effect/Effect"
+import * as ManagedRuntime from "effect/ManagedRuntime"
+import { stopOnSignal } from "./Failure.js"
+import * as ServerConfig from "./ServerConfig.js"
+
+/** `pnpm start`: serve the API (and deliver webhooks, unless WEBHOOK_DISPATCHER=false). */
+export const serve = async () => {
+  const settings = await Effect.runPromise(ServerConfig.server)
+  const api = await createApiFromRuntime(ManagedRuntime.make(Platform.layerConfig({ dispatcher: "config" })), settings)
+  const running = await listen(api, settings)
+  const mode = settings.tls ? "https" : settings.allowHttp ? "plain http (ALLOW_HTTP, development only)" : "http answering 301 to https"
+  const database = settings.store._tag === "postgres"
+    ? { database: "postgres" }
+    : { database: "sqlite", sqlite: settings.store.options.filename }
+  console.log(JSON.stringify({ message: "listening", url: running.url, mode, ...database, pid: process.pid }))
+  stopOnSignal(running.close)
+}

@@ -1,0 +1,46 @@
+import { PlatformConfig } from "@cmp/platform"
+import * as Config from "effect/Config"
+import * as ConfigError from "effect/ConfigError"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as fs from "node:fs"
+import * as path from "node:path"
+
+/**
+ * What `pnpm start` needs beyond the platform: where and how it listens. Read through Effect
+ * `Config` like the platform's settings, with the variables of the README's table.
+ */
+
+/** PEM text as given, or the file a path names (relative to the directory the command was started from). */
+const pem = (name: string, value: string, base: string): Either.Either<string, ConfigError.ConfigError> => {
+  if (value.includes("-----BEGIN")) return Either.right(value)
+  try {
+    return Either.right(fs.readFileSync(path.resolve(base, value), "utf8"))
+  } catch (e) {
+    return Either.left(ConfigError.InvalidData([name], `${name} must be PEM text or a readable file: ${e instanceof Error ? e.message : String(e)}`))
+  }
+}
+
+const tls = Config.all({
+  cert: PlatformConfig.trimmed("TLS_CERT"),
+  key: PlatformConfig.trimmed("TLS_KEY"),
+  base: PlatformConfig.baseDirectory
+}).pipe(Config.mapOrFail(({ base, cert, key }) => {
+  if (Option.isNone(cert) && Option.isNone(key)) return Either.right(undefined)
+  if (Option.isNone(cert) || Option.isNone(key)) {
+    return Either.left(ConfigError.InvalidData(["TLS_CERT"], "TLS_CERT and TLS_KEY must be set together"))
+  }
+  return Either.all({ cert: pem("TLS_CERT", cert.value, base), key: pem("TLS_KEY", key.value, base) })
+}))
+
+export const server = Config.all({
+  port: PlatformConfig.integer("PORT", 3000, 0, 65535),
+  host: Config.map(PlatformConfig.trimmed("HOST"), Option.getOrElse(() => "127.0.0.1")),
+  allowHttp: PlatformConfig.flag("ALLOW_HTTP", false),
+  trustProxy: PlatformConfig.flag("TRUST_PROXY", false),
+  tls,
+  logLevel: PlatformConfig.logLevel,
+  store: PlatformConfig.store
+})
+
+export type ServerSettings = Config.Config.Success<typeof server>
