@@ -5,7 +5,7 @@ import * as Option from "effect/Option"
 import type { Row } from "./Ports.js"
 
 /**
- * Ports of the organization resources (issue 5). Hooks reach them with `Effect.serviceOption`,
+ * Ports of the organization resources. Hooks reach them with `Effect.serviceOption`,
  * so a host that does not provide one gets the in-core default (or a clear refusal).
  */
 

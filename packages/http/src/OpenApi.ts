@@ -249,7 +249,7 @@ export const openApiDocument = (resources: ReadonlyArray<ResourceDef>): Record<s
     }
   }
 
-  // Organization resources (issue 5): the routes that are not generic.
+  // Organization resources: the routes that are not generic.
   schemas.PlatformIntegrationSessionInput = jsonSchema(PlatformIntegrationSessionInput)
   schemas.PlatformIntegrationSession = jsonSchema(PlatformIntegrationSession)
   paths["/v1/platform-integrations/sessions"] = {

@@ -1,5 +1,5 @@
 import type { DeliveryQueue, SettingsShape, Storage, UnitOfWork, UsageStore } from "@cmp/core"
-import type { ProvisionerOption } from "@cmp/platform-node"
+import type { NodeAdaptersOptions } from "@cmp/platform-node"
 import type { PgStore } from "@cmp/store-postgres"
 import type { SqliteStore } from "@cmp/store-sqlite"
 import type { DispatcherConfig } from "@cmp/webhooks"
@@ -18,7 +18,8 @@ export type StoreSettings =
   | { readonly _tag: "sqlite"; readonly options: SqliteStore.SqliteStoreOptions }
   | { readonly _tag: "postgres"; readonly options: PgStore.PgStoreOptions }
 
-export interface PlatformOptions {
+/** The Node adapters' own settings (keys, provisioning, exports, TCF) are `NodeAdaptersOptions`. */
+export interface PlatformOptions extends Omit<NodeAdaptersOptions, "allowHosts" | "localAddress"> {
   /** The storage ports: `{ _tag: "sqlite", options: { filename } }`, `{ _tag: "postgres", options: { url } }` or a store layer. */
   readonly store: StoreOption
   readonly settings?: Partial<SettingsShape> | undefined
@@ -27,20 +28,6 @@ export interface PlatformOptions {
   readonly logLevel?: LogLevel.Literal | undefined
   /** Replaces the clock (tests move time with it). */
   readonly clock?: Clock.Clock | undefined
-  /** scrypt cost; lower only in tests. */
-  readonly hashCost?: number | undefined
-  /** HS256 signing key (`JWT_SECRET`); generated and kept in the database when absent. */
-  readonly jwtSecret?: string | undefined
-  /** AES-256 key for secrets kept encrypted (base64 or hex); generated and kept in the database when absent. */
-  readonly encryptionKey?: string | undefined
-  /** HMAC key of signed dashboard URLs (`URL_SIGNING_KEY`); generated and kept in the database when absent. */
-  readonly urlSigningKey?: string | undefined
-  /** Domain provisioning (`DOMAIN_PROVISIONER`); `immediate` when absent. */
-  readonly provisioner?: ProvisionerOption | undefined
-  /** Directory export destinations are confined under this directory (`EXPORTS_ROOT`). */
-  readonly exportsRoot?: string | undefined
-  /** The IAB Global Vendor List server-side TC strings are encoded against. */
-  readonly tcfVendorList?: object | undefined
   /**
    * Hosts that webhooks, OAuth token URLs and exports may reach despite plain http or a private
    * or loopback address (`WEBHOOK_ALLOW_HOSTS`): the one address policy of outbound calls.

@@ -81,17 +81,7 @@ export const layer = (options: PlatformOptions): Layer.Layer<PlatformServices, u
   )
   const services = Layer.mergeAll(
     ApiUsage.layer(),
-    NodeAdapters.layer({
-      hashCost: options.hashCost,
-      jwtSecret: options.jwtSecret,
-      encryptionKey: options.encryptionKey,
-      urlSigningKey: options.urlSigningKey,
-      provisioner: options.provisioner,
-      exportsRoot: options.exportsRoot,
-      allowHosts,
-      localAddress: options.webhookLocalAddress,
-      tcfVendorList: options.tcfVendorList
-    })
+    NodeAdapters.layer({ ...options, allowHosts, localAddress: options.webhookLocalAddress })
   ).pipe(Layer.provideMerge(base))
   const booted = Layer.effectDiscard(bootstrap(options.admin ?? {})).pipe(Layer.provideMerge(services))
   const withEndpoints = Layer.effect(Endpoints, EndpointsLive).pipe(Layer.provideMerge(booted))

@@ -81,4 +81,65 @@ describe("command line", () => {
     expect(r.stderr).toMatch(/Configuration error: PORT must be an integer/)
     expect(r.stderr).not.toMatch(/\n\s+at /)
   }, 30_000)
+
+  it("worker starts on the same configuration and says so", async () => {
+    const child = spawn(process.execPath, [main, "worker"], { env })
+    children.push(child)
+    const line = await new Promise<string>((resolve, reject) => {
+      let out = ""
+      child.stdout.on("data", (d) => {
+        out += String(d)
+        if (out.includes("\n")) resolve(out)
+      })
+      child.on("exit", (code) => reject(new Error(`worker exited with ${code}: ${out}`)))
+    })
+    expect(JSON.parse(line.trim())).toMatchObject({ message: "delivering webhooks", database: "sqlite" })
+    child.kill("SIGTERM")
+  }, 30_000)
+})
+
+describe("what each command loads", () => {
+  interface Meta {
+    readonly outputs: Record<string, {
+      readonly imports: ReadonlyArray<{ readonly path: string; readonly kind: string }>
+      readonly inputs: Record<string, unknown>
+    }>
+  }
+  const meta = (): Meta => JSON.parse(fs.readFileSync(path.join(packageDir, "dist", "meta.json"), "utf8"))
+
+  /** The sources an output and everything it imports statically hold: what running it evaluates. */
+  const loaded = (m: Meta, start: string): Set<string> => {
+    const seen = new Set<string>()
+    const inputs = new Set<string>()
+    const visit = (output: string) => {
+      if (seen.has(output)) return
+      seen.add(output)
+      const o = m.outputs[output]
+      if (!o) return
+      for (const input of Object.keys(o.inputs)) inputs.add(input)
+      for (const i of o.imports) if (i.kind === "import-statement" && !i.path.startsWith("node:")) visit(i.path)
+    }
+    visit("dist/main.mjs")
+    visit(start)
+    return inputs
+  }
+  const chunk = (m: Meta, name: string) => {
+    const found = Object.keys(m.outputs).find((o) => new RegExp(`^dist/chunks/${name}-[A-Z0-9]+\\.mjs$`).test(o))
+    expect(found, `a chunk for ${name}`).toBeDefined()
+    return found!
+  }
+  // Paths are relative to this package: `../http/src/…`, `../../node_modules/.pnpm/express@…`.
+  const http = /node_modules\/(\.pnpm\/)?(express|body-parser|router)[@/]|(^|\/)http(-express)?\/src\//
+
+  it("worker and bootstrap never load the HTTP layer or Express; serve does", () => {
+    const m = meta()
+    for (const command of ["Worker", "Bootstrap"]) {
+      const sources = [...loaded(m, chunk(m, command))]
+      expect(sources.filter((s) => http.test(s)), command).toEqual([])
+      expect(sources.some((s) => /(^|\/)platform\/src\//.test(s)), command).toBe(true)
+    }
+    const serve = [...loaded(m, chunk(m, "Serve"))]
+    expect(serve.some((s) => /node_modules\/(\.pnpm\/)?express@/.test(s))).toBe(true)
+    expect(serve.some((s) => /(^|\/)http\/src\/Handler\.ts$/.test(s))).toBe(true)
+  })
 })

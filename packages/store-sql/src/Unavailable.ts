@@ -31,7 +31,9 @@ export const classify = (error: SqlError): StoreUnavailable | undefined => {
   if (sqlite) return make(sqlite[1], sqlite[2])
   const socket = socketCodes[code]
   if (socket) return make(socket[0], socket[1])
-  // PostgreSQL: connection exceptions (08), insufficient resources (53), operator intervention (57P).
+  // PostgreSQL: a read-only transaction or a standby (25006), connection exceptions (08),
+  // insufficient resources (53), operator intervention (57P).
+  if (code === "25006") return make("read-only", "the database is read-only")
   if (/^08/.test(code)) return make("connection-lost", "the database is unavailable")
   if (/^53/.test(code)) return make("full", "the database is out of resources")
   if (/^57P/.test(code)) return make("unreachable", "the database is unavailable")

@@ -18,11 +18,13 @@ import {
   eq,
   field,
   type FieldInfo,
+  isStoreUnavailable,
   type FindQuery,
   NotFound,
   type Row,
   type SortKey,
   Storage,
+  type StoreUnavailable,
   Tables,
   UnitOfWork,
   UsageStore
@@ -253,6 +255,29 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
           assert.deepStrictEqual(yield* repo.get("x1"), Option.none())
           assert.deepStrictEqual(yield* repo.get("x2"), Option.none())
           assert.strictEqual(yield* repo.count([]), 0)
+        })))
+
+      it.effect("a database that refuses writes is core's StoreUnavailable (read-only), not the driver's error", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          const sql = yield* SqlClient.SqlClient
+          // SQLite: the connection stops writing; PostgreSQL: a read-only transaction, as on a standby.
+          const refused = yield* sql.onDialectOrElse({
+            pg: () => Effect.exit(sql.withTransaction(sql`SET TRANSACTION READ ONLY`.pipe(Effect.zipRight(repo.create(item("ro")))))),
+            orElse: () =>
+              Effect.acquireUseRelease(
+                sql.unsafe("PRAGMA query_only = 1"),
+                () => Effect.exit(repo.create(item("ro"))),
+                () => Effect.orDie(sql.unsafe("PRAGMA query_only = 0"))
+              )
+          })
+          const defect = Exit.isFailure(refused) ? Option.getOrUndefined(Cause.dieOption(refused.cause)) : undefined
+          assert.isTrue(isStoreUnavailable(defect), String(defect))
+          assert.strictEqual((defect as StoreUnavailable).reason, "read-only")
+          // Writes work again once the database does, and nothing was half-written.
+          assert.deepStrictEqual(yield* repo.get("ro"), Option.none())
+          yield* repo.create(item("ro"))
+          assert.isTrue(Option.isSome(yield* repo.get("ro")))
         })))
 
       it.effect("remove of a missing id is none, with or without an expected version", () =>

@@ -5,6 +5,15 @@ export { type ClientCredentials, makeTokenCache, type TokenCache, TokenError } f
 export * as RetryPolicy from "./RetryPolicy.js"
 export { DEFAULT_RETRY_SCHEDULE, parseRetrySchedule } from "./RetryPolicy.js"
 export * as Sender from "./Sender.js"
-export { send, type SendRequest, type SendResult } from "./Sender.js"
+export {
+  openStream,
+  send,
+  SendRefused,
+  type SendRequest,
+  type SendResult,
+  type StreamingCall,
+  StreamFailed,
+  type StreamRequest
+} from "./Sender.js"
 export * as Signer from "./Signer.js"
 export { sign, SignError } from "./Signer.js"

@@ -2,13 +2,14 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as TestClock from "effect/TestClock"
 import * as fs from "node:fs"
+import * as http from "node:http"
 import * as https from "node:https"
 import type { AddressInfo } from "node:net"
 import * as net from "node:net"
 import * as tls from "node:tls"
-import { isAllowedHost, isNonPublicAddress } from "../src/Address.js"
-import { headerProblem, parseRetryAfter, send, type SendRequest } from "../src/Sender.js"
-import { closedPort, receiver } from "./Receiver.js"
+import * as Address from "../src/Address.js"
+import { headerProblem, openStream, parseRetryAfter, send, type SendRequest, type StreamRequest } from "../src/Sender.js"
+import { closedPort, realSleep, receiver, waitFor } from "./Receiver.js"
 
 const base = (url: string, extra: Partial<SendRequest> = {}): SendRequest => ({
   url,
@@ -256,32 +257,7 @@ describe("Sender", () => {
     }))
 })
 
-describe("Address", () => {
-  it("classifies non-public addresses, including mapped and embedded IPv4", () => {
-    const nonPublic = [
-      "127.0.0.1", "127.255.255.254", "10.1.2.3", "172.16.0.1", "172.31.255.255", "192.168.1.1",
-      "169.254.169.254", "100.64.0.1", "100.127.255.255", "0.0.0.0", "224.0.0.1", "255.255.255.255",
-      "::", "::1", "fc00::1", "fd12:3456::1", "fe80::1", "fe80::1%eth0", "febf::1", "ff02::1",
-      "::ffff:127.0.0.1", "::ffff:7f00:1", "::ffff:10.0.0.1", "::ffff:169.254.169.254", "::127.0.0.1",
-      "64:ff9b::a9fe:a9fe", "2002:7f00:1::1", "2001:db8::1", "not-an-ip"
-    ]
-    const isPublic = [
-      "8.8.8.8", "1.1.1.1", "172.32.0.1", "172.15.255.255", "100.128.0.1", "100.63.255.255",
-      "169.255.0.1", "2606:4700:4700::1111", "2a00:1450:4001:82b::200e", "::ffff:8.8.8.8",
-      "64:ff9b::808:808", "2002:808:808::1"
-    ]
-    for (const a of nonPublic) assert.isTrue(isNonPublicAddress(a), a)
-    for (const a of isPublic) assert.isFalse(isNonPublicAddress(a), a)
-  })
-
-  it("matches allow-listed hostnames exactly, ignoring case and IPv6 brackets", () => {
-    assert.isTrue(isAllowedHost("LOCALHOST", ["localhost"]))
-    assert.isTrue(isAllowedHost("[::1]", ["::1"]))
-    assert.isTrue(isAllowedHost("::1", ["[::1]"]))
-    assert.isFalse(isAllowedHost("evil.localhost", ["localhost"]))
-    assert.isFalse(isAllowedHost("localhost", []))
-  })
-
+describe("Sender parsing", () => {
   it("header and Retry-After parsing", () => {
     assert.isNull(headerProblem({ "webhook-id": "msg_1", authorization: "Bearer abc" }))
     assert.strictEqual(parseRetryAfter(" 30 ", 0), 30)
@@ -289,4 +265,257 @@ describe("Address", () => {
     assert.strictEqual(parseRetryAfter("Thu, 01 Jan 1970 00:00:10 GMT", 20_000), 0)
     assert.strictEqual(parseRetryAfter(undefined, 0), undefined)
   })
+})
+
+describe("Address", () => {
+  // The policy itself is tested in core (AddressPolicy.test.ts); this module only re-exports it.
+  it("re-exports core's address policy under the old names", () => {
+    assert.isTrue(Address.isNonPublicAddress("::ffff:7f00:1"))
+    assert.isFalse(Address.isNonPublicAddress("8.8.8.8"))
+    assert.isTrue(Address.isAllowedHost("[::1]", ["::1"]))
+    assert.strictEqual(Address.normalizeHost("[FE80::1]"), "fe80::1")
+  })
+})
+
+const streamBase = (url: string, extra: Partial<StreamRequest> = {}): StreamRequest => ({
+  url,
+  headers: { "content-type": "application/x-ndjson" },
+  timeoutMs: 2000,
+  allowHosts: ["127.0.0.1"],
+  ...extra
+})
+
+interface Listener {
+  readonly port: number
+  /** Connections accepted so far. */
+  readonly connections: () => number
+}
+
+/** A bare TCP listener on 127.0.0.1 that counts connections (and drops them), closed with the scope. */
+const tcpListener = Effect.acquireRelease(
+  Effect.promise(() =>
+    new Promise<{ server: net.Server; listener: Listener }>((resolve) => {
+      let count = 0
+      const server = net.createServer((socket) => {
+        count++
+        socket.destroy()
+      })
+      server.listen(0, "127.0.0.1", () =>
+        resolve({ server, listener: { port: (server.address() as AddressInfo).port, connections: () => count } })
+      )
+    })
+  ),
+  ({ server }) => Effect.promise(() => new Promise<void>((resolve) => server.close(() => resolve())))
+).pipe(Effect.map(({ listener }) => listener))
+
+/**
+ * An HTTP server on 127.0.0.1 that hands over each request as it starts (before its body), so
+ * a test can watch the body arrive and answer whenever it likes.
+ */
+const liveServer = (handle: (req: http.IncomingMessage, res: http.ServerResponse) => void) =>
+  Effect.acquireRelease(
+    Effect.promise(() =>
+      new Promise<http.Server>((resolve) => {
+        const s = http.createServer(handle)
+        s.listen(0, "127.0.0.1", () => resolve(s))
+      })
+    ),
+    (s) =>
+      Effect.promise(() =>
+        new Promise<void>((resolve) => {
+          s.closeAllConnections()
+          s.close(() => resolve())
+        })
+      )
+  ).pipe(Effect.map((s) => (s.address() as AddressInfo).port))
+
+describe("openStream", () => {
+  it.scoped("streams chunks as they are written (chunked), then answers the receiver's status", () =>
+    Effect.gen(function*() {
+      const seen: Array<string> = []
+      let headers: http.IncomingHttpHeaders = {}
+      let ended = false
+      const port = yield* liveServer((req, res) => {
+        headers = req.headers
+        req.setEncoding("utf8")
+        req.on("data", (c: string) => seen.push(c))
+        req.on("end", () => {
+          ended = true
+          res.writeHead(202).end("stored")
+        })
+      })
+      const call = yield* openStream(streamBase(`http://127.0.0.1:${port}/in?x=1`, {
+        headers: { "content-type": "application/x-ndjson", "content-length": "999" }
+      }))
+      const lines = ["{\"n\":1}\n", "{\"n\":2,\"s\":\"wörld ✓\"}\n", "{\"n\":3}\n"]
+      for (const line of lines) {
+        yield* call.write(line)
+        // Each chunk reaches the receiver before the next is written: nothing waits for the whole body.
+        const text = lines.slice(0, lines.indexOf(line) + 1).join("")
+        assert.isTrue(yield* waitFor(() => seen.join("") === text), line)
+      }
+      assert.isFalse(ended)
+      const result = yield* call.end
+      assert.deepStrictEqual([result.status, result.error, result.responseExcerpt], [202, null, "stored"])
+      assert.strictEqual(seen.join(""), lines.join(""))
+      assert.isAtLeast(seen.length, 3)
+      assert.strictEqual(headers["transfer-encoding"], "chunked")
+      assert.strictEqual(headers["content-length"], undefined)
+      assert.strictEqual(headers["content-type"], "application/x-ndjson")
+      assert.strictEqual(headers.host, `127.0.0.1:${port}`)
+      // A fresh connection per stream, not a kept-alive one.
+      assert.strictEqual(headers.connection, "close")
+      // After the end nothing more can be written.
+      const late = yield* Effect.flip(call.write("x"))
+      assert.strictEqual(late._tag, "StreamFailed")
+    }))
+
+  it.scoped("write waits while the receiver does not read (back-pressure), and resumes when it does", () =>
+    Effect.gen(function*() {
+      let request: http.IncomingMessage | undefined
+      let received = 0
+      const port = yield* liveServer((req, res) => {
+        request = req
+        req.pause()
+        req.on("data", (c: Buffer) => (received += c.length))
+        req.on("end", () => res.writeHead(200).end())
+      })
+      const call = yield* openStream(streamBase(`http://127.0.0.1:${port}/in`, { timeoutMs: 10_000 }))
+      const chunk = "x".repeat(256 * 1024)
+      let written = 0
+      // 64 MiB is more than the socket buffers of both ends can hold.
+      const writer = yield* Effect.fork(Effect.repeatN(Effect.tap(call.write(chunk), () => Effect.sync(() => written++)), 255))
+      assert.isTrue(yield* waitFor(() => request !== undefined))
+      yield* realSleep(300)
+      const stalled = written
+      yield* realSleep(200)
+      assert.strictEqual(written, stalled)
+      assert.isBelow(written, 256)
+      request!.resume()
+      yield* writer.await
+      assert.strictEqual(written, 256)
+      const result = yield* call.end
+      assert.deepStrictEqual([result.status, result.error], [200, null])
+      assert.strictEqual(received, 256 * chunk.length)
+    }))
+
+  it.scoped("a 3xx answer is a status, never followed; a 500 is a status too", () =>
+    Effect.gen(function*() {
+      const target = yield* receiver()
+      const r = yield* receiver((_req, res, i) => res.writeHead(i === 0 ? 302 : 500, { location: target.url }).end("no"))
+      for (const expected of [302, 500]) {
+        const call = yield* openStream(streamBase(r.url))
+        yield* call.write("{\"n\":1}\n")
+        const result = yield* call.end
+        assert.deepStrictEqual([result.status, result.error, result.responseExcerpt], [expected, null, "no"])
+      }
+      assert.strictEqual(r.requests.length, 2)
+      assert.strictEqual(r.requests[0]!.body, "{\"n\":1}\n")
+      assert.strictEqual(target.requests.length, 0)
+    }))
+
+  it.scoped("a receiver that never answers times out after the body ends", () =>
+    Effect.gen(function*() {
+      const r = yield* receiver(() => {})
+      const call = yield* openStream(streamBase(r.url, { timeoutMs: 200 }))
+      yield* call.write("{\"n\":1}\n")
+      const result = yield* call.end
+      assert.deepStrictEqual([result.status, result.error, result.responseExcerpt], [null, "timeout after 200 ms", null])
+      assert.isAtLeast(result.durationMs, 150)
+      assert.strictEqual(r.requests.length, 1)
+    }))
+
+  it.scoped("an answer before the body is complete fails the call, whatever its status", () =>
+    Effect.gen(function*() {
+      const port = yield* liveServer((_req, res) => res.writeHead(200).end("early"))
+      const call = yield* openStream(streamBase(`http://127.0.0.1:${port}/in`))
+      yield* call.write("{\"n\":1}\n")
+      // Writes fail once the answer is in.
+      let failure: { message: string; status: number | null } | undefined
+      for (let i = 0; i < 100 && failure === undefined; i++) {
+        yield* realSleep(10)
+        failure = yield* Effect.match(call.write("{\"n\":2}\n"), { onFailure: (e) => e, onSuccess: () => undefined })
+      }
+      assert.deepStrictEqual(failure && [failure.message, failure.status], ["answered 200 before the body was complete", 200])
+      const result = yield* call.end
+      assert.deepStrictEqual([result.status, result.error], [200, "answered 200 before the body was complete"])
+    }))
+
+  it.scoped("abort drops the connection; later writes fail and end answers the abort", () =>
+    Effect.gen(function*() {
+      let aborted = false
+      const port = yield* liveServer((req) => req.on("aborted", () => (aborted = true)).on("error", () => {}))
+      const call = yield* openStream(streamBase(`http://127.0.0.1:${port}/in`))
+      yield* call.write("{\"n\":1}\n")
+      yield* realSleep(50)
+      yield* call.abort
+      assert.isTrue(yield* waitFor(() => aborted))
+      const e = yield* Effect.flip(call.write("x"))
+      assert.strictEqual(e.message, "aborted")
+      const result = yield* call.end
+      assert.deepStrictEqual([result.status, result.error], [null, "aborted"])
+    }))
+
+  it.effect("a closed (allow-listed) port: the connection error shows in write or end", () =>
+    Effect.gen(function*() {
+      const port = yield* closedPort()
+      const call = yield* openStream(streamBase(`http://127.0.0.1:${port}/in`))
+      yield* Effect.ignore(call.write("{\"n\":1}\n"))
+      const result = yield* call.end
+      assert.strictEqual(result.status, null)
+      assert.match(result.error!, /ECONNREFUSED/)
+    }))
+
+  it.scoped("non-allow-listed loopback is refused before any connection, with one message for open and closed ports", () =>
+    Effect.gen(function*() {
+      const open = yield* tcpListener
+      const closed = yield* closedPort()
+      const cases: ReadonlyArray<[string, string]> = [
+        ["http://127.0.0.1:PORT/in", "127.0.0.1"],
+        ["https://[::ffff:7f00:1]:PORT/in", "::ffff:7f00:1"],
+        ["https://[::ffff:127.0.0.1]:PORT/in", "::ffff:7f00:1"],
+        ["http://[::1]:PORT/in", "::1"]
+      ]
+      for (const [template, address] of cases) {
+        for (const port of [open.port, closed]) {
+          const url = template.replace("PORT", String(port))
+          const e = yield* Effect.flip(openStream(streamBase(url, { allowHosts: [] })))
+          assert.strictEqual(e._tag, "SendRefused", url)
+          assert.strictEqual(e.message, `refused: ${address} is a private/loopback/link-local address`, url)
+        }
+      }
+      // A name that resolves to loopback is refused on its addresses (whichever comes first).
+      for (const port of [open.port, closed]) {
+        const e = yield* Effect.flip(openStream(streamBase(`https://localhost:${port}/in`, { allowHosts: ["127.0.0.1"] })))
+        assert.match(e.message, /^refused: (127\.0\.0\.1|::1) is a private\/loopback\/link-local address$/)
+      }
+      yield* realSleep(100)
+      assert.strictEqual(open.connections(), 0)
+    }))
+
+  it.effect("bad URLs, protocols and headers are refused before anything is opened", () =>
+    Effect.gen(function*() {
+      const a = yield* Effect.flip(openStream(streamBase("ftp://example.com/x")))
+      assert.strictEqual(a.message, "refused: unsupported protocol ftp:")
+      const b = yield* Effect.flip(openStream(streamBase("not a url")))
+      assert.match(b.message, /^invalid url/)
+      const c = yield* Effect.flip(openStream(streamBase("http://127.0.0.1:1/", { headers: { "x-evil": "a\r\nb: c" } })))
+      assert.strictEqual(c.message, "refused: header x-evil contains CR/LF")
+      // A failed resolution is a refusal too (a resolver that does not answer at all hits the timeout).
+      const d = yield* Effect.flip(openStream(streamBase("https://no-such-host.invalid/")))
+      assert.strictEqual(d._tag, "SendRefused")
+      assert.match(d.message, /^(dns lookup of no-such-host\.invalid failed|timeout after 2000 ms)/)
+    }))
+
+  it.scoped("localAddress binds the streaming socket", () =>
+    Effect.gen(function*() {
+      const r = yield* receiver()
+      const call = yield* openStream(streamBase(r.url, { localAddress: "127.0.0.1" }))
+      yield* call.write("{}\n")
+      const result = yield* call.end
+      assert.strictEqual(result.status, 200)
+      assert.strictEqual(r.requests[0]!.remoteAddress, "127.0.0.1")
+      const e = yield* Effect.flip(openStream(streamBase(r.url, { localAddress: "::1" })))
+      assert.match(e.message, /family/)
+    }))
 })

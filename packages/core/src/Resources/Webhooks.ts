@@ -2,6 +2,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import { isAllowedHost, isNonPublicHostName } from "../AddressPolicy.js"
 import { nowIso } from "../Clock.js"
 import { Timestamp } from "../Domain/Common.js"
 import { Conflict, InvalidInput } from "../Domain/Errors.js"
@@ -24,29 +25,20 @@ import { type Endpoint, Endpoints, forgetEndpoint, SecretBox } from "../Webhooks
 
 // ---------------------------------------------------------------- receiver URLs
 
-const privateHost = (host: string): boolean => {
-  const h = host.replace(/^\[|\]$/g, "").toLowerCase()
-  if (h === "localhost" || h.endsWith(".localhost") || h === "::1" || h === "::" || h.startsWith("fe80:")) return true
-  if (/^f[cd][0-9a-f]{2}:/.test(h)) return true
-  const m = /^(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(h.replace(/^::ffff:/, ""))
-  if (!m) return false
-  const [a, b] = [Number(m[1]), Number(m[2])]
-  return a === 10 || a === 127 || a === 0 || (a === 169 && b === 254) || (a === 172 && b >= 16 && b <= 31) ||
-    (a === 192 && b === 168) || (a === 100 && b >= 64 && b <= 127)
-}
-
 /**
- * A receiver (or token) URL must be https; plain http, and hosts that are private or loopback
- * addresses, only for hosts in `WEBHOOK_ALLOW_HOSTS`. Names that resolve to private addresses
- * are refused again at delivery time, after resolution.
+ * A receiver (or token, or export destination) URL must be https; plain http, and hosts that are
+ * non-public by name (loopback, private, link-local... literals in any of their IPv4-mapped,
+ * NAT64 or 6to4 forms, and `localhost`), only for hosts in `WEBHOOK_ALLOW_HOSTS`. Names that
+ * resolve to non-public addresses are refused again at delivery time, after resolution, by the
+ * same policy (`AddressPolicy`).
  */
 export const checkReceiverUrl = (url: string, fieldName: string, allowHosts: ReadonlyArray<string>) => {
   const u = new URL(url)
-  const allowed = allowHosts.map((h) => h.toLowerCase()).includes(u.hostname.toLowerCase().replace(/^\[|\]$/g, ""))
+  const allowed = isAllowedHost(u.hostname, allowHosts)
   const fail = (m: string) => Effect.fail(new InvalidInput({ message: `Invalid ${fieldName}: ${m}`, errors: { [fieldName]: m } }))
   if (u.username || u.password) return fail("must not carry credentials")
   if (u.protocol !== "https:" && !allowed) return fail("must be an https URL")
-  if (privateHost(u.hostname) && !allowed) return fail("must not point at a private, loopback or link-local address")
+  if (isNonPublicHostName(u.hostname) && !allowed) return fail("must not point at a private, loopback or link-local address")
   return Effect.void
 }
 

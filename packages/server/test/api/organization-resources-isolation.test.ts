@@ -3,7 +3,7 @@ import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { as, expect400, expect403, expect404, operatorOf, start, type Tenant, type TestServer, unique } from "./helpers.js"
 
-/** Tenant isolation of every organization resource of issue 5, and their OpenAPI entries. */
+/** Tenant isolation of every organization resource, and their OpenAPI entries. */
 let server: TestServer
 let op: Awaited<ReturnType<typeof operatorOf>>
 let a: Tenant

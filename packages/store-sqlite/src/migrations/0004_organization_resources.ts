@@ -1,7 +1,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 
-/** The organization's resources (issue 5): properties, domains, cookies, vendors, privacy centers, SSO connections, source systems, platform integrations, the dashboard catalogue, on SQLite (JSON as TEXT, booleans 0/1, ISO timestamps). Frozen. */
+/** The organization's resources: properties, domains, cookies, vendors, privacy centers, SSO connections, source systems, platform integrations, the dashboard catalogue, on SQLite (JSON as TEXT, booleans 0/1, ISO timestamps). Frozen. */
 const statements = [
   `CREATE TABLE properties (
   id TEXT PRIMARY KEY,

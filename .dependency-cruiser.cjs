@@ -1,0 +1,77 @@
+/**
+ * Which package may import which (`pnpm check:deps`, run by CI). The layers, bottom up:
+ * core (pure Effect) ← adapters (stores, webhooks, platform-node) ← platform (composition) ←
+ * http (framework-neutral REST) ← http-express (translation) ← server. No adapter imports
+ * another, except platform-node using the webhooks package's guarded sender for every outbound
+ * call. docs/architecture.md draws it.
+ */
+const allowed = {
+  core: [],
+  "store-sql": ["core"],
+  "store-sqlite": ["core", "store-sql"],
+  "store-postgres": ["core", "store-sql"],
+  webhooks: ["core"],
+  "platform-node": ["core", "webhooks"],
+  platform: ["core", "platform-node", "webhooks", "store-sqlite", "store-postgres"],
+  http: ["core", "platform"],
+  "http-express": ["http", "platform"],
+  server: ["core", "platform", "http-express"],
+  "test-support": ["core"]
+}
+const packages = Object.keys(allowed)
+
+module.exports = {
+  forbidden: [
+    ...packages.map((name) => ({
+      name: `${name}-imports-only-its-layers`,
+      comment: `packages/${name} may import only: ${allowed[name].join(", ") || "effect"}`,
+      severity: "error",
+      from: { path: `^packages/${name}/src/` },
+      to: {
+        path: `^packages/(?!(?:${[name, ...allowed[name]].join("|")})/)[^/]+/`
+      }
+    })),
+    {
+      name: "core-imports-only-effect",
+      comment: "core is pure Effect: no Node built-ins, no other library",
+      severity: "error",
+      from: { path: "^packages/core/src/" },
+      to: { dependencyTypes: ["core", "npm", "npm-dev", "npm-peer", "npm-optional", "npm-no-pkg", "npm-unknown"], pathNot: "node_modules/effect/" }
+    },
+    {
+      name: "no-cycles",
+      comment: "an import cycle (core's are being removed and are not checked yet)",
+      severity: "error",
+      from: { path: "^packages/", pathNot: "^packages/core/" },
+      to: { circular: true }
+    },
+    {
+      name: "no-dev-dependency-in-src",
+      comment: "what a package's sources import must be a dependency, not a devDependency",
+      severity: "error",
+      from: { path: "^packages/[^/]+/src/" },
+      to: { dependencyTypes: ["npm-dev"] }
+    },
+    {
+      name: "no-undeclared-package",
+      comment: "a package imported by sources must be in the package's package.json",
+      severity: "error",
+      from: { path: "^packages/[^/]+/src/" },
+      to: { dependencyTypes: ["npm-no-pkg", "npm-unknown"] }
+    },
+    {
+      name: "not-to-unresolvable",
+      severity: "error",
+      from: { path: "^packages/[^/]+/src/" },
+      to: { couldNotResolve: true }
+    }
+  ],
+  options: {
+    doNotFollow: { path: "node_modules" },
+    exclude: { path: "(^|/)(dist|test|test-faults)/" },
+    tsPreCompilationDeps: true,
+    combinedDependencies: false,
+    tsConfig: { fileName: "tsconfig.base.json" },
+    enhancedResolveOptions: { exportsFields: ["exports"], conditionNames: ["import", "require", "node", "default", "types"], extensions: [".ts", ".js", ".mjs", ".json"] }
+  }
+}
