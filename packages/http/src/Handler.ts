@@ -23,6 +23,7 @@ import {
 } from "@cmp/core"
 import type { PlatformRuntime, PlatformServices } from "@cmp/platform"
 import * as Cause from "effect/Cause"
+import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type * as LogLevel from "effect/LogLevel"
@@ -249,8 +250,9 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
       const body = fromDomainError(e)
       return json(body.code, body, e._tag === "TooManyRequests" ? { "retry-after": String(e.retryAfterSeconds) } : {})
     }
-    const defect = Option.getOrUndefined(Cause.dieOption(exit.cause))
-    if (isStoreUnavailable(defect)) return unavailableResponse(defect)
+    // Any defect of the cause: a transaction whose COMMIT failed may also carry its ROLLBACK's.
+    const unavailable = Option.getOrUndefined(Chunk.findFirst(Cause.defects(exit.cause), isStoreUnavailable))
+    if (unavailable) return unavailableResponse(unavailable)
     runtime.runFork(Effect.logError("Request failed", exit.cause).pipe(Effect.annotateLogs({ requestId })))
     return errorResponse(500, "An internal error occurred")
   }

@@ -273,9 +273,7 @@ export const make = Effect.gen(function*() {
   }
 
   const plainTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-    sql.withTransaction(effect).pipe(
-      Effect.catchIf((e): e is SqlError => (e as { _tag?: unknown })?._tag === "SqlError", Unavailable.die)
-    ) as Effect.Effect<A, E, R>
+    Unavailable.classifyTransaction(sql.withTransaction(effect)) as Effect.Effect<A, E, R>
 
   /**
    * Group commit (SQLite): SQLite runs one write transaction at a time, and most of a small

@@ -1,5 +1,6 @@
 import { StoreUnavailable } from "@cmp/core"
 import type { SqlError } from "@effect/sql/SqlError"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 
 /**
@@ -52,3 +53,19 @@ const isSqlError = (u: unknown): u is SqlError => (u as { _tag?: unknown } | und
 /** `Effect.orDie`, with SQL failures classified as `die` does. */
 export const orDie = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, never, R> =>
   Effect.catchAll(effect, (e) => (isSqlError(e) ? die(e) : Effect.die(e)))
+
+/**
+ * A transaction's outcome with every SQL failure classified, also the defects `@effect/sql` makes
+ * itself: a COMMIT or ROLLBACK that fails (on a dead connection, a full disk) dies with the
+ * driver's error inside its `withTransaction`, out of reach of `orDie` above.
+ */
+export const classifyTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, Exclude<E, SqlError>, R> =>
+  Effect.mapErrorCause(effect, (cause) =>
+    Cause.match(cause, {
+      onEmpty: Cause.empty,
+      onFail: (e): Cause.Cause<E> => (isSqlError(e) ? Cause.die(classify(e) ?? e) : Cause.fail(e)),
+      onDie: (d) => Cause.die(isSqlError(d) ? classify(d) ?? d : d),
+      onInterrupt: (id) => Cause.interrupt(id),
+      onSequential: (left, right) => Cause.sequential(left, right),
+      onParallel: (left, right) => Cause.parallel(left, right)
+    })) as Effect.Effect<A, Exclude<E, SqlError>, R>
