@@ -18,7 +18,7 @@ const api = await createApi({
   allowHttp: true,
   admin: { key: "admin", secret: "change-me-to-a-long-secret" }
 })
-// The API parses its own bodies: mount it before any global express.json() of the host.
+// The API parses its own bodies; mounted after a global express.json() it takes what that parsed.
 app.use("/consent-api", api.router)
 
 app.use(express.json())

@@ -1,10 +1,20 @@
-import { fromNodeRequest, fromRuntime, type HandlerOptions, type HttpApi, type HttpApiOptions, makeHttpApi, writeNodeResponse } from "@cmp/http"
+import { type ApiRequest, fromNodeRequest, fromRuntime, type HandlerOptions, type HttpApi, type HttpApiOptions, makeHttpApi, writeNodeResponse } from "@cmp/http"
 import type { PlatformRuntime } from "@cmp/platform"
 import express from "express"
 
 export interface Api extends HttpApi {
-  /** Mount with `app.use(api.router)` or `app.use("/prefix", api.router)`, before the host's `express.json()`. */
+  /** Mount with `app.use(api.router)` or `app.use("/prefix", api.router)`, before or after the host's `express.json()`. */
   readonly router: express.Router
+}
+
+/**
+ * The request for the API. A host's own body parser (`express.json()`) mounted first has spent
+ * the stream: its result is sent on as JSON, still under the request's own content type (so a
+ * form body parsed by `express.urlencoded()` is refused as a form, 415).
+ */
+const requestOf = (req: express.Request): ApiRequest => {
+  const request = fromNodeRequest(req, req.baseUrl)
+  return req.readableEnded && req.body !== undefined ? { ...request, body: JSON.stringify(req.body) } : request
 }
 
 const routerOf = (api: HttpApi): express.Router => {
@@ -12,7 +22,7 @@ const routerOf = (api: HttpApi): express.Router => {
   router.use((req, res, next) => {
     // Paths outside the API (`/v1`, `/openapi.json`, `/docs`) stay the host's.
     if (!api.owns(req.url)) return next()
-    api.handle(fromNodeRequest(req, req.baseUrl)).then((response) => writeNodeResponse(res, response), next)
+    api.handle(requestOf(req)).then((response) => writeNodeResponse(res, response), next)
   })
   return router
 }

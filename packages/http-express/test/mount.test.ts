@@ -168,3 +168,39 @@ describe("HTTPS enforcement when mounted", () => {
     }
   })
 })
+
+describe("mounted after the host's own body parser", () => {
+  it("express.json() first: the API still reads JSON bodies; a form is still refused", async () => {
+    const parsed = await createApi({
+      store: SqliteStore.layer({ filename: ":memory:" }),
+      allowHttp: true,
+      hashCost: 1024,
+      admin: ADMIN,
+      logLevel: "None"
+    })
+    const app = express()
+    app.use(express.json())
+    app.use(express.urlencoded({ extended: false }))
+    app.use("/api", parsed.router)
+    const s = app.listen(0, "127.0.0.1")
+    try {
+      await new Promise<void>((resolve) => s.once("listening", () => resolve()))
+      const url = `http://127.0.0.1:${(s.address() as AddressInfo).port}`
+      const session = await call(url, "POST", "/api/v1/sessions", { body: { type: "api-key", ...ADMIN } })
+      expect(session.status, session.text).toBe(201)
+      const org = await as(url, session.body.access_token)("POST", "/api/v1/organizations", { body: { name: "parsed-first" } })
+      expect(org.status, org.text).toBe(201)
+      const form = await call(url, "POST", "/api/v1/sessions", {
+        rawBody: `type=api-key&key=${ADMIN.key}&secret=${ADMIN.secret}`,
+        headers: { "content-type": "application/x-www-form-urlencoded" }
+      })
+      expect(form.status).toBe(415)
+    } finally {
+      await new Promise<void>((resolve) => {
+        s.close(() => resolve())
+        s.closeAllConnections()
+      })
+      await parsed.dispose()
+    }
+  })
+})

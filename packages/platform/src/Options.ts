@@ -18,9 +18,15 @@ export type StoreSettings =
   | { readonly _tag: "sqlite"; readonly options: SqliteStore.SqliteStoreOptions }
   | { readonly _tag: "postgres"; readonly options: PgStore.PgStoreOptions }
 
+/** SQLite on a file (`:memory:` for tests): `store: sqlite({ filename: "./data/consent.db" })`. */
+export const sqlite = (options: SqliteStore.SqliteStoreOptions): StoreSettings => ({ _tag: "sqlite", options })
+
+/** PostgreSQL at a URL: `store: postgres({ url: "postgres://…", maxConnections: 10 })`. */
+export const postgres = (options: PgStore.PgStoreOptions): StoreSettings => ({ _tag: "postgres", options })
+
 /** The Node adapters' own settings (keys, provisioning, exports, TCF) are `NodeAdaptersOptions`. */
 export interface PlatformOptions extends Omit<NodeAdaptersOptions, "allowHosts" | "localAddress"> {
-  /** The storage ports: `{ _tag: "sqlite", options: { filename } }`, `{ _tag: "postgres", options: { url } }` or a store layer. */
+  /** The storage ports: `sqlite({ filename })`, `postgres({ url })`, or any store layer. */
   readonly store: StoreOption
   readonly settings?: Partial<SettingsShape> | undefined
   /** The operator key to create on first start (`ADMIN_API_KEY`/`ADMIN_API_SECRET`). */

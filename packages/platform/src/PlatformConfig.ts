@@ -16,7 +16,7 @@ import * as Option from "effect/Option"
 import * as fs from "node:fs"
 import * as net from "node:net"
 import * as path from "node:path"
-import type { PlatformOptions, StoreSettings } from "./Options.js"
+import { type PlatformOptions, postgres, sqlite, type StoreSettings } from "./Options.js"
 
 /**
  * The platform's settings as Effect `Config`, read from the environment by default (the
@@ -129,11 +129,11 @@ export const store = Config.all({
   sqlitePath: Config.map(raw("SQLITE_PATH"), Option.getOrElse(() => "./data/consent.db")),
   base: baseDirectory
 }).pipe(Config.mapOrFail(({ base, poolSize, sqlitePath, url }): Either.Either<StoreSettings, ConfigError.ConfigError> => {
-  if (Option.isNone(url)) return Either.right({ _tag: "sqlite", options: { filename: path.resolve(base, sqlitePath) } })
+  if (Option.isNone(url)) return Either.right(sqlite({ filename: path.resolve(base, sqlitePath) }))
   if (!/^postgres(ql)?:\/\//.test(url.value)) {
     return Either.left(invalid("DATABASE_URL", "DATABASE_URL must be a postgres:// or postgresql:// URL"))
   }
-  return Either.right({ _tag: "postgres", options: { url: url.value, maxConnections: poolSize } })
+  return Either.right(postgres({ url: url.value, maxConnections: poolSize }))
 }))
 
 // ---------------------------------------------------------------- the operator key

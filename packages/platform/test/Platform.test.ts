@@ -8,14 +8,14 @@ import * as Exit from "effect/Exit"
 import * as Cause from "effect/Cause"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import { Platform } from "../src/index.js"
+import { Platform, sqlite } from "../src/index.js"
 
 /** The platform from settings (`layer`) and from Effect Config (`layerConfig`), through its ports. */
 
 const fromEnv = (env: Record<string, string>) =>
   Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))
 
-const memory = { _tag: "sqlite", options: { filename: ":memory:" } } as const
+const memory = sqlite({ filename: ":memory:" })
 
 describe("Platform.layer", () => {
   it.scopedLive("assembles the store, core's services and the Node adapters, and creates the operator key", () =>
