@@ -28,7 +28,6 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
-import * as crypto from "node:crypto"
 import { readJson } from "./Body.js"
 import { errorResponse, fromDomainError, unavailableResponse } from "./Errors.js"
 import { type ApiRequest, type ApiResponse, header, json } from "./Message.js"
@@ -354,7 +353,7 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
   const handle = async (request: ApiRequest): Promise<ApiResponse> => {
     const started = performance.now()
     const incoming = header(request.headers, "x-request-id")
-    const requestId = incoming !== undefined && /^[\w.-]{1,128}$/.test(incoming) ? incoming : crypto.randomUUID()
+    const requestId = incoming !== undefined && /^[\w.-]{1,128}$/.test(incoming) ? incoming : globalThis.crypto.randomUUID()
     let response: ApiResponse
     try {
       response = await answer(request, requestId)
