@@ -1,27 +1,5 @@
-import {
-  acceptInvitation,
-  ApiUsage,
-  authenticate,
-  ConsentUsersResource,
-  createPlatformIntegrationSession,
-  createSession,
-  type DomainError,
-  executeExport,
-  findDashboardUrls,
-  generateSdkConfig,
-  getLanguages,
-  getUserByOrganizationUserId,
-  InvalidInput,
-  isStoreUnavailable,
-  type Principal,
-  replayDelivery,
-  replayFailed,
-  type ResourceDef,
-  ResourceService,
-  resources as defaultResources,
-  tcStringOfEvent
-} from "@cmp/core"
-import type { PlatformRuntime, PlatformServices } from "@cmp/platform"
+import { ApiUsage, authenticate, type DomainError, isStoreUnavailable, type ResourceDef, resources as defaultResources } from "@cmp/core"
+import type { PlatformRuntime } from "@cmp/platform"
 import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
@@ -33,7 +11,7 @@ import { errorResponse, fromDomainError, unavailableResponse } from "./Errors.js
 import { type ApiRequest, type ApiResponse, header, json } from "./Message.js"
 import { docsAsset } from "./Docs.js"
 import { openApiDocument } from "./OpenApi.js"
-import { parseQuery } from "./Query.js"
+import { actionOnly, actions, type Context, matchRoute, methodsOf, nobody, resourceRoute, type Route, type Use } from "./Routes.js"
 
 export interface HandlerOptions {
   /** Serve plain HTTP instead of answering 301 to the https URL (development only). */
@@ -54,144 +32,6 @@ export interface Handler {
   /** Whether a path (relative to the mount point) belongs to the API, for hosts that serve other routes too. */
   readonly owns: (url: string) => boolean
   readonly openapi: Record<string, unknown>
-}
-
-type Use = Effect.Effect<unknown, DomainError, PlatformServices>
-
-/** What a route sees of its request. */
-interface Context {
-  readonly request: ApiRequest
-  readonly params: ReadonlyArray<string>
-  readonly rawQuery: string
-  readonly body: unknown
-  readonly address: string | undefined
-}
-
-interface Route {
-  readonly method: string
-  /** Lower-case path segments after `/v1`; `:` is a parameter. */
-  readonly path: ReadonlyArray<string>
-  /** `bearer`: an access token is needed, and counts against `api_requests`. */
-  readonly auth: "bearer" | "none"
-  readonly body: boolean
-  readonly status: number
-  readonly run: (context: Context, principal: Principal) => Use
-}
-
-const route = (
-  method: string,
-  path: string,
-  auth: Route["auth"],
-  run: Route["run"],
-  options: { readonly body?: boolean; readonly status?: number } = {}
-): Route => ({
-  method,
-  path: path.split("/").filter(Boolean),
-  auth,
-  body: options.body ?? (method === "POST" || method === "PUT" || method === "PATCH"),
-  status: options.status ?? 200,
-  run
-})
-
-/** No principal: routes without a bearer token get none. */
-const nobody = undefined as unknown as Principal
-
-const withQuery = (context: Context, use: (query: Record<string, unknown>) => Use): Use =>
-  Effect.flatMap(parseQuery(context.rawQuery), use)
-
-/** `GET consents/users/:id?$by_organization_user_id=true`: the id is the organization's own user id. */
-const getUser = (def: ResourceDef, context: Context, principal: Principal, id: string): Use =>
-  withQuery(context, (q) => {
-    const by = q.$by_organization_user_id
-    if (by === undefined || by === "false") return ResourceService.get(def, principal, id)
-    if (by !== "true") {
-      return Effect.fail(new InvalidInput({
-        message: "Invalid query: $by_organization_user_id must be true or false",
-        errors: { $by_organization_user_id: "must be true or false" }
-      }))
-    }
-    const rest = Object.keys(q).filter((k) => k !== "$by_organization_user_id")
-    if (rest.length > 0) {
-      return Effect.fail(new InvalidInput({
-        message: `Invalid query: ${rest[0]} is not supported here`,
-        errors: { [rest[0]!]: "is not supported here" }
-      }))
-    }
-    return getUserByOrganizationUserId(principal, id)
-  })
-
-/** The routes that are not generic resource methods: sessions and actions. */
-const actions: ReadonlyArray<Route> = [
-  route("POST", "sessions", "none", (c) => createSession(c.body, c.address), { status: 201 }),
-  // The invitation token itself is the credential; answers with an email session.
-  route("POST", "invitations/accept", "none", (c) => acceptInvitation(c.body), { status: 201 }),
-  // The integration's own token (`x-platform-authorization`) is the credential.
-  route("POST", "platform-integrations/sessions", "none", (c) => {
-    const given = header(c.request.headers, "x-platform-authorization")
-    return createPlatformIntegrationSession(given?.replace(/^Bearer\s+/i, ""), c.body)
-  }, { status: 201 }),
-  route("POST", "webhooks/deliveries/replay", "bearer", (c, p) => replayFailed(p, c.body)),
-  route("POST", "webhooks/deliveries/:/replay", "bearer", (c, p) => replayDelivery(p, c.params[0]!), { body: false }),
-  route("POST", "widgets/notices/generators/sdk", "bearer", (c, p) => generateSdkConfig(p, c.body), { status: 201 }),
-  route("POST", "exports/execute", "bearer", (c, p) => executeExport(p, c.body), { status: 201 }),
-  route("GET", "consents/events/:/tcstring", "bearer", (c, p) => tcStringOfEvent(p, c.params[0]!)),
-  route("GET", "analytics/dashboards-urls", "bearer", (c, p) => withQuery(c, (q) => findDashboardUrls(p, q))),
-  route("GET", "languages", "bearer", (_c, p) => getLanguages(p))
-]
-
-/** Paths that only answer the methods of their actions; any other method is a 405. */
-const actionOnly = new Set(["sessions", "platform-integrations/sessions", "widgets/notices/generators/sdk", "exports/execute", "languages"])
-
-const matchRoute = (segments: ReadonlyArray<string>, method: string): { route: Route; params: Array<string> } | undefined => {
-  for (const r of actions) {
-    if (r.method !== method || r.path.length !== segments.length) continue
-    const params: Array<string> = []
-    let ok = true
-    for (let i = 0; i < r.path.length && ok; i++) {
-      if (r.path[i] === ":") params.push(segments[i]!)
-      else ok = r.path[i] === segments[i]!.toLowerCase()
-    }
-    if (ok) return { route: r, params }
-  }
-  return undefined
-}
-
-const methodsOf = (def: ResourceDef, withId: boolean): Array<string> => {
-  const m = def.methods
-  const out: Array<string> = []
-  if (withId) {
-    if (m.includes("get")) out.push("GET", "HEAD")
-    if (m.includes("update")) out.push("PUT")
-    if (m.includes("patch")) out.push("PATCH")
-    if (m.includes("remove")) out.push("DELETE")
-  } else {
-    if (m.includes("find")) out.push("GET", "HEAD")
-    if (m.includes("create")) out.push("POST")
-  }
-  return out
-}
-
-/** The generic method of a resource, or undefined when the resource does not have it. */
-const resourceRoute = (def: ResourceDef, method: string, id: string | undefined): Route | undefined => {
-  const m = def.methods
-  const r = (verb: string, run: Route["run"], status = 200) =>
-    route(verb, def.path, "bearer", run, { status })
-  if (id === undefined) {
-    if (method === "GET" && m.includes("find")) {
-      return r("GET", (c, p) => withQuery(c, (q) => ResourceService.find(def, p, q)))
-    }
-    if (method === "POST" && m.includes("create")) return r("POST", (c, p) => ResourceService.create(def, p, c.body), 201)
-    return undefined
-  }
-  if (method === "GET" && m.includes("get")) {
-    return def.path === ConsentUsersResource.path
-      ? r("GET", (c, p) => getUser(def, c, p, id))
-      : r("GET", (_c, p) => ResourceService.get(def, p, id))
-  }
-  if (method === "PUT" && m.includes("update")) return r("PUT", (c, p) => ResourceService.update(def, p, id, c.body))
-  if (method === "PATCH" && m.includes("patch")) return r("PATCH", (c, p) => ResourceService.patch(def, p, id, c.body))
-  if (method === "DELETE" && m.includes("remove")) return r("DELETE", (_c, p) => ResourceService.remove(def, p, id))
-  return undefined
 }
 
 const domainTags = new Set([
