@@ -94,7 +94,13 @@ describe("exports: configurations", () => {
         [dir("/etc")],
         [{ type: "ftp", url: "ftp://x" }],
         [{ type: "https", url: "http://example.com/x" }],
-        [{ type: "https", url: "https://10.0.0.1/x" }]
+        [{ type: "https", url: "https://10.0.0.1/x" }],
+        // The address policy of every outbound call: mapped, metadata and loopback names too.
+        [{ type: "https", url: "https://[::ffff:127.0.0.1]/x" }],
+        [{ type: "https", url: "https://[::ffff:a9fe:a9fe]/x" }],
+        [{ type: "https", url: "https://[fe80::1]/x" }],
+        [{ type: "https", url: "https://169.254.169.254/latest/meta-data" }],
+        [{ type: "https", url: "https://localhost/x" }]
       ]
     ) {
       expect400(await t.call("POST", "/v1/exports/configs", { body: { organization_id: t.org.id, name: "n", destinations } }))
