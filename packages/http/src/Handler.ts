@@ -91,7 +91,10 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
     }
     // Any defect of the cause: a transaction whose COMMIT failed may also carry its ROLLBACK's.
     const unavailable = Option.getOrUndefined(Chunk.findFirst(Cause.defects(exit.cause), isStoreUnavailable))
-    if (unavailable) return unavailableResponse(unavailable)
+    if (unavailable) {
+      runtime.runFork(Effect.logWarning("Store unavailable", unavailable.message).pipe(Effect.annotateLogs({ requestId })))
+      return unavailableResponse(unavailable)
+    }
     runtime.runFork(Effect.logError("Request failed", exit.cause).pipe(Effect.annotateLogs({ requestId })))
     return errorResponse(500, "An internal error occurred")
   }
