@@ -66,10 +66,14 @@ const directoryWriter = (root: string | undefined, dir: string, fileName: string
         if (error) return resume(Effect.fail(failed(error.message)))
         stream.end(() => resume(error ? Effect.fail(failed(error.message)) : Effect.void))
       }),
+      // The file is created when the stream's open completes, which may be after `destroy`:
+      // remove it once the stream has closed, or a partial file could appear after the removal.
       abort: Effect.promise(() =>
         new Promise<void>((resolve) => {
+          const remove = () => void fs.promises.rm(file, { force: true }).then(() => resolve(), () => resolve())
+          if (stream.closed) return remove()
+          stream.once("close", remove)
           stream.destroy()
-          fs.promises.rm(file, { force: true }).then(() => resolve(), () => resolve())
         })
       )
     }
