@@ -1,4 +1,4 @@
-import { ApiUsage, authenticate, type DomainError, isStoreUnavailable, type ResourceDef, resources as defaultResources } from "@cmp/core"
+import { ApiUsage, authenticate, isDomainError, isStoreUnavailable, type ResourceDef, resources as defaultResources } from "@cmp/core"
 import type { PlatformRuntime } from "@cmp/platform"
 import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
@@ -33,12 +33,6 @@ export interface Handler {
   readonly owns: (url: string) => boolean
   readonly openapi: Record<string, unknown>
 }
-
-const domainTags = new Set([
-  "InvalidInput", "NotAuthenticated", "Forbidden", "NotFound", "Conflict", "QuotaExceeded", "TooManyRequests"
-])
-const isDomainError = (u: unknown): u is DomainError =>
-  typeof u === "object" && u !== null && domainTags.has((u as { _tag?: string })._tag ?? "")
 
 const hostPattern = /^[a-z0-9.-]+(:\d{1,5})?$|^\[[0-9a-f:.]+\](:\d{1,5})?$/i
 

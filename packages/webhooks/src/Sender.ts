@@ -345,24 +345,14 @@ export class StreamFailed extends Data.TaggedError("StreamFailed")<{
   readonly status: number | null
 }> {}
 
-export interface StreamRequest {
-  readonly url: string
-  /** Default `POST`. */
-  readonly method?: string
-  /** Sent as given, except framing: the body always goes chunked. */
-  readonly headers: Readonly<Record<string, string>>
+/** What `send` takes, but the body, which is written chunk by chunk (always chunked: framing headers are ours). */
+export interface StreamRequest extends Omit<SendRequest, "body" | "timeoutMs"> {
   /**
    * Bounds each wait on the receiver, not the whole call (which lasts as long as the caller
    * has data): the resolution, a write waiting for the connection to drain, and the answer
    * once the body has ended.
    */
   readonly timeoutMs: number
-  /** Local address the socket is bound to (`WEBHOOK_LOCAL_ADDRESS`). */
-  readonly localAddress?: string | undefined
-  /** Hostnames that may resolve to private or loopback addresses (`WEBHOOK_ALLOW_HOSTS`). */
-  readonly allowHosts: ReadonlyArray<string>
-  /** How much of the response body is kept (default 2 KiB). */
-  readonly maxResponseBytes?: number
 }
 
 /** An open streamed request: the body is written chunk by chunk, then `end` awaits the answer. */

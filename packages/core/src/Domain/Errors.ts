@@ -53,6 +53,14 @@ export type DomainError =
   | QuotaExceeded
   | TooManyRequests
 
+const domainTags: ReadonlySet<string> = new Set<DomainError["_tag"]>([
+  "InvalidInput", "NotAuthenticated", "Forbidden", "NotFound", "Conflict", "QuotaExceeded", "TooManyRequests"
+])
+
+/** One of the errors above, whatever carried it (a failure of an effect typed more loosely). */
+export const isDomainError = (u: unknown): u is DomainError =>
+  typeof u === "object" && u !== null && domainTags.has((u as { _tag?: string })._tag ?? "")
+
 /**
  * The store cannot serve the request for now: the database refuses connections, lost one, is
  * read-only, full or shutting down. Stores die with it (infrastructure failures are defects of
