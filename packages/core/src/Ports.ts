@@ -10,12 +10,25 @@ import type { Condition, FindQuery, SortKey } from "./Query.js"
 /** A stored record: column name → core value (string, number, boolean, null, or JSON). */
 export type Row = Record<string, unknown>
 
-/** What a store needs to know about a table: its name, columns and unique keys. */
+/** A secondary index, by the name the migrations gave it. */
+export interface IndexDef {
+  readonly name: string
+  readonly columns: ReadonlyArray<string>
+}
+
+/** What a store needs to know about a table: its name, columns, keys and indexes. */
 export interface TableDef {
   readonly table: string
   readonly fields: Readonly<Record<string, FieldInfo>>
+  /**
+   * The primary key: `["id"]`, or `["organization_id", "id"]` where an id is chosen by the
+   * client and only unique within its organization (consent events and users).
+   */
+  readonly key: ReadonlyArray<string>
   /** Column sets that are unique, used to name the field in a Conflict. */
   readonly unique: ReadonlyArray<ReadonlyArray<string>>
+  /** Secondary indexes the store keeps (checked against the database by the schema contract). */
+  readonly indexes: ReadonlyArray<IndexDef>
   /** Applied after the query's own sort; the store always ends with `id` for stable paging. */
   readonly defaultSort: ReadonlyArray<SortKey>
 }

@@ -3,7 +3,7 @@ import * as Schema from "effect/Schema"
 import type { PremiumFeatureFlag, QuotaField } from "./Domain/Account.js"
 import type { DomainError } from "./Domain/Errors.js"
 import { type FieldInfo, fieldsOf } from "./Fields.js"
-import type { Ids, Row, SecretHasher, Storage, TableDef, UnitOfWork } from "./Ports.js"
+import type { Ids, IndexDef, Row, SecretHasher, Storage, TableDef, UnitOfWork } from "./Ports.js"
 import type { Settings } from "./Settings.js"
 import type { SecretBox } from "./Webhooks/Ports.js"
 import type { Principal } from "./Principal.js"
@@ -76,6 +76,10 @@ export interface ResourceOptions {
   /** Stored columns that are not part of the output (hashes, input-only fields). */
   readonly privateFields?: Readonly<Record<string, FieldInfo>>
   readonly unique?: ReadonlyArray<ReadonlyArray<string>>
+  /** Secondary indexes (for the store and its schema contract). */
+  readonly indexes?: ReadonlyArray<IndexDef>
+  /** Where ids are chosen by the client and unique only within their organization. */
+  readonly keyedByOrganization?: boolean
   readonly defaults?: Row
   /** A count quota checked on create. */
   readonly quota?: QuotaField
@@ -134,7 +138,9 @@ export const defineResource = (options: ResourceOptions): ResourceDef => {
     tableDef: {
       table: options.table,
       fields: columns,
+      key: options.keyedByOrganization ? ["organization_id", "id"] : ["id"],
       unique: options.unique ?? [],
+      indexes: options.indexes ?? [],
       defaultSort: "created_at" in columns ? [{ field: "created_at", direction: 1 }] : []
     }
   }
@@ -144,11 +150,16 @@ export const defineResource = (options: ResourceOptions): ResourceDef => {
 export const defineTable = (
   table: string,
   fields: Readonly<Record<string, FieldInfo>>,
-  unique: ReadonlyArray<ReadonlyArray<string>> = []
+  options: {
+    readonly unique?: ReadonlyArray<ReadonlyArray<string>>
+    readonly indexes?: ReadonlyArray<IndexDef>
+  } = {}
 ): TableDef => ({
   table,
   fields,
-  unique,
+  key: ["id"],
+  unique: options.unique ?? [],
+  indexes: options.indexes ?? [],
   defaultSort: "created_at" in fields ? [{ field: "created_at", direction: 1 }] : []
 })
 

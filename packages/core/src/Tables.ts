@@ -21,7 +21,7 @@ export const PersonsTable = defineTable("persons", {
   created_at: field.timestamp,
   updated_at: field.timestamp,
   version: field.number
-}, [["email"]])
+}, { unique: [["email"]] })
 
 /** Server-wide values kept in the database (the generated JWT signing key). */
 export const SettingsTable = defineTable("settings", {

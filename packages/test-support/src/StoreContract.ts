@@ -55,7 +55,7 @@ export const Items = defineTable("contract_items", {
   created_at: field.timestamp,
   updated_at: field.timestamp,
   version: field.number
-}, [["organization_id", "name"]])
+}, { unique: [["organization_id", "name"]] })
 
 /** Creates `contract_items`; the column types are the only thing that differs per dialect. */
 export const createItemsTable = Effect.gen(function*() {

@@ -147,7 +147,9 @@ export const AttemptsTable = {
     error: field.optionalString,
     response_excerpt: field.optionalString
   },
+  key: ["id"],
   unique: [],
+  indexes: [],
   defaultSort: [{ field: "attempted_at", direction: 1 }]
 } as const
 
