@@ -5,7 +5,6 @@ import * as Schedule from "effect/Schedule"
 import { nowMillis } from "./Clock.js"
 import { TooManyRequests } from "./Domain/Errors.js"
 import { Storage, UsageStore } from "./Ports.js"
-import { eq } from "./Query.js"
 import { type QuotaPeriod, Settings } from "./Settings.js"
 import { organizationRow, Tables } from "./Tables.js"
 

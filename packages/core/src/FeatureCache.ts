@@ -36,14 +36,9 @@ export class FeatureCache extends Context.Tag("@cmp/core/FeatureCache")<FeatureC
     })
 }
 
-/** Reads through the cache when the runtime has one, else loads every time. */
+/** Reads an organization's premium features through the cache. */
 export const readFeatures = <R>(organizationId: string, load: Effect.Effect<Row | undefined, never, R>) =>
-  Effect.flatMap(
-    Effect.serviceOption(FeatureCache),
-    Option.match({ onNone: () => load, onSome: (cache) => cache.read(organizationId, load) })
-  )
+  Effect.flatMap(FeatureCache, (cache) => cache.read(organizationId, load))
 
-export const forgetFeatures = (organizationId: unknown) =>
-  typeof organizationId !== "string"
-    ? Effect.void
-    : Effect.flatMap(Effect.serviceOption(FeatureCache), Option.match({ onNone: () => Effect.void, onSome: (cache) => cache.forget(organizationId) }))
+export const forgetFeatures = (organizationId: unknown): Effect.Effect<void, never, FeatureCache> =>
+  typeof organizationId !== "string" ? Effect.void : Effect.flatMap(FeatureCache, (cache) => cache.forget(organizationId))

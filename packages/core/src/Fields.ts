@@ -11,6 +11,11 @@ export type FieldKind = "string" | "timestamp" | "number" | "boolean" | "json"
 export interface FieldInfo {
   readonly kind: FieldKind
   readonly nullable: boolean
+  /**
+   * A number column that is not a 32-bit integer: `bigint` for a counter that may outgrow one,
+   * `real` for a fraction. Only the column type depends on it (checked by the schema contract).
+   */
+  readonly storage?: "bigint" | "real"
 }
 
 const unwrap = (ast: AST.AST): AST.AST => {

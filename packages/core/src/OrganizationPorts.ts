@@ -5,8 +5,8 @@ import * as Option from "effect/Option"
 import type { Row } from "./Ports.js"
 
 /**
- * Ports of the organization resources. Hooks reach them with `Effect.serviceOption`,
- * so a host that does not provide one gets the in-core default (or a clear refusal).
+ * Ports of the organization resources. The resources that use one say so in their type, so a
+ * platform composed without it does not compile; none has a silent default.
  */
 
 /** The state a deployment reached: done at once, failed, or still running (finished later). */
@@ -29,7 +29,6 @@ export class Provisioner extends Context.Tag("@cmp/core/Provisioner")<
   static readonly ImmediateLayer = Layer.succeed(Provisioner, Provisioner.Immediate)
 }
 
-export const provisioner = Effect.map(Effect.serviceOption(Provisioner), Option.getOrElse(() => Provisioner.Immediate))
 
 /** Signs a URL so its target can check it was issued by this server and is not expired. */
 export class UrlSigner extends Context.Tag("@cmp/core/UrlSigner")<

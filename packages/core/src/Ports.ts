@@ -16,7 +16,18 @@ export interface IndexDef {
   readonly columns: ReadonlyArray<string>
 }
 
-/** What a store needs to know about a table: its name, columns, keys and indexes. */
+/**
+ * A column naming a row of another table (by its id), and what removing that row does here.
+ * Where the referenced table is keyed by organization, the reference stays inside the
+ * organization of the row that holds it.
+ */
+export interface Relation {
+  readonly field: string
+  readonly table: string
+  readonly onDelete: "cascade" | "set-null"
+}
+
+/** What a store needs to know about a table: its name, columns, keys, indexes and relations. */
 export interface TableDef {
   readonly table: string
   readonly fields: Readonly<Record<string, FieldInfo>>
@@ -29,6 +40,8 @@ export interface TableDef {
   readonly unique: ReadonlyArray<ReadonlyArray<string>>
   /** Secondary indexes the store keeps (checked against the database by the schema contract). */
   readonly indexes: ReadonlyArray<IndexDef>
+  /** The rows this table's rows refer to; the engine runs their on-delete behaviour. */
+  readonly references: ReadonlyArray<Relation>
   /** Applied after the query's own sort; the store always ends with `id` for stable paging. */
   readonly defaultSort: ReadonlyArray<SortKey>
 }
@@ -41,6 +54,12 @@ export interface Page<A> {
 }
 
 /**
+ * A row's primary key: its id, or, in a table keyed by organization (`TableDef.key`), its
+ * organization and id. A bare id on such a table is a defect: it could name two rows.
+ */
+export type RowKey = string | { readonly organization_id: string; readonly id: string }
+
+/**
  * The generic repository of one resource kind. Every record has `id` and `version`;
  * writes are conditional on the expected version, so of two concurrent writers exactly one
  * wins and the other gets `Conflict`. Infrastructure failures are defects.
@@ -48,16 +67,22 @@ export interface Page<A> {
 export interface Repository {
   readonly find: (query: FindQuery) => Effect.Effect<Page<Row>>
   readonly count: (where: ReadonlyArray<Condition>) => Effect.Effect<number>
-  readonly get: (id: string) => Effect.Effect<Option.Option<Row>>
+  readonly get: (key: RowKey) => Effect.Effect<Option.Option<Row>>
   readonly create: (row: Row) => Effect.Effect<Row, Conflict>
   /** Writes many rows at once and reads nothing back (an outbox of messages). */
   readonly insert: (rows: ReadonlyArray<Row>) => Effect.Effect<void, Conflict>
-  /** Replaces every column but `id` and `created_at` with the given row; bumps `version`. */
-  readonly update: (id: string, row: Row, expectedVersion: number) => Effect.Effect<Row, NotFound | Conflict>
-  /** Writes only the given columns; bumps `version`. */
-  readonly patch: (id: string, changes: Row, expectedVersion: number) => Effect.Effect<Row, NotFound | Conflict>
-  readonly remove: (id: string, expectedVersion?: number) => Effect.Effect<Option.Option<Row>, Conflict>
+  /** Replaces every column but the key and `created_at` with the given row; bumps `version`. */
+  readonly update: (key: RowKey, row: Row, expectedVersion: number) => Effect.Effect<Row, NotFound | Conflict>
+  /** Writes only the given columns (never the key); bumps `version`. */
+  readonly patch: (key: RowKey, changes: Row, expectedVersion: number) => Effect.Effect<Row, NotFound | Conflict>
+  readonly remove: (key: RowKey, expectedVersion?: number) => Effect.Effect<Option.Option<Row>, Conflict>
 }
+
+/** The key of a stored row in its table. */
+export const keyOf = (table: TableDef, row: Row): RowKey =>
+  table.key.length === 1
+    ? row.id as string
+    : { organization_id: row.organization_id as string, id: row.id as string }
 
 export class Storage extends Context.Tag("@cmp/core/Storage")<
   Storage,

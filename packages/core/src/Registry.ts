@@ -1,4 +1,8 @@
-import type { ResourceDef } from "./Resource.js"
+import * as Layer from "effect/Layer"
+import { ApiUsageTable, InvitationsTable, PersonsTable, SettingsTable } from "./InternalTables.js"
+import type { TableDef } from "./Ports.js"
+import { Relations } from "./Relations.js"
+import type { PortsOf, ResourceDef } from "./Resource.js"
 import {
   ApiKeysResource,
   MembersResource,
@@ -8,7 +12,7 @@ import {
   SecretsResource
 } from "./Resources/Account.js"
 import { ConsentEventsResource, ConsentUsersResource } from "./Resources/Consents.js"
-import { DeliveriesResource, WebhooksResource } from "./Resources/Webhooks.js"
+import { AttemptsTable, DeliveriesResource, WebhooksResource } from "./Resources/Webhooks.js"
 import { CookiesResource } from "./Resources/Cookies.js"
 import { DashboardsResource, DashboardUrlsResource } from "./Resources/Dashboards.js"
 import { DomainsResource } from "./Resources/Domains.js"
@@ -26,8 +30,7 @@ import {
 } from "./Resources/Notices.js"
 import { ExportConfigsResource, ExportRunsResource } from "./Resources/Exports.js"
 
-/** Every resource served through the generic path, in the order they are documented. */
-export const resources: ReadonlyArray<ResourceDef> = [
+const declared = [
   OrganizationsResource,
   ApiKeysResource,
   QuotasResource,
@@ -54,4 +57,24 @@ export const resources: ReadonlyArray<ResourceDef> = [
   PlatformIntegrationsResource,
   DashboardsResource,
   DashboardUrlsResource
+] as const
+
+/** The ports the declared resources need beyond the core services: what a platform must provide. */
+export type ResourcePorts = PortsOf<(typeof declared)[number]>
+
+/** A resource of the registry: its hooks need at most the registry's ports. */
+export type RegisteredResource = ResourceDef<ResourcePorts, any>
+
+/** Every resource served through the generic path, in the order they are documented. */
+export const resources: ReadonlyArray<RegisteredResource> = declared
+
+/** Every stored table, once each (some resources share one): what the stores create. */
+export const tables: ReadonlyArray<TableDef> = [
+  ...new Map(
+    [...resources.map((def) => def.tableDef), PersonsTable, InvitationsTable, SettingsTable, AttemptsTable, ApiUsageTable]
+      .map((t) => [t.table, t] as const)
+  ).values()
 ]
+
+/** The relations of every stored table, for the engine's cascades. */
+export const RelationsLive = Layer.succeed(Relations, Relations.of({ tables }))

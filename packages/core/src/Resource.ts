@@ -3,60 +3,86 @@ import * as Schema from "effect/Schema"
 import type { PremiumFeatureFlag, QuotaField } from "./Domain/Account.js"
 import type { DomainError } from "./Domain/Errors.js"
 import { type FieldInfo, fieldsOf } from "./Fields.js"
-import type { Ids, IndexDef, Row, SecretHasher, Storage, TableDef, UnitOfWork } from "./Ports.js"
+import type { Ids, IndexDef, Relation, Row, SecretHasher, Storage, TableDef, UnitOfWork } from "./Ports.js"
+import type { Relations } from "./Relations.js"
 import type { Settings } from "./Settings.js"
-import type { SecretBox } from "./Webhooks/Ports.js"
+import type { OutboxSignal, SecretBox } from "./Webhooks/Ports.js"
+import type { FeatureCache } from "./FeatureCache.js"
 import type { Principal } from "./Principal.js"
 import type { FindQuery } from "./Query.js"
 
 export type Method = "find" | "get" | "create" | "update" | "patch" | "remove"
 
 /** What the generic use-cases and hooks may require. */
-export type CoreServices = Storage | UnitOfWork | Ids | SecretHasher | Settings | SecretBox
+export type CoreServices =
+  | Storage
+  | UnitOfWork
+  | Ids
+  | SecretHasher
+  | Settings
+  | SecretBox
+  | Relations
+  | FeatureCache
+  | OutboxSignal
 
 export type AnySchema = Schema.Schema<any, any, never>
 
+/** What a `create` hook hands on: the row to insert, values shown once, data for `afterCreate`. */
+export interface Prepared<Carry = never> {
+  readonly row: Row
+  readonly reveal?: Row
+  readonly carry?: Carry
+}
+
 /** The special behaviour of a resource, run inside the write's transaction. */
-export interface Hooks {
+export interface Hooks<R = never, Carry = never> {
   /** Narrows a find for the principal, after organization scope is applied. */
-  readonly find?: (
+  find?(
     principal: Principal,
     query: FindQuery,
     params: Readonly<Record<string, unknown>>
-  ) => Effect.Effect<FindQuery, DomainError, CoreServices>
+  ): Effect.Effect<FindQuery, DomainError, CoreServices | R>
   /** Whether the principal may see this row at all; an invisible row is a 404. */
-  readonly visible?: (principal: Principal, row: Row) => boolean
-  /** Completes a new row; `reveal` holds values shown once in the response (secrets). */
-  readonly create?: (
+  visible?(principal: Principal, row: Row): boolean
+  /**
+   * Completes a new row; `reveal` holds values shown once in the response (secrets), `carry`
+   * what `afterCreate` needs of the preparation (the user an event found or made).
+   */
+  create?(
     principal: Principal,
     row: Row,
     input: Row
-  ) => Effect.Effect<{ readonly row: Row; readonly reveal?: Row }, DomainError, CoreServices>
-  /** Runs after the insert, in its transaction; `prepared` is what `create` returned (with transient marks). */
-  readonly afterCreate?: (
+  ): Effect.Effect<Prepared<Carry>, DomainError, CoreServices | R>
+  /** Runs after the insert, in its transaction, with what `create` carried over. */
+  afterCreate?(
     principal: Principal,
     row: Row,
-    prepared: Row
-  ) => Effect.Effect<void, DomainError, CoreServices>
+    carry: Carry | undefined
+  ): Effect.Effect<void, DomainError, CoreServices | R>
   /** Checks or completes a changed row (state machines, derived fields). */
-  readonly update?: (
+  update?(
     principal: Principal,
     before: Row,
     after: Row,
     input: Row
-  ) => Effect.Effect<Row, DomainError, CoreServices>
-  readonly remove?: (principal: Principal, row: Row) => Effect.Effect<void, DomainError, CoreServices>
+  ): Effect.Effect<Row, DomainError, CoreServices | R>
+  remove?(principal: Principal, row: Row): Effect.Effect<void, DomainError, CoreServices | R>
   /** Runs after an update or patch, in its transaction. */
-  readonly afterUpdate?: (principal: Principal, before: Row, after: Row) => Effect.Effect<void, DomainError, CoreServices>
+  afterUpdate?(principal: Principal, before: Row, after: Row): Effect.Effect<void, DomainError, CoreServices | R>
   /** Runs after a remove, in its transaction. */
-  readonly afterRemove?: (principal: Principal, removed: Row) => Effect.Effect<void, DomainError, CoreServices>
+  afterRemove?(principal: Principal, removed: Row): Effect.Effect<void, DomainError, CoreServices | R>
   /** Runs once the write's transaction has committed, with its output (to drop a cached copy). */
-  readonly afterCommit?: (output: Row) => Effect.Effect<void>
+  afterCommit?(output: Row): Effect.Effect<void, never, R>
   /** Adds related data to the output of a `get` (a delivery's attempts). */
-  readonly expand?: (principal: Principal, row: Row, output: Row) => Effect.Effect<Row, DomainError, CoreServices>
+  expand?(principal: Principal, row: Row, output: Row): Effect.Effect<Row, DomainError, CoreServices | R>
 }
 
-export interface ResourceOptions {
+/**
+ * `R`: the ports the resource's hooks need beyond the core services (an SSO connection checks
+ * certificates). It is part of the declaration's type, so composing a platform that does not
+ * provide one fails to compile. `Carry`: what its `create` hook hands to `afterCreate`.
+ */
+export interface ResourceOptions<R = never, Carry = never> {
   /** Human name used in messages ("API key"). */
   readonly name: string
   /** Service path under `/v1`. */
@@ -73,11 +99,19 @@ export interface ResourceOptions {
   readonly ownerField?: string | undefined
   /** Output fields that are never stored (values shown once). */
   readonly transient?: ReadonlyArray<string>
-  /** Stored columns that are not part of the output (hashes, input-only fields). */
+  /**
+   * Stored columns that are not part of the output (hashes, input-only fields), or that are
+   * stored more precisely than the output says (a `version` the output may omit is never NULL).
+   */
   readonly privateFields?: Readonly<Record<string, FieldInfo>>
   readonly unique?: ReadonlyArray<ReadonlyArray<string>>
   /** Secondary indexes (for the store and its schema contract). */
   readonly indexes?: ReadonlyArray<IndexDef>
+  /**
+   * Rows of other tables this one's rows name. An `organization_id` owner field is a reference
+   * to the organization already (its rows go with it); list the others.
+   */
+  readonly references?: ReadonlyArray<Relation>
   /** Where ids are chosen by the client and unique only within their organization. */
   readonly keyedByOrganization?: boolean
   readonly defaults?: Row
@@ -93,13 +127,13 @@ export interface ResourceOptions {
    * Derives the owning organization of a create from the input instead of reading the owner
    * field (a cookie belongs to its property's organization); fails when the caller may not use it.
    */
-  readonly ownerFrom?: (principal: Principal, input: Row) => Effect.Effect<string, DomainError, CoreServices>
+  ownerFrom?(principal: Principal, input: Row): Effect.Effect<string, DomainError, CoreServices | R>
   /** Normalizes a create body before validation (a domain name is trimmed and lower-cased). */
   readonly normalizeCreate?: (body: Readonly<Record<string, unknown>>) => Record<string, unknown>
-  readonly hooks?: Hooks
+  readonly hooks?: Hooks<R, Carry>
 }
 
-export interface ResourceDef extends ResourceOptions {
+export interface ResourceDef<R = never, Carry = never> extends ResourceOptions<R, Carry> {
   readonly tableDef: TableDef
   /** Fields of the output, for output-only detection and `$select`. */
   readonly outputFields: Readonly<Record<string, FieldInfo>>
@@ -108,14 +142,16 @@ export interface ResourceDef extends ResourceOptions {
   readonly updateFields: ReadonlySet<string>
   readonly operatorFields: ReadonlySet<string>
   readonly operatorOnly: ReadonlyArray<Method>
-  readonly hooks: Hooks
+  readonly hooks: Hooks<R, Carry>
   readonly defaults: Row
 }
 
 const keys = (s: AnySchema | undefined): ReadonlySet<string> => new Set(s ? Object.keys(fieldsOf(s)) : [])
 
 /** Declares a resource once: its schemas, columns, scope, methods and hooks. */
-export const defineResource = (options: ResourceOptions): ResourceDef => {
+export const defineResource = <R = never, Carry = never>(
+  options: ResourceOptions<R, Carry>
+): ResourceDef<Exclude<R, CoreServices>, Carry> => {
   const outputFields = fieldsOf(options.output)
   const transient = new Set(options.transient ?? [])
   const columns: Record<string, FieldInfo> = {}
@@ -125,7 +161,7 @@ export const defineResource = (options: ResourceOptions): ResourceDef => {
   for (const [k, v] of Object.entries(columns)) {
     if (Object.hasOwn(outputFields, k) || options.queryable?.includes(k)) queryFields[k] = v
   }
-  return {
+  const def: ResourceDef<R, Carry> = {
     ...options,
     operatorOnly: options.operatorOnly ?? [],
     hooks: options.hooks ?? {},
@@ -141,25 +177,38 @@ export const defineResource = (options: ResourceOptions): ResourceDef => {
       key: options.keyedByOrganization ? ["organization_id", "id"] : ["id"],
       unique: options.unique ?? [],
       indexes: options.indexes ?? [],
+      references: [
+        ...(options.ownerField === "organization_id" ? [ownedByOrganization] : []),
+        ...(options.references ?? [])
+      ],
       defaultSort: "created_at" in columns ? [{ field: "created_at", direction: 1 }] : []
     }
   }
+  // The core services are always there: a declaration's type names only the ports beyond them.
+  return def as ResourceDef<Exclude<R, CoreServices>, Carry>
 }
+
+/** Rows owned by an organization are removed with it. */
+export const ownedByOrganization: Relation = { field: "organization_id", table: "organizations", onDelete: "cascade" }
 
 /** A table that is not a REST resource (persons, settings). */
 export const defineTable = (
   table: string,
   fields: Readonly<Record<string, FieldInfo>>,
   options: {
+    /** `["id"]` unless given (a counter keyed by its organization and period). */
+    readonly key?: ReadonlyArray<string>
     readonly unique?: ReadonlyArray<ReadonlyArray<string>>
     readonly indexes?: ReadonlyArray<IndexDef>
+    readonly references?: ReadonlyArray<Relation>
   } = {}
 ): TableDef => ({
   table,
   fields,
-  key: ["id"],
+  key: options.key ?? ["id"],
   unique: options.unique ?? [],
   indexes: options.indexes ?? [],
+  references: options.references ?? [],
   defaultSort: "created_at" in fields ? [{ field: "created_at", direction: 1 }] : []
 })
 
@@ -169,6 +218,15 @@ export const field = {
   timestamp: { kind: "timestamp", nullable: false },
   optionalTimestamp: { kind: "timestamp", nullable: true },
   number: { kind: "number", nullable: false },
+  bigint: { kind: "number", nullable: false, storage: "bigint" },
+  optionalReal: { kind: "number", nullable: true, storage: "real" },
   boolean: { kind: "boolean", nullable: false },
   json: { kind: "json", nullable: true }
 } as const satisfies Record<string, FieldInfo>
+
+/** A declaration of any resource, whatever its ports and carried data. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyResource = ResourceDef<any, any>
+
+/** The ports a resource's hooks need beyond the core services. */
+export type PortsOf<D> = D extends ResourceDef<infer R, any> ? R : never

@@ -6,12 +6,13 @@ import * as Schema from "effect/Schema"
 import { nowIso } from "./Clock.js"
 import { Forbidden, InvalidInput, NotFound, QuotaExceeded } from "./Domain/Errors.js"
 import type { DomainError } from "./Domain/Errors.js"
-import { Ids, type Page, type Row, Storage, UnitOfWork } from "./Ports.js"
+import { Ids, keyOf, type Page, type Row, Storage, UnitOfWork } from "./Ports.js"
 import { canAccess, isOperator, organizationsOf, type Principal, requireOrganization } from "./Principal.js"
 import { type Condition, eq, type FindQuery, inList, parseFindQuery } from "./Query.js"
-import type { AnySchema, CoreServices, Method, ResourceDef } from "./Resource.js"
+import type { AnyResource, AnySchema, CoreServices, Method, Prepared, ResourceDef } from "./Resource.js"
 import { organizationRow, Tables } from "./Tables.js"
 import { readFeatures } from "./FeatureCache.js"
+import { cascade } from "./Relations.js"
 import { signalOutbox } from "./Webhooks/Ports.js"
 
 /**
@@ -24,13 +25,13 @@ const isPlainObject = (u: unknown): u is Record<string, unknown> =>
 
 const ignoredOnWrite = new Set(["id", "created_at", "updated_at", "version"])
 
-const methodNotAllowed = (def: ResourceDef, method: Method) =>
+const methodNotAllowed = (def: AnyResource, method: Method) =>
   new Forbidden({ message: `Method '${method}' is not allowed on ${def.path}` })
 
-export const ensureMethodFor = (def: ResourceDef, principal: Principal, method: Method): Effect.Effect<void, Forbidden> =>
+export const ensureMethodFor = (def: AnyResource, principal: Principal, method: Method): Effect.Effect<void, Forbidden> =>
   ensureMethod(def, principal, method)
 
-const ensureMethod = (def: ResourceDef, principal: Principal, method: Method): Effect.Effect<void, Forbidden> => {
+const ensureMethod = (def: AnyResource, principal: Principal, method: Method): Effect.Effect<void, Forbidden> => {
   if (!def.methods.includes(method)) return Effect.fail(methodNotAllowed(def, method))
   if (def.operatorOnly.includes(method) && !isOperator(principal)) {
     return Effect.fail(new Forbidden({ message: `Only the operator may ${method} ${def.path}` }))
@@ -61,7 +62,7 @@ export const decode = <A>(schema: Schema.Schema<A, any, never>, input: unknown, 
 
 /** Validates a write body: unknown and output-only fields are named, then the schema runs. */
 const decodeBody = (
-  def: ResourceDef,
+  def: AnyResource,
   principal: Principal,
   schema: AnySchema,
   allowed: ReadonlySet<string>,
@@ -103,7 +104,7 @@ const decodeBody = (
 }
 
 /** Rows keep `null` for unset columns; outputs omit what their schema does not allow null for. */
-export const toOutput = (def: ResourceDef, row: Row, reveal?: Row): Row => {
+export const toOutput = (def: AnyResource, row: Row, reveal?: Row): Row => {
   const out: Row = {}
   for (const [k, info] of Object.entries(def.outputFields)) {
     const v = reveal && k in reveal ? reveal[k] : row[k]
@@ -120,13 +121,55 @@ const select = (row: Row, fields: ReadonlyArray<string> | undefined): Row => {
   return out
 }
 
-const repoOf = (def: ResourceDef) => Effect.map(Storage, (s) => s.repository(def.tableDef))
+const repoOf = (def: AnyResource) => Effect.map(Storage, (s) => s.repository(def.tableDef))
 
-/** Loads a row the principal may see, or fails with NotFound (never revealing existence). */
-export const loadVisible = (def: ResourceDef, principal: Principal, id: string) =>
+/**
+ * Where a look-up by id happens: `organizationId` (`?organization_id=`) names the organization
+ * when the principal sees several, and an id chosen by clients may be held by more than one.
+ */
+export interface LookUp {
+  readonly organizationId?: string | undefined
+}
+
+const ambiguous = (def: AnyResource, id: string) =>
+  new InvalidInput({
+    message: `More than one of your organizations has a ${def.name} with id '${id}': name one with ?organization_id=`,
+    errors: { organization_id: "is required: the id is used in more than one of your organizations" }
+  })
+
+/**
+ * The row with this id among the organizations the principal sees, or none. Where ids are
+ * unique per organization, an id held by two of them is ambiguous until the look-up names one.
+ */
+const findById = <R, C>(def: ResourceDef<R, C>, principal: Principal, id: string, at: LookUp) =>
   Effect.gen(function*() {
     const repo = yield* repoOf(def)
-    const row = yield* repo.get(id)
+    if (at.organizationId !== undefined && !canAccess(principal, at.organizationId)) return Option.none<Row>()
+    if (def.tableDef.key.length === 1) {
+      const row = yield* repo.get(id)
+      const owner = Option.isSome(row) && def.ownerField !== undefined ? row.value[def.ownerField] : undefined
+      return at.organizationId !== undefined && def.ownerField !== undefined && owner !== at.organizationId
+        ? Option.none<Row>()
+        : row
+    }
+    if (at.organizationId !== undefined) return yield* repo.get({ organization_id: at.organizationId, id })
+    const orgs = organizationsOf(principal)
+    const page = yield* repo.find({
+      count: false,
+      where: [eq("id", id), ...(orgs === "all" ? [] : [inList("organization_id", orgs)])],
+      sort: [],
+      ordered: false,
+      limit: 2,
+      skip: 0
+    })
+    if (page.data.length > 1) return yield* Effect.fail(ambiguous(def, id))
+    return Option.fromNullable(page.data[0])
+  })
+
+/** Loads a row the principal may see, or fails with NotFound (never revealing existence). */
+export const loadVisible = <R, C>(def: ResourceDef<R, C>, principal: Principal, id: string, at: LookUp = {}) =>
+  Effect.gen(function*() {
+    const row = yield* findById(def, principal, id, at)
     if (Option.isNone(row)) return yield* Effect.fail(notFoundError(def, id))
     const owner = def.ownerField === undefined ? undefined : row.value[def.ownerField]
     if (def.ownerField !== undefined && !canAccess(principal, owner)) return yield* Effect.fail(notFoundError(def, id))
@@ -135,26 +178,26 @@ export const loadVisible = (def: ResourceDef, principal: Principal, id: string) 
     return row.value
   })
 
-const notFoundError = (def: ResourceDef, id: string) => new NotFound({ message: `No ${def.name} found for id '${id}'` })
+const notFoundError = (def: AnyResource, id: string) => new NotFound({ message: `No ${def.name} found for id '${id}'` })
 
-const featureOff = (def: ResourceDef) =>
+const featureOff = (def: AnyResource) =>
   new Forbidden({ message: `The premium feature '${def.premiumFeature}' is not enabled for this organization` })
 
-const hasFeature = (def: ResourceDef, organizationId: string) =>
+const hasFeature = (def: AnyResource, organizationId: string) =>
   Effect.map(
     readFeatures(organizationId, organizationRow(Tables.premiumFeatures, organizationId)),
     (row) => row?.[def.premiumFeature!] === true
   )
 
 /** A gated service answers 403 to an organization without its premium feature (the operator is never gated). */
-export const requireFeature = (def: ResourceDef, principal: Principal, organizationId: unknown) =>
+export const requireFeature = (def: AnyResource, principal: Principal, organizationId: unknown) =>
   Effect.gen(function*() {
     if (!def.premiumFeature || isOperator(principal) || typeof organizationId !== "string") return
     if (!(yield* hasFeature(def, organizationId))) return yield* Effect.fail(featureOff(def))
   })
 
 /** The organizations of a find that have the service's premium feature. */
-const featureScope = (def: ResourceDef, principal: Principal) =>
+const featureScope = (def: AnyResource, principal: Principal) =>
   Effect.gen(function*() {
     const orgs = organizationsOf(principal)
     if (!def.premiumFeature || orgs === "all") return orgs
@@ -166,7 +209,7 @@ const featureScope = (def: ResourceDef, principal: Principal) =>
 
 /** Conditions on the owner field may only name organizations the principal belongs to. */
 const scopeQuery = (
-  def: ResourceDef,
+  def: AnyResource,
   orgs: ReadonlyArray<string> | "all",
   query: FindQuery
 ): Effect.Effect<FindQuery, Forbidden> => {
@@ -186,7 +229,7 @@ const scopeQuery = (
   return Effect.succeed({ ...query, where: [...query.where, inList(owner, orgs)] })
 }
 
-export const find = (def: ResourceDef, principal: Principal, rawQuery: Record<string, unknown>) =>
+export const find = <R, C>(def: ResourceDef<R, C>, principal: Principal, rawQuery: Record<string, unknown>) =>
   Effect.gen(function*() {
     yield* ensureMethod(def, principal, "find")
     const parsed = parseFindQuery(rawQuery, { fields: def.queryFields, passthrough: def.passthrough ?? [] })
@@ -201,29 +244,29 @@ export const find = (def: ResourceDef, principal: Principal, rawQuery: Record<st
     } satisfies Page<Row>
   })
 
-export const get = (def: ResourceDef, principal: Principal, id: string) =>
+export const get = <R, C>(def: ResourceDef<R, C>, principal: Principal, id: string, at: LookUp = {}) =>
   Effect.gen(function*() {
     yield* ensureMethod(def, principal, "get")
-    const row = yield* loadVisible(def, principal, id)
+    const row = yield* loadVisible(def, principal, id, at)
     const output = toOutput(def, row)
     return def.hooks.expand ? yield* def.hooks.expand(principal, row, output) : output
   })
 
-const nullsFor = (fields: ReadonlySet<string>, def: ResourceDef): Row => {
+const nullsFor = (fields: ReadonlySet<string>, def: AnyResource): Row => {
   const out: Row = {}
   for (const f of fields) if (def.tableDef.fields[f]?.nullable) out[f] = null
   return out
 }
 
 /** What an update (PUT) writes into the updatable fields its body does not name. */
-const replacedFields = (def: ResourceDef): Row => {
+const replacedFields = (def: AnyResource): Row => {
   const out = nullsFor(def.updateFields, def)
   for (const f of def.updateFields) if (Object.hasOwn(def.defaults, f)) out[f] = def.defaults[f]
   return out
 }
 
 /** Counts the organization's rows against its quota, inside the creating transaction. */
-export const checkQuota = (def: ResourceDef, organizationId: string, extra: ReadonlyArray<Condition> = []) =>
+export const checkQuota = (def: AnyResource, organizationId: string, extra: ReadonlyArray<Condition> = []) =>
   Effect.gen(function*() {
     if (!def.quota || def.ownerField === undefined) return
     // Two concurrent creates must not both see "one below the limit".
@@ -258,10 +301,10 @@ export const requireExistingOrganization = (organizationId: string) =>
   })
 
 /** After a write's commit: wake the webhook dispatcher, and let the resource drop cached copies. */
-const committed = (def: ResourceDef, output: Row) =>
+const committed = <R, C>(def: ResourceDef<R, C>, output: Row) =>
   Effect.zipRight(signalOutbox, def.hooks.afterCommit ? def.hooks.afterCommit(output) : Effect.void)
 
-export const create = (def: ResourceDef, principal: Principal, body: unknown) =>
+export const create = <R, C>(def: ResourceDef<R, C>, principal: Principal, body: unknown) =>
   Effect.gen(function*() {
     yield* ensureMethod(def, principal, "create")
     if (!def.createInput) return yield* Effect.fail(methodNotAllowed(def, "create"))
@@ -289,16 +332,23 @@ export const create = (def: ResourceDef, principal: Principal, body: unknown) =>
       Effect.gen(function*() {
         if (def.ownerField === "organization_id") yield* requireExistingOrganization(owner as string)
         if (typeof owner === "string") yield* checkQuota(def, owner)
-        const prepared = def.hooks.create ? yield* def.hooks.create(principal, base, input) : { row: base }
+        const prepared: Prepared<C> = def.hooks.create ? yield* def.hooks.create(principal, base, input) : { row: base }
         const repo = yield* repoOf(def)
         const stored = yield* repo.create(prepared.row)
-        if (def.hooks.afterCreate) yield* def.hooks.afterCreate(principal, stored, prepared.row)
+        if (def.hooks.afterCreate) yield* def.hooks.afterCreate(principal, stored, prepared.carry)
         return toOutput(def, stored, prepared.reveal)
       })
     ).pipe(Effect.tap((out) => committed(def, out)))
   })
 
-const write = (def: ResourceDef, principal: Principal, id: string, body: unknown, method: "update" | "patch") =>
+const write = <R, C>(
+  def: ResourceDef<R, C>,
+  principal: Principal,
+  id: string,
+  body: unknown,
+  method: "update" | "patch",
+  at: LookUp
+) =>
   Effect.gen(function*() {
     yield* ensureMethod(def, principal, method)
     if (!def.updateInput) return yield* Effect.fail(methodNotAllowed(def, method))
@@ -307,7 +357,7 @@ const write = (def: ResourceDef, principal: Principal, id: string, body: unknown
     const uow = yield* UnitOfWork
     return yield* uow.transaction(
       Effect.gen(function*() {
-        const before = yield* loadVisible(def, principal, id)
+        const before = yield* loadVisible(def, principal, id, at)
         const now = yield* nowIso
         // A full replace: updatable fields the body leaves out go back to their default, or null.
         const replaced = method === "update" ? replacedFields(def) : {}
@@ -319,38 +369,40 @@ const write = (def: ResourceDef, principal: Principal, id: string, body: unknown
         for (const [k, v] of Object.entries(after)) {
           if (k !== "id" && k !== "version" && JSON.stringify(v) !== JSON.stringify(before[k])) changes[k] = v
         }
+        const key = keyOf(def.tableDef, before)
         const stored = method === "update"
-          ? yield* repo.update(id, after, expected)
-          : yield* repo.patch(id, changes, expected)
+          ? yield* repo.update(key, after, expected)
+          : yield* repo.patch(key, changes, expected)
         if (def.hooks.afterUpdate) yield* def.hooks.afterUpdate(principal, before, stored)
         return toOutput(def, stored)
       })
     ).pipe(Effect.tap((out) => committed(def, out)))
   })
 
-export const update = (def: ResourceDef, principal: Principal, id: string, body: unknown) =>
-  write(def, principal, id, body, "update")
+export const update = <R, C>(def: ResourceDef<R, C>, principal: Principal, id: string, body: unknown, at: LookUp = {}) =>
+  write(def, principal, id, body, "update", at)
 
-export const patch = (def: ResourceDef, principal: Principal, id: string, body: unknown) =>
-  write(def, principal, id, body, "patch")
+export const patch = <R, C>(def: ResourceDef<R, C>, principal: Principal, id: string, body: unknown, at: LookUp = {}) =>
+  write(def, principal, id, body, "patch", at)
 
-export const remove = (def: ResourceDef, principal: Principal, id: string) =>
+export const remove = <R, C>(def: ResourceDef<R, C>, principal: Principal, id: string, at: LookUp = {}) =>
   Effect.gen(function*() {
     yield* ensureMethod(def, principal, "remove")
     const uow = yield* UnitOfWork
     return yield* uow.transaction(
       Effect.gen(function*() {
-        const row = yield* loadVisible(def, principal, id)
+        const row = yield* loadVisible(def, principal, id, at)
         if (def.hooks.remove) yield* def.hooks.remove(principal, row)
         const repo = yield* repoOf(def)
-        const removed = yield* repo.remove(id, row.version as number)
+        const removed = yield* repo.remove(keyOf(def.tableDef, row), row.version as number)
         if (Option.isNone(removed)) return yield* Effect.fail(notFoundError(def, id))
+        yield* cascade(def.tableDef, removed.value)
         if (def.hooks.afterRemove) yield* def.hooks.afterRemove(principal, removed.value)
         return toOutput(def, removed.value)
       })
     ).pipe(Effect.tap((out) => committed(def, out)))
   })
 
-export type ServiceEffect<A> = Effect.Effect<A, DomainError, CoreServices>
+export type ServiceEffect<A, R = never> = Effect.Effect<A, DomainError, CoreServices | R>
 
 export const decodeWith = (schema: AnySchema) => (u: unknown) => decode(schema, u)

@@ -1,8 +1,7 @@
 import * as Effect from "effect/Effect"
 import { Storage, type Row, type TableDef } from "./Ports.js"
 import { eq } from "./Query.js"
-import { field } from "./Resource.js"
-import { defineTable } from "./Resource.js"
+import { InvitationsTable, PersonsTable, SettingsTable } from "./InternalTables.js"
 import {
   ApiKeysResource,
   MembersResource,
@@ -12,39 +11,7 @@ import {
   SecretsResource
 } from "./Resources/Account.js"
 
-/** A person who can sign in with email and password; members point at it. */
-export const PersonsTable = defineTable("persons", {
-  id: field.string,
-  email: field.string,
-  name: field.string,
-  password_hash: field.optionalString,
-  created_at: field.timestamp,
-  updated_at: field.timestamp,
-  version: field.number
-}, { unique: [["email"]] })
-
-/** Server-wide values kept in the database (the generated JWT signing key). */
-export const SettingsTable = defineTable("settings", {
-  id: field.string,
-  value: field.string,
-  created_at: field.timestamp,
-  updated_at: field.timestamp,
-  version: field.number
-})
-
-/** An invitation of a person into an organization; its token is kept hashed. */
-export const InvitationsTable = defineTable("invitations", {
-  id: field.string,
-  person_id: field.string,
-  organization_id: field.string,
-  member_id: field.string,
-  token_hash: field.string,
-  expires_at: field.timestamp,
-  accepted_at: field.optionalTimestamp,
-  created_at: field.timestamp,
-  updated_at: field.timestamp,
-  version: field.number
-})
+export { InvitationsTable, PersonsTable, SettingsTable } from "./InternalTables.js"
 
 export const Tables = {
   get organizations() {

@@ -1,4 +1,4 @@
-import { ApiUsage, authenticate, isDomainError, isStoreUnavailable, type ResourceDef, resources as defaultResources } from "@cmp/core"
+import { ApiUsage, authenticate, isDomainError, isStoreUnavailable, type RegisteredResource, resources as defaultResources } from "@cmp/core"
 import type { PlatformRuntime } from "@cmp/platform"
 import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
@@ -21,7 +21,7 @@ export interface HandlerOptions {
   /** Body size limit in bytes (default 1 MiB). */
   readonly bodyLimit?: number | undefined
   /** The resources served (default: every declared resource). */
-  readonly resources?: ReadonlyArray<ResourceDef> | undefined
+  readonly resources?: ReadonlyArray<RegisteredResource> | undefined
   /** `Info` and below log one line per request. */
   readonly logLevel?: LogLevel.Literal | undefined
 }

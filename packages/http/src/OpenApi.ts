@@ -7,7 +7,7 @@ import {
   PlatformIntegrationSession,
   PlatformIntegrationSessionInput,
   ReplayRange,
-  type ResourceDef,
+  type RegisteredResource,
   SdkConfiguration,
   SdkConfigurationInput,
   Session,
@@ -51,7 +51,7 @@ const ReplayResult = Schema.Struct({ webhook_id: Schema.String, replayed: Schema
 const pascal = (p: string) =>
   p.split(/[^a-zA-Z0-9]+/).filter(Boolean).map((w) => w[0]!.toUpperCase() + w.slice(1)).join("")
 
-const queryParameters = (def: ResourceDef) => [
+const queryParameters = (def: RegisteredResource) => [
   { name: "$limit", in: "query", schema: { type: "integer", minimum: 0, maximum: 1000, default: 100 } },
   { name: "$skip", in: "query", schema: { type: "integer", minimum: 0, default: 0 } },
   {
@@ -76,7 +76,7 @@ const queryParameters = (def: ResourceDef) => [
   }
 ]
 
-export const openApiDocument = (resources: ReadonlyArray<ResourceDef>): Record<string, unknown> => {
+export const openApiDocument = (resources: ReadonlyArray<RegisteredResource>): Record<string, unknown> => {
   const schemas: Record<string, unknown> = { Error: errorSchema }
   const paths: Record<string, Record<string, unknown>> = {}
   const json = (ref: string) => ({ "application/json": { schema: { $ref: `#/components/schemas/${ref}` } } })

@@ -13,7 +13,7 @@ import {
   type Principal,
   replayDelivery,
   replayFailed,
-  type ResourceDef,
+  type RegisteredResource,
   ResourceService,
   tcStringOfEvent
 } from "@cmp/core"
@@ -70,25 +70,42 @@ export const nobody = undefined as unknown as Principal
 const withQuery = (context: Context, use: (query: Record<string, unknown>) => Use): Use =>
   Effect.flatMap(parseQuery(context.rawQuery), use)
 
+/** `?organization_id=` of a look-up by id: which of the principal's organizations is meant. */
+const lookUpOf = (q: Record<string, unknown>): Effect.Effect<ResourceService.LookUp, InvalidInput> => {
+  const organizationId = q.organization_id
+  if (organizationId === undefined) return Effect.succeed({})
+  if (typeof organizationId !== "string" || organizationId === "") {
+    return Effect.fail(new InvalidInput({
+      message: "Invalid query: organization_id must be one organization id",
+      errors: { organization_id: "must be one organization id" }
+    }))
+  }
+  return Effect.succeed({ organizationId })
+}
+
+/** A route on one record: its query may name the organization (`?organization_id=`). */
+const withLookUp = (context: Context, use: (at: ResourceService.LookUp, query: Record<string, unknown>) => Use): Use =>
+  withQuery(context, (q) => Effect.flatMap(lookUpOf(q), (at) => use(at, q)))
+
 /** `GET consents/users/:id?$by_organization_user_id=true`: the id is the organization's own user id. */
-const getUser = (def: ResourceDef, context: Context, principal: Principal, id: string): Use =>
-  withQuery(context, (q) => {
+const getUser = (def: RegisteredResource, context: Context, principal: Principal, id: string): Use =>
+  withLookUp(context, (at, q) => {
     const by = q.$by_organization_user_id
-    if (by === undefined || by === "false") return ResourceService.get(def, principal, id)
+    if (by === undefined || by === "false") return ResourceService.get(def, principal, id, at)
     if (by !== "true") {
       return Effect.fail(new InvalidInput({
         message: "Invalid query: $by_organization_user_id must be true or false",
         errors: { $by_organization_user_id: "must be true or false" }
       }))
     }
-    const rest = Object.keys(q).filter((k) => k !== "$by_organization_user_id")
+    const rest = Object.keys(q).filter((k) => k !== "$by_organization_user_id" && k !== "organization_id")
     if (rest.length > 0) {
       return Effect.fail(new InvalidInput({
         message: `Invalid query: ${rest[0]} is not supported here`,
         errors: { [rest[0]!]: "is not supported here" }
       }))
     }
-    return getUserByOrganizationUserId(principal, id)
+    return getUserByOrganizationUserId(principal, id, at)
   })
 
 /** The routes that are not generic resource methods: sessions and actions. */
@@ -105,7 +122,7 @@ export const actions: ReadonlyArray<Route> = [
   route("POST", "webhooks/deliveries/:/replay", "bearer", (c, p) => replayDelivery(p, c.params[0]!), { body: false }),
   route("POST", "widgets/notices/generators/sdk", "bearer", (c, p) => generateSdkConfig(p, c.body), { status: 201 }),
   route("POST", "exports/execute", "bearer", (c, p) => executeExport(p, c.body), { status: 201 }),
-  route("GET", "consents/events/:/tcstring", "bearer", (c, p) => tcStringOfEvent(p, c.params[0]!)),
+  route("GET", "consents/events/:/tcstring", "bearer", (c, p) => withLookUp(c, (at) => tcStringOfEvent(p, c.params[0]!, at))),
   route("GET", "analytics/dashboards-urls", "bearer", (c, p) => withQuery(c, (q) => findDashboardUrls(p, q))),
   route("GET", "languages", "bearer", (_c, p) => getLanguages(p))
 ]
@@ -127,7 +144,7 @@ export const matchRoute = (segments: ReadonlyArray<string>, method: string): { r
   return undefined
 }
 
-export const methodsOf = (def: ResourceDef, withId: boolean): Array<string> => {
+export const methodsOf = (def: RegisteredResource, withId: boolean): Array<string> => {
   const m = def.methods
   const out: Array<string> = []
   if (withId) {
@@ -143,7 +160,7 @@ export const methodsOf = (def: ResourceDef, withId: boolean): Array<string> => {
 }
 
 /** The generic method of a resource, or undefined when the resource does not have it. */
-export const resourceRoute = (def: ResourceDef, method: string, id: string | undefined): Route | undefined => {
+export const resourceRoute = (def: RegisteredResource, method: string, id: string | undefined): Route | undefined => {
   const m = def.methods
   const r = (verb: string, run: Route["run"], status = 200) =>
     route(verb, def.path, "bearer", run, { status })
@@ -157,10 +174,16 @@ export const resourceRoute = (def: ResourceDef, method: string, id: string | und
   if (method === "GET" && m.includes("get")) {
     return def.path === ConsentUsersResource.path
       ? r("GET", (c, p) => getUser(def, c, p, id))
-      : r("GET", (_c, p) => ResourceService.get(def, p, id))
+      : r("GET", (c, p) => withLookUp(c, (at) => ResourceService.get(def, p, id, at)))
   }
-  if (method === "PUT" && m.includes("update")) return r("PUT", (c, p) => ResourceService.update(def, p, id, c.body))
-  if (method === "PATCH" && m.includes("patch")) return r("PATCH", (c, p) => ResourceService.patch(def, p, id, c.body))
-  if (method === "DELETE" && m.includes("remove")) return r("DELETE", (_c, p) => ResourceService.remove(def, p, id))
+  if (method === "PUT" && m.includes("update")) {
+    return r("PUT", (c, p) => withLookUp(c, (at) => ResourceService.update(def, p, id, c.body, at)))
+  }
+  if (method === "PATCH" && m.includes("patch")) {
+    return r("PATCH", (c, p) => withLookUp(c, (at) => ResourceService.patch(def, p, id, c.body, at)))
+  }
+  if (method === "DELETE" && m.includes("remove")) {
+    return r("DELETE", (c, p) => withLookUp(c, (at) => ResourceService.remove(def, p, id, at)))
+  }
   return undefined
 }

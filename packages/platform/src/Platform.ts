@@ -8,6 +8,9 @@ import {
   type ExportSink,
   FeatureCache,
   Ids,
+  OutboxSignal,
+  type Relations,
+  RelationsLive,
   LoginThrottle,
   type Provisioner,
   type SecretBox,
@@ -38,6 +41,9 @@ export type { PlatformOptions, StoreLayer, StoreOption } from "./Options.js"
 /** Every service a use-case of core may need, built once. */
 export type PlatformServices =
   | Endpoints
+  | Relations
+  | FeatureCache
+  | OutboxSignal
   | Storage
   | UnitOfWork
   | UsageStore
@@ -73,6 +79,7 @@ export const layer = (options: PlatformOptions): Layer.Layer<PlatformServices, u
   const base = Layer.mergeAll(
     storeLayer(options.store),
     Ids.Live,
+    RelationsLive,
     LoginThrottle.layer(),
     FeatureCache.layer(),
     Settings.layer({ ...options.settings, ...(options.webhookAllowHosts ? { webhookAllowHosts: allowHosts } : {}) })
@@ -87,7 +94,7 @@ export const layer = (options: PlatformOptions): Layer.Layer<PlatformServices, u
     ? Dispatcher.layer({ allowHosts, localAddress: options.webhookLocalAddress, ...options.dispatcher }).pipe(
       Layer.provideMerge(withEndpoints)
     )
-    : withEndpoints
+    : Layer.merge(withEndpoints, OutboxSignal.None)
   const infra = Layer.mergeAll(
     Logger.json,
     Logger.minimumLogLevel(LogLevel.fromLiteral(options.logLevel ?? "Info")),

@@ -1,4 +1,5 @@
 import { Storage, Tables } from "@cmp/core"
+import { migrationSuite, schemaSuite } from "@cmp/test-support/schema-contract"
 import { suite } from "@cmp/test-support/store-contract"
 import { assert, describe, it } from "@effect/vitest"
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -26,7 +27,21 @@ const fresh = () =>
     )
   )
 
-suite(`postgres (${process.env.DATABASE_URL ? "DATABASE_URL" : "PGlite"})`, fresh)
+const label = `postgres (${process.env.DATABASE_URL ? "DATABASE_URL" : "PGlite"})`
+
+suite(label, fresh)
+
+schemaSuite(label, fresh)
+
+migrationSuite(label, {
+  migrations: PgStore.migrations,
+  makeClient: () =>
+    Layer.unwrapEffect(
+      Effect.promise(() => db.reset()).pipe(
+        Effect.as(PgStore.clientLayer({ url: db.url, maxConnections: db.maxConnections }))
+      )
+    )
+})
 
 describe("PgStore", () => {
   it.effect("uses real boolean, jsonb and timestamptz columns, migrated once", () =>

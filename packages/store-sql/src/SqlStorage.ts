@@ -12,6 +12,7 @@ import {
   type Page,
   type Repository,
   type Row,
+  type RowKey,
   Storage,
   type TableDef,
   UnitOfWork,
@@ -200,8 +201,22 @@ export const make = Effect.gen(function*() {
         return { total, limit: q.limit, skip: q.skip, data: rows.map(dec) } satisfies Page<Row>
       }).pipe(Unavailable.orDie)
 
-    const get = (id: string) =>
-      sql<Record<string, unknown>>`SELECT * FROM ${t} WHERE ${sql("id")} = ${id}`.pipe(
+    /**
+     * The WHERE of one row. A bare id on a table keyed by organization could match a row of
+     * each organization: that is a bug in the caller, never a look-up to guess at.
+     */
+    const keyed = table.key.length > 1
+    const match = (key: RowKey): Statement.Fragment => {
+      if (typeof key === "string") {
+        if (keyed) throw new Error(`${table.table} is keyed by organization: a bare id names no single row`)
+        return sql`${sql("id")} = ${key}`
+      }
+      return sql`${sql("organization_id")} = ${key.organization_id} AND ${sql("id")} = ${key.id}`
+    }
+    const idOf = (key: RowKey) => (typeof key === "string" ? key : key.id)
+
+    const get = (key: RowKey) =>
+      Effect.suspend(() => sql<Record<string, unknown>>`SELECT * FROM ${t} WHERE ${match(key)}`).pipe(
         Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), dec)),
         Unavailable.orDie
       )
@@ -222,10 +237,10 @@ export const make = Effect.gen(function*() {
       )
 
     /** A write that matched nothing is a stale version when the row still exists. */
-    const missed = (id: string): Effect.Effect<never, NotFound | Conflict> =>
-      Effect.flatMap(get(id), (row): Effect.Effect<never, NotFound | Conflict> =>
+    const missed = (key: RowKey): Effect.Effect<never, NotFound | Conflict> =>
+      Effect.flatMap(get(key), (row): Effect.Effect<never, NotFound | Conflict> =>
         Option.isNone(row)
-          ? Effect.fail(new NotFound({ message: `No record found for id '${id}'` }))
+          ? Effect.fail(new NotFound({ message: `No record found for id '${idOf(key)}'` }))
           : Effect.fail(
             new Conflict({
               message: `The record was changed meanwhile (version ${row.value.version}); reload it and try again`,
@@ -233,33 +248,37 @@ export const make = Effect.gen(function*() {
             })
           ))
 
-    const write = (id: string, changes: Row, expectedVersion: number): Effect.Effect<Row, NotFound | Conflict> => {
-      const values = enc({ ...changes, version: expectedVersion + 1 })
-      delete values.id
-      return sql<Record<string, unknown>>`UPDATE ${t} SET ${sql.update(values)} WHERE ${sql("id")} = ${id} AND ${
-        sql("version")
-      } = ${expectedVersion} RETURNING *`.pipe(
+    const write = (key: RowKey, changes: Row, expectedVersion: number): Effect.Effect<Row, NotFound | Conflict> =>
+      Effect.suspend(() => {
+        const values = enc({ ...changes, version: expectedVersion + 1 })
+        // A row never moves to another key (another organization).
+        for (const k of table.key) delete values[k]
+        return sql<Record<string, unknown>>`UPDATE ${t} SET ${sql.update(values)} WHERE ${match(key)} AND ${
+          sql("version")
+        } = ${expectedVersion} RETURNING *`
+      }).pipe(
         Effect.catchTag("SqlError", mapWriteError(table)),
-        Effect.flatMap((rows) => (rows.length === 0 ? missed(id) : Effect.succeed(dec(rows[0]!))))
+        Effect.flatMap((rows) => (rows.length === 0 ? missed(key) : Effect.succeed(dec(rows[0]!))))
       )
-    }
 
-    const update = (id: string, row: Row, expectedVersion: number) => {
+    const update = (key: RowKey, row: Row, expectedVersion: number) => {
       const full: Row = {}
       for (const c of columns) if (c !== "id" && c !== "created_at") full[c] = row[c] ?? null
-      return write(id, full, expectedVersion)
+      return write(key, full, expectedVersion)
     }
 
-    const remove = (id: string, expectedVersion?: number) => {
+    const remove = (key: RowKey, expectedVersion?: number) => {
       const versionCheck = expectedVersion === undefined ? sql`1=1` : sql`${sql("version")} = ${expectedVersion}`
-      return sql<Record<string, unknown>>`DELETE FROM ${t} WHERE ${sql("id")} = ${id} AND ${versionCheck} RETURNING *`.pipe(
+      return Effect.suspend(() =>
+        sql<Record<string, unknown>>`DELETE FROM ${t} WHERE ${match(key)} AND ${versionCheck} RETURNING *`
+      ).pipe(
         Unavailable.orDie,
         Effect.flatMap((rows) =>
           rows.length > 0
             ? Effect.succeed(Option.some(dec(rows[0]!)))
             : expectedVersion === undefined
             ? Effect.succeed(Option.none())
-            : Effect.flatMap(get(id), (row) =>
+            : Effect.flatMap(get(key), (row) =>
               Option.isNone(row)
                 ? Effect.succeed(Option.none<Row>())
                 : Effect.fail(new Conflict({ message: "The record was changed meanwhile; reload it and try again" })))

@@ -1,1 +1,3 @@
 export * as SqlStorage from "./SqlStorage.js"
+export * as Ddl from "./Ddl.js"
+export { migrations } from "./migrations/index.js"

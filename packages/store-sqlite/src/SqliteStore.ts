@@ -1,5 +1,5 @@
 import type { DeliveryQueue, Storage, UnitOfWork, UsageStore } from "@cmp/core"
-import { SqlStorage } from "@cmp/store-sql"
+import { migrations, SqlStorage } from "@cmp/store-sql"
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
@@ -7,20 +7,9 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import accounts from "./migrations/0001_accounts.js"
-import invitations from "./migrations/0002_invitations.js"
-import consentsWebhooks from "./migrations/0003_consents_webhooks.js"
-import organizationResources from "./migrations/0004_organization_resources.js"
-import noticesExports from "./migrations/0005_notices_exports.js"
 
-/** Versioned migrations: a new change is a new entry, never an edit of an old one. */
-export const migrations = {
-  "0001_accounts": accounts,
-  "0002_invitations": invitations,
-  "0003_consents_webhooks": consentsWebhooks,
-  "0004_organization_resources": organizationResources,
-  "0005_notices_exports": noticesExports
-}
+/** The migrations both stores share (`@cmp/store-sql`), rendered for this dialect when run. */
+export { migrations }
 
 export interface SqliteStoreOptions {
   /** A file path, or `:memory:` for tests. */

@@ -1,4 +1,5 @@
 import { Storage, Tables } from "@cmp/core"
+import { migrationSuite, schemaSuite } from "@cmp/test-support/schema-contract"
 import { suite } from "@cmp/test-support/store-contract"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
@@ -31,6 +32,13 @@ const fileLayer = () =>
 suite("sqlite :memory:", () => SqliteStore.layer({ filename: ":memory:" }))
 
 suite("sqlite temp file (WAL)", fileLayer)
+
+schemaSuite("sqlite", () => SqliteStore.layer({ filename: ":memory:" }))
+
+migrationSuite("sqlite", {
+  migrations: SqliteStore.migrations,
+  makeClient: () => SqliteStore.clientLayer({ filename: ":memory:" })
+})
 
 describe("SqliteStore", () => {
   const key = {

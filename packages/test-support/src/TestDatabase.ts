@@ -14,6 +14,11 @@ export interface TestDatabase {
   readonly kind: "postgres" | "pglite"
   /** Empties the database (every table, the migration record too) between tests. */
   readonly reset: () => Promise<void>
+  /**
+   * Runs SQL text of several statements without parameters (a plain-SQL `pg_dump` to load, say),
+   * before any server connects: PGlite has one session, which the server's connection shares.
+   */
+  readonly exec: (sql: string) => Promise<void>
   readonly close: () => Promise<void>
 }
 
@@ -49,6 +54,7 @@ export const createTestDatabase = async (options: { clients?: number } = {}): Pr
       maxConnections: 4,
       kind: "postgres",
       reset: () => admin(url.toString(), RESET),
+      exec: (sql) => admin(url.toString(), sql),
       close: () => admin(base, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)
     }
   }
@@ -66,6 +72,9 @@ export const createTestDatabase = async (options: { clients?: number } = {}): Pr
         await new Promise((resolve) => setTimeout(resolve, 10))
       }
       await db.exec(RESET)
+    },
+    exec: async (sql) => {
+      await db.exec(sql)
     },
     close: async () => {
       await server.stop()

@@ -24,13 +24,13 @@ import {
   SecretUpdate
 } from "../Domain/Account.js"
 import { Conflict, Forbidden } from "../Domain/Errors.js"
-import { Ids, type Row, SecretHasher, Storage, type TableDef } from "../Ports.js"
+import { Ids, type Row, SecretHasher, Storage } from "../Ports.js"
 import { isOperator, type Principal } from "../Principal.js"
 import { type Condition, eq, type FindQuery } from "../Query.js"
 import { randomToken } from "../Random.js"
-import { defineResource, field } from "../Resource.js"
+import { defineResource, field, type ResourceDef } from "../Resource.js"
 import { Settings } from "../Settings.js"
-import { Tables } from "../Tables.js"
+import { InvitationsTable, PersonsTable } from "../InternalTables.js"
 import { nowIso } from "../Clock.js"
 
 // ---------------------------------------------------------------- organizations
@@ -39,6 +39,7 @@ export const OrganizationsResource = defineResource({
   name: "organization",
   path: "organizations",
   table: "organizations",
+  indexes: [],
   output: Organization,
   createInput: OrganizationCreate,
   updateInput: OrganizationUpdate,
@@ -75,32 +76,11 @@ export const OrganizationsResource = defineResource({
         if (org.id === settings.operatorOrganizationId) {
           return yield* Effect.fail(new Forbidden({ message: "The operator organization cannot be removed" }))
         }
-        // Everything the organization owns goes with it: every registered resource scoped by
-        // organization_id (so a new resource is covered without a change here), plus the
-        // private tables that carry one.
-        // Loaded when needed: the registry imports this module, so a static import would be a cycle.
-        const { resources } = yield* Effect.promise(() => import("../Registry.js"))
-        const { AttemptsTable } = yield* Effect.promise(() => import("./Webhooks.js"))
-        const owned = [
-          ...resources.filter((def) => def.ownerField === "organization_id").map((def) => def.tableDef),
-          Tables.invitations,
-          AttemptsTable
-        ]
-        for (const table of owned) yield* removeWhere(table, [eq("organization_id", org.id as string)])
+        // Everything the organization owns goes with it: every table that refers to it (an
+        // `organization_id` owner field does) is cascaded by the engine.
       })
   }
 })
-
-/** Removes every row of a table that matches, a page at a time. */
-export const removeWhere = (table: TableDef, where: ReadonlyArray<Condition>) =>
-  Effect.gen(function*() {
-    const repo = (yield* Storage).repository(table)
-    for (;;) {
-      const page = yield* repo.find({ count: false, where, sort: [], limit: 500, skip: 0 })
-      if (page.data.length === 0) return
-      for (const row of page.data) yield* Effect.orDie(repo.remove(row.id as string))
-    }
-  })
 
 const baseRow = (organizationId: string) =>
   Effect.gen(function*() {
@@ -118,15 +98,15 @@ export const provisionOrganization = (organizationId: string) =>
       premiumFeatureFlags.map((f) => [f, settings.defaultPremiumFeatures.includes(f)])
     )
     yield* Effect.orDie(
-      storage.repository(Tables.quotas).create({ ...(yield* baseRow(organizationId)), ...settings.defaultQuotas })
+      storage.repository(QuotasResource.tableDef).create({ ...(yield* baseRow(organizationId)), ...settings.defaultQuotas })
     )
-    yield* Effect.orDie(storage.repository(Tables.premiumFeatures).create({ ...(yield* baseRow(organizationId)), ...flags }))
+    yield* Effect.orDie(storage.repository(PremiumFeaturesResource.tableDef).create({ ...(yield* baseRow(organizationId)), ...flags }))
   })
 
 export const addMembership = (personId: string, organizationId: string) =>
   Effect.gen(function*() {
     const storage = yield* Storage
-    yield* storage.repository(Tables.members).create({
+    yield* storage.repository(MembersResource.tableDef).create({
       ...(yield* baseRow(organizationId)),
       user_id: personId,
       role_id: null,
@@ -141,6 +121,7 @@ export const QuotasResource = defineResource({
   name: "quota",
   path: "quotas",
   table: "quotas",
+  indexes: [],
   output: Quota,
   createInput: QuotaCreate,
   updateInput: QuotaUpdate,
@@ -162,6 +143,7 @@ export const PremiumFeaturesResource = defineResource({
   name: "premium feature set",
   path: "premium-features",
   table: "premium_features",
+  indexes: [],
   output: PremiumFeature,
   createInput: PremiumFeatureCreate,
   updateInput: PremiumFeatureUpdate,
@@ -194,6 +176,7 @@ export const ApiKeysResource = defineResource({
   name: "API key",
   path: "keys",
   table: "api_keys",
+  indexes: [{ name: "api_keys_organization", columns: ["organization_id", "created_at"] }],
   output: ApiKey,
   createInput: ApiKeyCreate,
   updateInput: ApiKeyUpdate,
@@ -224,6 +207,7 @@ export const SecretsResource = defineResource({
   name: "secret",
   path: "secrets",
   table: "secrets",
+  indexes: [{ name: "secrets_organization", columns: ["organization_id", "created_at"] }],
   output: Secret,
   createInput: SecretCreate,
   updateInput: SecretUpdate,
@@ -245,10 +229,14 @@ export const SecretsResource = defineResource({
 // ---------------------------------------------------------------- members
 
 /** Members are invitations of persons into organizations (the invite flow is its own module). */
-export const MembersResource = defineResource({
+export const MembersResource: ResourceDef = defineResource({
   name: "member",
   path: "members",
   table: "members",
+  indexes: [
+    { name: "members_user", columns: ["user_id"] },
+    { name: "members_organization", columns: ["organization_id", "created_at"] }
+  ],
   output: Member,
   createInput: MemberCreate,
   updateInput: MemberUpdate,
@@ -271,7 +259,7 @@ const invite = (row: Row, input: Row) =>
     const email = String(input.email).trim().toLowerCase()
     const found = yield* findPersonByEmail(email)
     const person = Option.isSome(found) ? found.value : yield* Effect.orDie(
-      storage.repository(Tables.persons).create({
+      storage.repository(PersonsTable).create({
         id: yield* ids.next,
         email,
         name: input.name,
@@ -281,7 +269,7 @@ const invite = (row: Row, input: Row) =>
         version: 1
       })
     )
-    const already = yield* storage.repository(Tables.members).count([
+    const already = yield* storage.repository(MembersResource.tableDef).count([
       eq("organization_id", row.organization_id as string),
       eq("user_id", person.id as string)
     ])
@@ -296,7 +284,7 @@ const invite = (row: Row, input: Row) =>
     const invitationId = yield* ids.next
     const secret = randomToken(32)
     const expires_at = new Date(Date.parse(now) + INVITATION_TTL_MS).toISOString()
-    yield* Effect.orDie(storage.repository(Tables.invitations).create({
+    yield* Effect.orDie(storage.repository(InvitationsTable).create({
       id: invitationId,
       person_id: person.id,
       organization_id: row.organization_id,
@@ -323,14 +311,14 @@ const invite = (row: Row, input: Row) =>
 export const membershipsOf = (personId: string) =>
   Effect.gen(function*() {
     const storage = yield* Storage
-    const page = yield* storage.repository(Tables.members).find({
+    const page = yield* storage.repository(MembersResource.tableDef).find({
       count: false,
       where: [eq("user_id", personId)],
       sort: [],
       limit: 10_000,
       skip: 0
     })
-    const invitations = yield* storage.repository(Tables.invitations).find({
+    const invitations = yield* storage.repository(InvitationsTable).find({
       count: false,
       where: [eq("person_id", personId)],
       sort: [],
@@ -351,7 +339,7 @@ export const membershipsOf = (personId: string) =>
 export const findPersonByEmail = (email: string) =>
   Effect.gen(function*() {
     const storage = yield* Storage
-    const page = yield* storage.repository(Tables.persons).find({
+    const page = yield* storage.repository(PersonsTable).find({
       count: false,
       where: [eq("email", email.trim().toLowerCase())],
       sort: [],

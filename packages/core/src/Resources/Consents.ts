@@ -12,13 +12,13 @@ import {
   type EventConsents,
   type EventUser
 } from "../Domain/Consent.js"
-import { Conflict, InvalidInput, NotFound } from "../Domain/Errors.js"
+import { InvalidInput, NotFound } from "../Domain/Errors.js"
 import { emptyState, mergeAll, mergeEvent, sameConsents } from "../Consents/Merge.js"
 import { Ids, type Row, Storage } from "../Ports.js"
 import { canAccess, organizationsOf, type Principal } from "../Principal.js"
 import { eq, inList } from "../Query.js"
-import { defineResource, field } from "../Resource.js"
-import { ensureMethodFor, requireFeature, toOutput } from "../Service.js"
+import { defineResource, field, type ResourceDef } from "../Resource.js"
+import { ensureMethodFor, type LookUp, requireFeature, toOutput } from "../Service.js"
 import { enqueue, type OutgoingEvent } from "./Webhooks.js"
 
 /**
@@ -43,15 +43,23 @@ const userOut = (row: Row) => toOutput(ConsentUsersResource, row)
 
 const consentsOf = (user: Row): UserConsentsValue => (user.consents ?? {}) as UserConsentsValue
 
+/** The key of a consent user or event: their ids are unique only within an organization. */
+const scopedKey = (user: Row) => ({ organization_id: user.organization_id as string, id: user.id as string })
+
 /** Every confirmed event of a user for a regulation, merged from scratch. */
-const recompute = (userId: string, regulation: string) =>
+const recompute = (user: Row, regulation: string) =>
   Effect.gen(function*() {
     const repo = yield* events()
     const all: Array<{ consents: EventConsents; created_at: string; id: string }> = []
     for (let skip = 0;; skip += 1000) {
       const page = yield* repo.find({
         count: false,
-        where: [eq("user_id", userId), eq("regulation", regulation), eq("status", "confirmed")],
+        where: [
+          eq("organization_id", user.organization_id as string),
+          eq("user_id", user.id as string),
+          eq("regulation", regulation),
+          eq("status", "confirmed")
+        ],
         sort: [{ field: "created_at", direction: 1 }],
         limit: 1000,
         skip
@@ -77,7 +85,7 @@ const setState = (user: Row, regulation: string, next: ConsentState | undefined)
     if (next === undefined) delete consents[regulation]
     else consents[regulation] = next
     const repo = yield* users()
-    const after = yield* repo.patch(user.id as string, { consents, updated_at: yield* nowIso }, user.version as number)
+    const after = yield* repo.patch(scopedKey(user), { consents, updated_at: yield* nowIso }, user.version as number)
     return { before: user, after, choicesChanged }
   })
 
@@ -89,13 +97,13 @@ const applyEvent = (user: Row, event: Row) =>
     const e = { consents: event.consents as EventConsents, created_at: event.created_at as string }
     const next = current === undefined || (current.updated_at ?? "") <= e.created_at
       ? mergeEvent(current ?? emptyState, e)
-      : yield* recompute(user.id as string, regulation)
+      : yield* recompute(user, regulation)
     return yield* setState(user, regulation, next)
   })
 
-const loadUser = (id: string) =>
+const loadUser = (organizationId: string, id: string) =>
   Effect.flatMap(users(), (repo) =>
-    Effect.flatMap(repo.get(id), Option.match({
+    Effect.flatMap(repo.get({ organization_id: organizationId, id }), Option.match({
       onNone: () => Effect.dieMessage(`consent user ${id} vanished inside its transaction`),
       onSome: Effect.succeed
     })))
@@ -121,13 +129,9 @@ const resolveUser = (organizationId: string, u: EventUser, event: { status: stri
     }
     const repo = yield* users()
     if (u.id) {
-      const found = yield* repo.get(u.id)
-      if (Option.isSome(found)) {
-        if (found.value.organization_id !== organizationId) {
-          return yield* Effect.fail(new Conflict({ message: "This user id is already taken", errors: { "user.id": "is already taken" } }))
-        }
-        return { user: found.value, created: undefined }
-      }
+      // Only this organization's users: another may use the same id for a user of its own.
+      const found = yield* repo.get({ organization_id: organizationId, id: u.id })
+      if (Option.isSome(found)) return { user: found.value, created: undefined }
     } else {
       const page = yield* repo.find({
         count: false,
@@ -158,10 +162,22 @@ const resolveUser = (organizationId: string, u: EventUser, event: { status: stri
     return { user: created, created }
   })
 
-export const ConsentEventsResource = defineResource({
+/** What an event's `create` finds out for `afterCreate`: its user, and whether the event made it. */
+interface EventCarry {
+  readonly user: Row
+  readonly createdUser: boolean
+}
+
+export const ConsentEventsResource: ResourceDef<never, EventCarry> = defineResource<never, EventCarry>({
   name: "consent event",
   path: "consents/events",
   table: "consent_events",
+  indexes: [
+    { name: "consent_events_organization", columns: ["organization_id", "created_at"] },
+    { name: "consent_events_user", columns: ["organization_id", "user_id", "regulation", "created_at"] },
+    { name: "consent_events_organization_user", columns: ["organization_id", "organization_user_id"] }
+  ],
+  keyedByOrganization: true,
   output: ConsentEvent,
   createInput: ConsentEventCreate,
   updateInput: ConsentEventUpdate,
@@ -170,6 +186,7 @@ export const ConsentEventsResource = defineResource({
   premiumFeature: "consents_api",
   privateFields: { user_id: field.string, organization_user_id: field.optionalString },
   queryable: ["user_id", "organization_user_id"],
+  references: [{ field: "user_id", table: "consent_users", onDelete: "cascade" }],
   defaults: { status: "confirmed", regulation: DEFAULT_REGULATION, metadata: null },
   hooks: {
     create: (_p, row, input) =>
@@ -187,23 +204,18 @@ export const ConsentEventsResource = defineResource({
         if (u.metadata != null) eventUser.metadata = u.metadata
         if (u.country != null) eventUser.country = u.country
         return {
-          row: {
-            ...row,
-            user: eventUser,
-            user_id: user.id,
-            organization_user_id: user.organization_user_id ?? null,
-            _createdUser: created !== undefined,
-            // The user as this transaction found or made it, so afterCreate need not read it again.
-            _user: user
-          }
+          row: { ...row, user: eventUser, user_id: user.id, organization_user_id: user.organization_user_id ?? null },
+          // The user as this transaction found or made it, so afterCreate need not read it again.
+          carry: { user, createdUser: created !== undefined }
         }
       }),
-    afterCreate: (_p, stored, prepared) =>
+    afterCreate: (_p, stored, carry) =>
       Effect.gen(function*() {
         const regulation = stored.regulation as string
         const out: Array<OutgoingEvent> = [{ type: "event.created", regulation, parameters: { entity: eventOut(stored) } }]
-        const user = prepared._user as Row
-        if (prepared._createdUser === true) {
+        if (!carry) return yield* Effect.dieMessage("a consent event's create hook carries its user")
+        const user = carry.user
+        if (carry.createdUser) {
           out.push({ type: "user.created", regulation, parameters: { entity: userOut(user) } })
         } else if (stored.status === "confirmed") {
           const r = yield* applyEvent(user, stored)
@@ -229,11 +241,11 @@ export const ConsentEventsResource = defineResource({
         const counts = before.status === "confirmed" || after.status === "confirmed"
         const consentsChanged = JSON.stringify(before.consents) !== JSON.stringify(after.consents)
         if (counts && (consentsChanged || before.status !== after.status)) {
-          const user = yield* loadUser(after.user_id as string)
+          const user = yield* loadUser(after.organization_id as string, after.user_id as string)
           // Confirming the newest event merges it on top; anything else is merged from scratch.
           const r = before.status !== "confirmed" && !consentsChanged
             ? yield* applyEvent(user, after)
-            : yield* setState(user, regulation, yield* recompute(user.id as string, regulation))
+            : yield* setState(user, regulation, yield* recompute(user, regulation))
           if (r.choicesChanged) out.push(userUpdated(regulation, eventOut(after), r.before, r.after))
         }
         yield* enqueue(after.organization_id as string, out)
@@ -243,9 +255,10 @@ export const ConsentEventsResource = defineResource({
         const regulation = removed.regulation as string
         const out: Array<OutgoingEvent> = [{ type: "event.deleted", regulation, parameters: { entity: eventOut(removed) } }]
         if (removed.status === "confirmed") {
-          const user = yield* Effect.flatMap(users(), (repo) => repo.get(removed.user_id as string))
+          const user = yield* Effect.flatMap(users(), (repo) =>
+            repo.get({ organization_id: removed.organization_id as string, id: removed.user_id as string }))
           if (Option.isSome(user)) {
-            const r = yield* setState(user.value, regulation, yield* recompute(user.value.id as string, regulation))
+            const r = yield* setState(user.value, regulation, yield* recompute(user.value, regulation))
             if (r.choicesChanged) out.push(userUpdated(regulation, eventOut(removed), r.before, r.after))
           }
         }
@@ -256,10 +269,15 @@ export const ConsentEventsResource = defineResource({
 
 // ---------------------------------------------------------------- users
 
-export const ConsentUsersResource = defineResource({
+/** A user created with choices: the confirmed event that records them, written after the user. */
+type UserCarry = Row
+
+export const ConsentUsersResource: ResourceDef<never, UserCarry> = defineResource<never, UserCarry>({
   name: "consent user",
   path: "consents/users",
   table: "consent_users",
+  indexes: [{ name: "consent_users_organization", columns: ["organization_id", "created_at"] }],
+  keyedByOrganization: true,
   output: ConsentUser,
   createInput: ConsentUserCreate,
   updateInput: ConsentUserUpdate,
@@ -293,15 +311,14 @@ export const ConsentUsersResource = defineResource({
         return {
           row: {
             ...row,
-            consents: { [DEFAULT_REGULATION]: mergeEvent(emptyState, { consents, created_at: row.created_at as string }) },
-            _event: event
-          }
+            consents: { [DEFAULT_REGULATION]: mergeEvent(emptyState, { consents, created_at: row.created_at as string }) }
+          },
+          carry: event
         }
       }),
-    afterCreate: (_p, stored, prepared) =>
+    afterCreate: (_p, stored, event) =>
       Effect.gen(function*() {
         const out: Array<OutgoingEvent> = [{ type: "user.created", regulation: DEFAULT_REGULATION, parameters: { entity: userOut(stored) } }]
-        const event = prepared._event as Row | undefined
         if (event) {
           const created = yield* Effect.flatMap(events(), (repo) => repo.create(event))
           out.push({ type: "event.created", regulation: DEFAULT_REGULATION, parameters: { entity: eventOut(created) } })
@@ -311,38 +328,44 @@ export const ConsentUsersResource = defineResource({
     afterUpdate: (_p, before, after) =>
       enqueue(after.organization_id as string, [userUpdated(DEFAULT_REGULATION, null, before, after)]),
     afterRemove: (_p, removed) =>
-      Effect.gen(function*() {
-        // Erasure: the user's events go with it.
-        const repo = yield* events()
-        for (;;) {
-          const page = yield* repo.find({ count: false, where: [eq("user_id", removed.id as string)], sort: [], limit: 500, skip: 0 })
-          if (page.data.length === 0) break
-          for (const e of page.data) yield* Effect.orDie(repo.remove(e.id as string))
-        }
-        yield* enqueue(removed.organization_id as string, [
-          { type: "user.deleted", regulation: DEFAULT_REGULATION, parameters: { entity: userOut(removed) } }
-        ])
-      })
+      // Erasure: the user's events refer to it and went with it.
+      enqueue(removed.organization_id as string, [
+        { type: "user.deleted", regulation: DEFAULT_REGULATION, parameters: { entity: userOut(removed) } }
+      ])
   }
 })
 
-/** `GET /v1/consents/users/:id?$by_organization_user_id=true`: the id is the organization's own. */
-export const getUserByOrganizationUserId = (principal: Principal, organizationUserId: string) =>
+/**
+ * `GET /v1/consents/users/:id?$by_organization_user_id=true`: the id is the organization's own.
+ * Like an id, it is unique only within an organization, so a principal who sees several may
+ * have to name one.
+ */
+export const getUserByOrganizationUserId = (principal: Principal, organizationUserId: string, at: LookUp = {}) =>
   Effect.gen(function*() {
     yield* ensureMethodFor(ConsentUsersResource, principal, "get")
-    const orgs = organizationsOf(principal)
+    const notFound = new NotFound({ message: `No consent user found for organization user id '${organizationUserId}'` })
+    if (at.organizationId !== undefined && !canAccess(principal, at.organizationId)) return yield* Effect.fail(notFound)
+    const orgs = at.organizationId !== undefined ? [at.organizationId] : organizationsOf(principal)
     const repo = yield* users()
     const page = yield* repo.find({
       count: false,
       where: [eq("organization_user_id", organizationUserId), ...(orgs === "all" ? [] : [inList("organization_id", orgs)])],
-      sort: [{ field: "organization_id", direction: 1 }],
-      limit: 1,
+      sort: [],
+      ordered: false,
+      limit: 2,
       skip: 0
     })
-    const row = page.data[0]
-    if (!row || !canAccess(principal, row.organization_id)) {
-      return yield* Effect.fail(new NotFound({ message: `No consent user found for organization user id '${organizationUserId}'` }))
+    if (page.data.length > 1) {
+      return yield* Effect.fail(
+        new InvalidInput({
+          message:
+            `More than one of your organizations has a consent user with organization user id '${organizationUserId}': name one with ?organization_id=`,
+          errors: { organization_id: "is required: the id is used in more than one of your organizations" }
+        })
+      )
     }
+    const row = page.data[0]
+    if (!row || !canAccess(principal, row.organization_id)) return yield* Effect.fail(notFound)
     yield* requireFeature(ConsentUsersResource, principal, row.organization_id)
     return userOut(row)
   })

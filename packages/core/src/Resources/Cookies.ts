@@ -50,6 +50,11 @@ export const CookiesResource = defineResource({
   name: "cookie",
   path: "cookies",
   table: "cookies",
+  indexes: [
+    { name: "cookies_organization", columns: ["organization_id", "created_at"] },
+    { name: "cookies_property", columns: ["property_id", "created_at"] },
+    { name: "cookies_vendor", columns: ["vendor_id"] }
+  ],
   output: Cookie,
   createInput: CookieCreate,
   updateInput: CookieUpdate,
@@ -58,6 +63,11 @@ export const CookiesResource = defineResource({
   privateFields: { organization_id: field.string },
   queryable: ["organization_id"],
   defaults: { status: "draft" },
+  // A removed vendor's cookies stay, naming no vendor.
+  references: [
+    { field: "property_id", table: "properties", onDelete: "cascade" },
+    { field: "vendor_id", table: "vendors", onDelete: "set-null" }
+  ],
   ownerFrom: (principal, input) => ownerFromProperty(principal, input),
   hooks: {
     create: (principal, row) => Effect.as(checkCookie(principal, row), { row }),

@@ -16,9 +16,12 @@ export const DashboardsResource = defineResource({
   name: "dashboard",
   path: "analytics/dashboards",
   table: "dashboards",
+  indexes: [{ name: "dashboards_organization", columns: ["organization_id", "created_at"] }],
   output: DashboardEntry,
   createInput: DashboardCreate,
   updateInput: DashboardUpdate,
+  // A position between two others may be a fraction.
+  privateFields: { order: field.optionalReal },
   methods: ["find", "get", "create", "update", "patch", "remove"],
   operatorOnly: ["find", "get", "create", "update", "patch", "remove"],
   hooks: {
@@ -35,10 +38,12 @@ export const DashboardUrlsResource = defineResource({
   name: "dashboard",
   path: "analytics/dashboards-urls",
   table: "dashboards",
+  indexes: [{ name: "dashboards_organization", columns: ["organization_id", "created_at"] }],
   output: Dashboard,
   methods: ["find"],
   transient: ["url"],
   privateFields: {
+    order: field.optionalReal,
     target_url: field.string,
     organization_id: field.optionalString,
     created_at: field.timestamp,

@@ -1,10 +1,10 @@
 import * as Effect from "effect/Effect"
 import { Domain, DomainCreate, DomainUpdate } from "../Domain/Property.js"
 import { InvalidInput } from "../Domain/Errors.js"
-import { provisioner } from "../OrganizationPorts.js"
+import { Provisioner } from "../OrganizationPorts.js"
 import { type Row, Storage } from "../Ports.js"
 import { eq } from "../Query.js"
-import { defineResource } from "../Resource.js"
+import { defineResource, type ResourceDef } from "../Resource.js"
 import { checkQuota } from "../Service.js"
 import { Settings } from "../Settings.js"
 
@@ -38,15 +38,16 @@ export const domainType = (fqdn: string, zone: string | undefined) => {
 }
 
 const deploy = (domain: Row) =>
-  Effect.flatMap(provisioner, (p) => p.deploy(domain))
+  Effect.flatMap(Provisioner, (p) => p.deploy(domain))
 
 const undeploy = (domain: Row) =>
-  Effect.flatMap(provisioner, (p) => p.undeploy(domain))
+  Effect.flatMap(Provisioner, (p) => p.undeploy(domain))
 
-export const DomainsResource = defineResource({
+export const DomainsResource: ResourceDef<Provisioner> = defineResource<Provisioner>({
   name: "domain",
   path: "domains",
   table: "domains",
+  indexes: [{ name: "domains_organization", columns: ["organization_id", "created_at"] }],
   output: Domain,
   createInput: DomainCreate,
   updateInput: DomainUpdate,

@@ -15,7 +15,7 @@ import {
 import { Ids, type Row, Storage } from "../Ports.js"
 import { type Principal, requireOrganization } from "../Principal.js"
 import { type Condition, eq } from "../Query.js"
-import { defineResource } from "../Resource.js"
+import { defineResource, type ResourceDef } from "../Resource.js"
 import { checkQuota, decode, loadVisible, requireFeature, toOutput } from "../Service.js"
 import { Settings } from "../Settings.js"
 import { Tables } from "../Tables.js"
@@ -75,10 +75,11 @@ const destinationsQuota = (organizationId: string, destinations: ReadonlyArray<E
 const enabledQuota = (organizationId: string) =>
   checkQuota({ ...ExportConfigsResource, quota: "exports_configs" }, organizationId, [eq("enabled", true)])
 
-export const ExportConfigsResource = defineResource({
+export const ExportConfigsResource: ResourceDef = defineResource({
   name: "export config",
   path: "exports/configs",
   table: "export_configs",
+  indexes: [{ name: "export_configs_organization", columns: ["organization_id", "created_at"] }],
   output: ExportConfig,
   createInput: ExportConfigCreate,
   updateInput: ExportConfigUpdate,
@@ -109,6 +110,7 @@ export const ExportRunsResource = defineResource({
   name: "export run",
   path: "exports/runs",
   table: "export_runs",
+  indexes: [{ name: "export_runs_organization", columns: ["organization_id", "created_at"] }],
   output: ExportRun,
   methods: ["find", "get"],
   ownerField: "organization_id"

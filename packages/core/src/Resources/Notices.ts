@@ -24,8 +24,8 @@ import { buildSdkConfig, sdkInputErrors, templateAppErrors, type ApprovedText } 
 import { type Row, Storage, UnitOfWork } from "../Ports.js"
 import { isOperator, type Principal, requireOrganization } from "../Principal.js"
 import { eq } from "../Query.js"
-import { defineResource } from "../Resource.js"
-import { decode, loadVisible } from "../Service.js"
+import { defineResource, type ResourceDef } from "../Resource.js"
+import { decode, loadVisible, type LookUp } from "../Service.js"
 import { ConsentEventsResource } from "./Consents.js"
 
 /**
@@ -75,6 +75,7 @@ export const NoticeTextsResource = defineResource({
   name: "notice text",
   path: "widgets/notices/texts",
   table: "notice_texts",
+  indexes: [{ name: "notice_texts_organization", columns: ["organization_id", "created_at"] }],
   output: NoticeText,
   createInput: NoticeTextCreate,
   updateInput: NoticeTextUpdate,
@@ -95,16 +96,21 @@ const approvedImmutable = (row: Row) =>
     errors: { status: "is approved" }
   })
 
-export const NoticeTextContentsResource = defineResource({
+export const NoticeTextContentsResource: ResourceDef = defineResource({
   name: "notice text content",
   path: "widgets/notices/texts-contents",
   table: "notice_text_contents",
+  indexes: [
+    { name: "notice_text_contents_organization", columns: ["organization_id", "created_at"] },
+    { name: "notice_text_contents_text", columns: ["text_id", "status", "content_version"] }
+  ],
   output: NoticeTextContent,
   createInput: NoticeTextContentCreate,
   updateInput: NoticeTextContentUpdate,
   operatorInput: NoticeTextContentReview,
   methods: ["find", "get", "create", "update", "patch", "remove"],
   ownerField: "organization_id",
+  unique: [["text_id", "content_version"]],
   defaults: { includes_purposes: false, status: "submitted" },
   hooks: {
     create: (principal, row) =>
@@ -154,6 +160,7 @@ export const NoticeConfigsResource = defineResource({
   name: "notice config",
   path: "widgets/notices/configs",
   table: "notice_configs",
+  indexes: [{ name: "notice_configs_organization", columns: ["organization_id", "created_at"] }],
   output: NoticeConfig,
   createInput: NoticeConfigCreate,
   updateInput: NoticeConfigUpdate,
@@ -171,6 +178,7 @@ export const NoticeTemplateConfigsResource = defineResource({
   name: "notice template config",
   path: "widgets/notices/templates/configs",
   table: "notice_template_configs",
+  indexes: [{ name: "notice_template_configs_organization", columns: ["organization_id", "created_at"] }],
   output: NoticeTemplateConfig,
   createInput: NoticeTemplateConfigCreate,
   updateInput: NoticeTemplateConfigUpdate,
@@ -259,10 +267,10 @@ export const tcChoicesOf = (event: Row): TcChoices => {
 }
 
 /** `GET consents/events/:id/tcstring`: the event's choices as a TC string, encoded by the server. */
-export const tcStringOfEvent = (principal: Principal, id: string) =>
+export const tcStringOfEvent = (principal: Principal, id: string, at: LookUp = {}) =>
   Effect.gen(function*() {
     if (!ConsentEventsResource.methods.includes("get")) return yield* Effect.fail(new Forbidden({ message: "not allowed" }))
-    const event = yield* loadVisible(ConsentEventsResource, principal, id)
+    const event = yield* loadVisible(ConsentEventsResource, principal, id, at)
     const encoder = yield* TcStringEncoder
     const tc_string = yield* encoder.encode(tcChoicesOf(event))
     return { id: event.id, tc_string }

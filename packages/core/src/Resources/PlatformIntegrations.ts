@@ -13,6 +13,7 @@ export const PlatformIntegrationsResource = defineResource({
   name: "platform integration",
   path: "platform-integrations",
   table: "platform_integrations",
+  indexes: [],
   output: PlatformIntegration,
   createInput: PlatformIntegrationCreate,
   updateInput: PlatformIntegrationUpdate,

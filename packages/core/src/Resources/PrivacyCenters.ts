@@ -6,6 +6,7 @@ export const PrivacyCentersResource = defineResource({
   name: "privacy center",
   path: "privacy-centers",
   table: "privacy_centers",
+  indexes: [{ name: "privacy_centers_organization", columns: ["organization_id", "created_at"] }],
   output: PrivacyCenter,
   createInput: PrivacyCenterCreate,
   updateInput: PrivacyCenterUpdate,

@@ -4,31 +4,20 @@ import { Property, PropertyCreate, PropertyUpdate } from "../Domain/Property.js"
 import { InvalidInput } from "../Domain/Errors.js"
 import { type Row, Storage } from "../Ports.js"
 import { canAccess, type Principal } from "../Principal.js"
-import { eq } from "../Query.js"
 import { defineResource } from "../Resource.js"
-import { CookiesResource } from "./Cookies.js"
-import { VendorsResource } from "./Vendors.js"
-import { removeWhere } from "./Account.js"
 
 /** Not in the spec: a website or app of an organization; cookies and vendors hang off it. */
 export const PropertiesResource = defineResource({
   name: "property",
   path: "properties",
   table: "properties",
+  indexes: [{ name: "properties_organization", columns: ["organization_id", "created_at"] }],
   output: Property,
   createInput: PropertyCreate,
   updateInput: PropertyUpdate,
   methods: ["find", "get", "create", "update", "patch", "remove"],
-  ownerField: "organization_id",
-  hooks: {
-    // A property takes its cookies and vendors with it.
-    afterRemove: (_p, property) =>
-      Effect.gen(function*() {
-        for (const t of [CookiesResource.tableDef, VendorsResource.tableDef]) {
-          yield* removeWhere(t, [eq("property_id", property.id as string)])
-        }
-      })
-  }
+  // Its cookies and vendors refer to it, and go with it.
+  ownerField: "organization_id"
 })
 
 /** A property the caller may use; another organization's property reads as absent (400). */

@@ -6,15 +6,14 @@ import { nowMillis } from "../Clock.js"
 import { CertificateValidator } from "../OrganizationPorts.js"
 import { Storage } from "../Ports.js"
 import { randomToken } from "../Random.js"
-import { defineResource } from "../Resource.js"
+import { defineResource, field } from "../Resource.js"
 import { Tables } from "../Tables.js"
 
 /** The PEM must parse as an X.509 certificate that has not expired (checked by the adapter's port). */
 const checkCertificate = (pem: string) =>
   Effect.gen(function*() {
-    const validator = yield* Effect.serviceOption(CertificateValidator)
-    if (Option.isNone(validator)) return
-    const problem = yield* validator.value.check(pem, yield* nowMillis)
+    const validator = yield* CertificateValidator
+    const problem = yield* validator.check(pem, yield* nowMillis)
     if (Option.isSome(problem)) {
       return yield* Effect.fail(new InvalidInput({
         message: `Invalid idp_certificate: ${problem.value}`,
@@ -23,16 +22,18 @@ const checkCertificate = (pem: string) =>
     }
   })
 
-export const SsoConnectionsResource = defineResource({
+export const SsoConnectionsResource = defineResource<CertificateValidator>({
   name: "SSO connection",
   path: "sso-connections",
   table: "sso_connections",
+  indexes: [{ name: "sso_connections_organization", columns: ["organization_id", "created_at"] }],
   output: SsoConnection,
   createInput: SsoConnectionCreate,
   updateInput: SsoConnectionUpdate,
   methods: ["find", "get", "create", "patch"],
   ownerField: "organization_id",
   premiumFeature: "sso",
+  privateFields: { version: field.number },
   unique: [["idp_connection_name"]],
   defaults: { idp_domain_aliases: [], idp_sign_saml_request: false },
   hooks: {

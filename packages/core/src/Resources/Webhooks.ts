@@ -17,7 +17,7 @@ import { type Row, Storage } from "../Ports.js"
 import type { Principal } from "../Principal.js"
 import { eq } from "../Query.js"
 import { sortableId } from "../Random.js"
-import { defineResource, field } from "../Resource.js"
+import { defineResource, field, ownedByOrganization } from "../Resource.js"
 import { decode, loadVisible, toOutput } from "../Service.js"
 import { Settings } from "../Settings.js"
 import { flattenPayload } from "../Webhooks/Flatten.js"
@@ -63,10 +63,11 @@ const sealAuth = (row: Row, input: Row) =>
     return { ...row, auth: shown, auth_client_secret_sealed: sealed }
   })
 
-export const WebhooksResource = defineResource({
+export const WebhooksResource = defineResource<Endpoints>({
   name: "webhook",
   path: "webhooks",
   table: "webhooks",
+  indexes: [{ name: "webhooks_organization", columns: ["organization_id", "created_at"] }],
   output: Webhook,
   createInput: WebhookCreate,
   updateInput: WebhookUpdate,
@@ -110,6 +111,11 @@ export const DeliveriesResource = defineResource({
   name: "webhook delivery",
   path: "webhooks/deliveries",
   table: "webhook_deliveries",
+  indexes: [
+    { name: "webhook_deliveries_due", columns: ["status", "next_attempt_at"] },
+    { name: "webhook_deliveries_organization", columns: ["organization_id", "created_at"] },
+    { name: "webhook_deliveries_webhook", columns: ["webhook_id", "status", "created_at"] }
+  ],
   output: WebhookDelivery,
   methods: ["find", "get"],
   ownerField: "organization_id",
@@ -149,7 +155,8 @@ export const AttemptsTable = {
   },
   key: ["id"],
   unique: [],
-  indexes: [],
+  indexes: [{ name: "webhook_attempts_delivery", columns: ["delivery_id", "attempted_at"] }],
+  references: [ownedByOrganization],
   defaultSort: [{ field: "attempted_at", direction: 1 }]
 } as const
 

@@ -1,6 +1,7 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as Option from "effect/Option"
+import * as Layer from "effect/Layer"
+import type * as Option from "effect/Option"
 import type { WebhookDeliveryStatus, WebhookEventType } from "../Domain/Webhook.js"
 
 /**
@@ -110,21 +111,19 @@ export class Endpoints extends Context.Tag("@cmp/core/Endpoints")<
     /** A receiver answered 410 Gone: the webhook is switched off. */
     readonly disable: (webhookId: string, reason: string) => Effect.Effect<void>
     /** The webhook changed: drop any copy kept for quick reads. */
-    readonly forget?: (webhookId: string) => Effect.Effect<void>
+    readonly forget: (webhookId: string) => Effect.Effect<void>
   }
 >() {}
 
 /** Called after a webhook's change commits, so this process's dispatcher sees it at once. */
-export const forgetEndpoint = (webhookId: unknown): Effect.Effect<void> =>
-  typeof webhookId !== "string"
-    ? Effect.void
-    : Effect.flatMap(Effect.serviceOption(Endpoints), (e) => (e._tag === "Some" && e.value.forget ? e.value.forget(webhookId) : Effect.void))
+export const forgetEndpoint = (webhookId: unknown): Effect.Effect<void, never, Endpoints> =>
+  typeof webhookId !== "string" ? Effect.void : Effect.flatMap(Endpoints, (e) => e.forget(webhookId))
 
-/** Wakes an in-process dispatcher after new messages were committed (optional). */
-export class OutboxSignal extends Context.Tag("@cmp/core/OutboxSignal")<OutboxSignal, { readonly notify: Effect.Effect<void> }>() {}
+/** Wakes an in-process dispatcher after new messages were committed. */
+export class OutboxSignal extends Context.Tag("@cmp/core/OutboxSignal")<OutboxSignal, { readonly notify: Effect.Effect<void> }>() {
+  /** No dispatcher in this process: another process polls the outbox. */
+  static readonly None = Layer.succeed(OutboxSignal, { notify: Effect.void })
+}
 
-/** Tells an in-process dispatcher, if there is one, that messages were committed. */
-export const signalOutbox: Effect.Effect<void> = Effect.flatMap(
-  Effect.serviceOption(OutboxSignal),
-  Option.match({ onNone: () => Effect.void, onSome: (s) => s.notify })
-)
+/** Tells this process's dispatcher that messages were committed. */
+export const signalOutbox: Effect.Effect<void, never, OutboxSignal> = Effect.flatMap(OutboxSignal, (s) => s.notify)

@@ -59,6 +59,12 @@ interface Fixture {
    * unknown ids (an existence oracle the decisions accept); without it the answers must match.
    */
   readonly refsOracle?: string
+  /**
+   * Why a create in A naming B's ids is no attack: the ids are unique per organization, so it
+   * makes A's own object under that id (walked by the same-id test below, after the walks, so
+   * the "B's id" attacks still meet ids A does not hold).
+   */
+  readonly refsAreOwn?: string
   /** Principals for which a create is not an attack on B (a member may self-register an organization). */
   readonly createNotAnAttackFor?: ReadonlyArray<Who>
   readonly put?: (c: Ctx) => Record<string, unknown>
@@ -197,8 +203,7 @@ const FIXTURES: Record<string, Fixture> = {
   },
   "/v1/consents/events": {
     // Names the user by our id.
-    refsOracle: "user ids are global and client-chosen: B's user id is taken (409, decisions: ids are never reused), " +
-      "while an unknown one creates that user in A",
+    refsAreOwn: "a consent user's id is its organization's own: the same id in A is A's user",
     create: (c) => ({
       organization_id: c.org,
       user: { id: c.objs["/v1/consents/users"].id },
@@ -565,7 +570,7 @@ const attacksFor = (who: Who): Array<Attack> => {
             control: !only && f.create && f.createNotAnAttackFor === undefined ? { url: template, body: f.create(ctxOf(A)), expect: 201 } : undefined
           })
           const refs = f.create?.(refsCtx)
-          if (refs && !only && JSON.stringify(refs) !== JSON.stringify(body) && refersToB(refs)) {
+          if (refs && !only && !f.refsAreOwn && JSON.stringify(refs) !== JSON.stringify(body) && refersToB(refs)) {
             // In A, but referring to B's objects: refused, as if they did not exist (400 or 404),
             // or as a taken id (409) where the fixture says why.
             add({
@@ -871,6 +876,41 @@ describe("tenant isolation, walked from the OpenAPI document", () => {
       expect(await walk(who, attacks)).toEqual([])
     }, 300_000)
   }
+
+  it("the same client-chosen id held by A and B: every operation of A's principals on it reaches A's object only", async () => {
+    // A's event and user take the ids of B's (a consent event names its user by id).
+    const events = "/v1/consents/events"
+    const users = "/v1/consents/users"
+    const ownedBy = FIXTURES[events]!.create!({ ...ctxOf(A), objs: { ...A.objs, [users]: B.objs[users] } })
+    const mine = await created(A.call, events, { ...ownedBy, id: B.objs[events].id })
+    expect(mine).toMatchObject({ id: B.objs[events].id, organization_id: A.org.id, user: { id: B.objs[users].id } })
+    const problems: Array<string> = []
+    const item = (coll: string) =>
+      Object.entries(doc.paths).filter(([template]) => template.startsWith(`${coll}/{id}`))
+    for (const who of ["api key", "member", "platform integration"] as const) {
+      const token = principals[who]
+      for (const coll of [events, users]) {
+        const id = encodeURIComponent(B.objs[coll].id)
+        for (const [template, ops] of item(coll)) {
+          for (const method of Object.keys(ops).filter((m) => m === "get" || m === "patch")) {
+            const body = method === "patch" ? FIXTURES[coll]!.patch!(ctxOf(A)) : undefined
+            const r = await send(token, method.toUpperCase(), template.replace("{id}", id), body)
+            const label = `${who}: ${method.toUpperCase()} ${template}`
+            if (r.status !== 200) problems.push(`${label}: ${r.status} ${r.text.slice(0, 200)}`)
+            else if (template === `${coll}/{id}` && r.body.organization_id !== A.org.id) problems.push(`${label}: ${r.text.slice(0, 200)}`)
+            // The ids A chose for its own event and user are A's too now: no leak when echoed.
+            const leaked = leaksIn(r, template.replace("{id}", id) + JSON.stringify(body ?? null) + JSON.stringify(mine))
+            if (leaked.length > 0) problems.push(`${label}: answer contains B's ${leaked.join(", ")}`)
+          }
+        }
+      }
+    }
+    // Deleting A's user (which takes its events) leaves B's alone: the next test reads them back.
+    const removed = await A.call("DELETE", `${users}/${encodeURIComponent(B.objs[users].id)}`)
+    if (removed.status !== 200) problems.push(`DELETE A's user: ${removed.status} ${removed.text.slice(0, 200)}`)
+    expect(problems).toEqual([])
+    expect((await A.call("GET", `${events}/${encodeURIComponent(B.objs[events].id)}`)).status).toBe(404)
+  })
 
   it("B's objects read back unchanged, and B's collections hold as many rows as before", async () => {
     const changed: Array<string> = []

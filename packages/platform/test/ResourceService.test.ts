@@ -1,33 +1,43 @@
+import {
+  ApiKeysResource,
+  ApiUsage,
+  authenticate,
+  bootstrap,
+  type Condition,
+  createSession,
+  eq,
+  OrganizationsResource,
+  periodOf,
+  PremiumFeaturesResource,
+  type Principal,
+  QuotasResource,
+  ResourceService as RS,
+  type Row,
+  SecretsResource,
+  setPersonPassword,
+  Storage,
+  type TableDef,
+  Tables,
+  type TokenClaims,
+  UsageStore
+} from "@cmp/core"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as TestClock from "effect/TestClock"
-import qs from "qs"
-import { periodOf, ApiUsage } from "../src/ApiUsage.js"
-import { bootstrap } from "../src/Bootstrap.js"
-import { eq } from "../src/Query.js"
-import type { Row, TokenClaims } from "../src/Ports.js"
-import type { Principal } from "../src/Principal.js"
-import {
-  ApiKeysResource,
-  OrganizationsResource,
-  PremiumFeaturesResource,
-  QuotasResource,
-  SecretsResource
-} from "../src/Resources/Account.js"
-import * as RS from "../src/Service.js"
-import { authenticate, createSession, setPersonPassword } from "../src/Sessions.js"
-import { Tables } from "../src/Tables.js"
-import { InMemory, testLayer } from "./InMemoryStore.js"
-import { Storage, UnitOfWork } from "../src/Ports.js"
+import { testLayer } from "./TestServices.js"
+
+/**
+ * The generic use-cases of core's resource service (scope, input rules, versions, quotas,
+ * hooks, sessions, API usage) on a real store: SQLite in memory, a fresh database per test.
+ * What a use-case stored is read back through the storage ports, never from the store's insides.
+ * Find queries are written as the HTTP adapter hands them over: nested objects of strings.
+ */
 
 // ---------------------------------------------------------------- helpers
 
 const T0 = Date.parse("2026-03-10T12:00:00.000Z")
 const iso = (ms: number) => new Date(ms).toISOString()
-
-/** A query object as the HTTP adapter hands it over (parsed by qs). */
-const q = (s: string) => qs.parse(s, { depth: 10, arrayLimit: 1000 }) as Record<string, unknown>
 
 const login = (key: string, secret: string) =>
   Effect.gen(function*() {
@@ -56,10 +66,20 @@ const world = (startAt = T0) =>
     return { operator, orgA, orgB, keyA, keyB, keyAId: keyA.id as string, keyBId: keyB.id as string, clientA, clientB }
   })
 
-const rowsOf = (table: string) => Effect.map(InMemory, (m) => [...(m.tables.get(table)?.values() ?? [])])
+/** The stored rows of a table that match every condition, in the table's default order. */
+const rowsOf = (table: TableDef, ...where: Array<Condition>) =>
+  Effect.flatMap(Storage, (s) => s.repository(table).find({ where, sort: [], limit: 1000, skip: 0 })).pipe(
+    Effect.map((page) => page.data)
+  )
 
-const quotaOf = (organizationId: string) =>
-  Effect.map(rowsOf("quotas"), (rs) => rs.find((r) => r.organization_id === organizationId))
+/** The one row of a per-organization table (quotas, premium features). */
+const rowOf = (table: TableDef, organizationId: string) =>
+  Effect.map(rowsOf(table, eq("organization_id", organizationId)), (rows) => rows[0])
+
+/** The stored row with this id, as the store holds it (private columns included). */
+const storedRow = (table: TableDef, id: string) => Effect.flatMap(Storage, (s) => s.repository(table).get(id))
+
+const quotaOf = (organizationId: string) => rowOf(Tables.quotas, organizationId)
 
 const ids = (page: { data: ReadonlyArray<Row> }) => page.data.map((r) => r.id)
 
@@ -120,9 +140,7 @@ describe("organization scope", () => {
       // An organization that does not exist is not revealed as such to a client.
       const e3 = yield* Effect.flip(RS.create(ApiKeysResource, w.clientA, { organization_id: "nope", name: "k" }))
       expect(e3._tag).toBe("Forbidden")
-      expect((yield* rowsOf("api_keys")).filter((k) => k.organization_id === w.orgB).map((k) => k.name)).toEqual([
-        "key b"
-      ])
+      expect((yield* rowsOf(Tables.keys, eq("organization_id", w.orgB))).map((k) => k.name)).toEqual(["key b"])
     }).pipe(Effect.provide(testLayer())))
 
   it.effect("the operator creating in an unknown organization gets InvalidInput naming organization_id", () =>
@@ -138,18 +156,18 @@ describe("organization scope", () => {
       const w = yield* world()
       for (
         const query of [
-          `organization_id=${w.orgB}`,
-          `organization_id[$in][]=${w.orgA}&organization_id[$in][]=${w.orgB}`,
-          `$or[0][organization_id]=${w.orgB}&$or[1][name]=x`,
-          `organization_id=null`
+          { organization_id: w.orgB },
+          { organization_id: { $in: [w.orgA, w.orgB] } },
+          { $or: [{ organization_id: w.orgB }, { name: "x" }] },
+          { organization_id: "null" }
         ]
       ) {
-        const e = yield* Effect.flip(RS.find(ApiKeysResource, w.clientA, q(query)))
+        const e = yield* Effect.flip(RS.find(ApiKeysResource, w.clientA, query))
         expect([query, e._tag]).toEqual([query, "Forbidden"])
       }
-      const e = yield* Effect.flip(RS.find(QuotasResource, w.clientA, q(`organization_id=${w.orgB}`)))
+      const e = yield* Effect.flip(RS.find(QuotasResource, w.clientA, { organization_id: w.orgB }))
       expect(e._tag).toBe("Forbidden")
-      const e2 = yield* Effect.flip(RS.find(OrganizationsResource, w.clientA, q(`id=${w.orgB}`)))
+      const e2 = yield* Effect.flip(RS.find(OrganizationsResource, w.clientA, { id: w.orgB }))
       expect(e2._tag).toBe("Forbidden")
     }).pipe(Effect.provide(testLayer())))
 
@@ -162,17 +180,17 @@ describe("organization scope", () => {
       expect(pageA.total).toBe(2)
       expect(pageA.data.map((k) => [k.organization_id, k.name])).toEqual([[w.orgA, "key a"], [w.orgA, "a2"]])
       // Asking for its own organization explicitly is the same.
-      const own = yield* RS.find(ApiKeysResource, w.clientA, q(`organization_id=${w.orgA}`))
+      const own = yield* RS.find(ApiKeysResource, w.clientA, { organization_id: w.orgA })
       expect(ids(own)).toEqual(ids(pageA))
       // A filter that would match the other org's rows does not widen the scope.
-      const ne = yield* RS.find(ApiKeysResource, w.clientA, q(`organization_id[$ne]=${w.orgA}`))
+      const ne = yield* RS.find(ApiKeysResource, w.clientA, { organization_id: { $ne: w.orgA } })
       expect(ne.total).toBe(0)
       const orgs = yield* RS.find(OrganizationsResource, w.clientA, {})
       expect(ids(orgs)).toEqual([w.orgA])
       const quotas = yield* RS.find(QuotasResource, w.clientA, {})
       expect(quotas.data.map((r) => r.organization_id)).toEqual([w.orgA])
       // The operator sees every organization's keys (bootstrap key is internal: left out).
-      const all = yield* RS.find(ApiKeysResource, w.operator, q("$sort[name]=1"))
+      const all = yield* RS.find(ApiKeysResource, w.operator, { $sort: { name: "1" } })
       expect(all.data.map((k) => k.name)).toEqual(["a2", "b2", "key a", "key b"])
     }).pipe(Effect.provide(testLayer())))
 
@@ -198,45 +216,47 @@ describe("find: query semantics through the store", () => {
       }
       const names = (p: { data: ReadonlyArray<Row> }) => p.data.map((r) => r.name)
 
-      expect(names(yield* RS.find(ApiKeysResource, w.clientA, q("description=x")))).toEqual(["k1", "k4"])
-      expect(names(yield* RS.find(ApiKeysResource, w.clientA, q("description=null")))).toEqual(["k2"])
+      expect(names(yield* RS.find(ApiKeysResource, w.clientA, { description: "x" }))).toEqual(["k1", "k4"])
+      expect(names(yield* RS.find(ApiKeysResource, w.clientA, { description: "null" }))).toEqual(["k2"])
       // $ne matches NULL too (a user expects "not x" to include unset).
-      expect(names(yield* RS.find(ApiKeysResource, w.clientA, q("description[$ne]=x")))).toEqual(["key a", "k2", "k3"])
-      expect(names(yield* RS.find(ApiKeysResource, w.clientA, q("name[$in][]=k1&name[$in][]=k3")))).toEqual(["k1", "k3"])
-      expect(names(yield* RS.find(ApiKeysResource, w.clientA, q("name[$nin][]=k1&name[$nin][]=k3")))).toEqual([
+      expect(names(yield* RS.find(ApiKeysResource, w.clientA, { description: { $ne: "x" } }))).toEqual([
+        "key a",
+        "k2",
+        "k3"
+      ])
+      expect(names(yield* RS.find(ApiKeysResource, w.clientA, { name: { $in: ["k1", "k3"] } }))).toEqual(["k1", "k3"])
+      expect(names(yield* RS.find(ApiKeysResource, w.clientA, { name: { $nin: ["k1", "k3"] } }))).toEqual([
         "key a",
         "k2",
         "k4"
       ])
       expect(
-        names(yield* RS.find(ApiKeysResource, w.clientA, q(`created_at[$gt]=${iso(T0 + 1000)}&created_at[$lte]=${iso(T0 + 3000)}`)))
+        names(yield* RS.find(ApiKeysResource, w.clientA, { created_at: { $gt: iso(T0 + 1000), $lte: iso(T0 + 3000) } }))
       ).toEqual(["k2", "k3"])
-      expect(names(yield* RS.find(ApiKeysResource, w.clientA, q("$or[0][name]=k1&$or[1][description]=y")))).toEqual([
-        "k1",
-        "k3"
-      ])
+      const either = yield* RS.find(ApiKeysResource, w.clientA, { $or: [{ name: "k1" }, { description: "y" }] })
+      expect(names(either)).toEqual(["k1", "k3"])
 
-      const page = yield* RS.find(ApiKeysResource, w.clientA, q("$sort[name]=-1&$limit=2&$skip=1"))
+      const page = yield* RS.find(ApiKeysResource, w.clientA, { $sort: { name: "-1" }, $limit: "2", $skip: "1" })
       expect(page.total).toBe(5)
       expect(page.limit).toBe(2)
       expect(page.skip).toBe(1)
       expect(names(page)).toEqual(["k4", "k3"])
 
-      const none = yield* RS.find(ApiKeysResource, w.clientA, q("$limit=0"))
+      const none = yield* RS.find(ApiKeysResource, w.clientA, { $limit: "0" })
       expect(none).toEqual({ total: 5, limit: 0, skip: 0, data: [] })
 
-      const selected = yield* RS.find(ApiKeysResource, w.clientA, q("$select[]=name&name=k1"))
+      const selected = yield* RS.find(ApiKeysResource, w.clientA, { $select: ["name"], name: "k1" })
       expect(selected.data).toEqual([{ id: selected.data[0]!.id, name: "k1" }])
     }).pipe(Effect.provide(testLayer())))
 
   it.effect("an unknown field, a private column or a bad value is InvalidInput", () =>
     Effect.gen(function*() {
       const w = yield* world()
-      const unknown = yield* Effect.flip(RS.find(ApiKeysResource, w.clientA, q("colour=red")))
+      const unknown = yield* Effect.flip(RS.find(ApiKeysResource, w.clientA, { colour: "red" }))
       expect(unknown._tag === "InvalidInput" && unknown.errors).toEqual({ colour: "is not a field of this resource" })
-      const hash = yield* Effect.flip(RS.find(ApiKeysResource, w.clientA, q("secret_hash=h:x")))
+      const hash = yield* Effect.flip(RS.find(ApiKeysResource, w.clientA, { secret_hash: "h:x" }))
       expect(hash._tag === "InvalidInput" && hash.errors).toEqual({ secret_hash: "is not a field of this resource" })
-      const bool = yield* Effect.flip(RS.find(ApiKeysResource, w.clientA, q("enabled=maybe")))
+      const bool = yield* Effect.flip(RS.find(ApiKeysResource, w.clientA, { enabled: "maybe" }))
       expect(bool._tag === "InvalidInput" && bool.errors).toEqual({ enabled: "must be true or false" })
     }).pipe(Effect.provide(testLayer())))
 })
@@ -313,7 +333,7 @@ describe("write bodies", () => {
       expect(after.updated_at).toBe(iso(T0 + 10_000))
       expect(after.description).toBe("changed")
       expect(after.name).toBe("key a")
-      expect(Option.isNone(yield* Effect.flatMap(Storage, (s) => s.repository(Tables.keys).get("hijack")))).toBe(true)
+      expect(Option.isNone(yield* storedRow(Tables.keys, "hijack"))).toBe(true)
     }).pipe(Effect.provide(testLayer())))
 
   it.effect("output-only fields in a patch are refused (is_internal, organization_id)", () =>
@@ -409,7 +429,7 @@ describe("API keys", () => {
       )
       expect((yield* Effect.flip(RS.remove(ApiKeysResource, w.clientA, w.internalId)))._tag).toBe("NotFound")
       // Asking for public keys only is fine.
-      expect((yield* RS.find(ApiKeysResource, w.clientA, q("is_internal=false"))).data.map((k) => k.name)).toEqual([
+      expect((yield* RS.find(ApiKeysResource, w.clientA, { is_internal: "false" })).data.map((k) => k.name)).toEqual([
         "key a"
       ])
     }).pipe(Effect.provide(testLayer())))
@@ -417,8 +437,10 @@ describe("API keys", () => {
   it.effect("is_internal=true (or any other way to ask for them) by a non-operator is Forbidden", () =>
     Effect.gen(function*() {
       const w = yield* withInternalKey
-      for (const query of ["is_internal=true", "is_internal[$ne]=false", "is_internal[$in][]=true"]) {
-        const e = yield* Effect.flip(RS.find(ApiKeysResource, w.clientA, q(query)))
+      for (
+        const query of [{ is_internal: "true" }, { is_internal: { $ne: "false" } }, { is_internal: { $in: ["true"] } }]
+      ) {
+        const e = yield* Effect.flip(RS.find(ApiKeysResource, w.clientA, query))
         expect([query, e._tag]).toEqual([query, "Forbidden"])
       }
     }).pipe(Effect.provide(testLayer())))
@@ -426,20 +448,22 @@ describe("API keys", () => {
   it.effect("is_internal=false inside $or does not let internal keys through the other branches", () =>
     Effect.gen(function*() {
       const w = yield* withInternalKey
-      const page = yield* RS.find(ApiKeysResource, w.clientA, q("$or[0][is_internal]=false&$or[1][enabled]=true"))
+      const page = yield* RS.find(ApiKeysResource, w.clientA, { $or: [{ is_internal: "false" }, { enabled: "true" }] })
       expect(page.data.map((k) => k.name)).toEqual(["key a"])
-      const byName = yield* RS.find(ApiKeysResource, w.clientA, q("$or[0][is_internal]=false&$or[1][name]=managed"))
+      const byName = yield* RS.find(ApiKeysResource, w.clientA, {
+        $or: [{ is_internal: "false" }, { name: "managed" }]
+      })
       expect(byName.data.map((k) => k.name)).toEqual(["key a"])
     }).pipe(Effect.provide(testLayer())))
 
   it.effect("the operator sees internal keys when it asks, and only then", () =>
     Effect.gen(function*() {
       const w = yield* withInternalKey
-      const asked = yield* RS.find(ApiKeysResource, w.operator, q(`is_internal=true&$sort[name]=1`))
+      const asked = yield* RS.find(ApiKeysResource, w.operator, { is_internal: "true", $sort: { name: "1" } })
       expect(asked.data.map((k) => k.name)).toEqual(["admin-admin", "managed"])
-      const inA = yield* RS.find(ApiKeysResource, w.operator, q(`is_internal=true&organization_id=${w.orgA}`))
+      const inA = yield* RS.find(ApiKeysResource, w.operator, { is_internal: "true", organization_id: w.orgA })
       expect(ids(inA)).toEqual([w.internalId])
-      const notAsked = yield* RS.find(ApiKeysResource, w.operator, q(`organization_id=${w.orgA}`))
+      const notAsked = yield* RS.find(ApiKeysResource, w.operator, { organization_id: w.orgA })
       expect(notAsked.data.map((k) => k.name)).toEqual(["key a"])
       expect((yield* RS.get(ApiKeysResource, w.operator, w.internalId)).is_internal).toBe(true)
     }).pipe(Effect.provide(testLayer())))
@@ -460,7 +484,7 @@ describe("API keys", () => {
         RS.create(ApiKeysResource, member2, { organization_id: org.id, name: "x", is_internal: true })
       )
       expect(e2._tag).toBe("Forbidden")
-      expect((yield* rowsOf("api_keys")).filter((k) => k.is_internal === true).map((k) => k.id)).toEqual(["admin"])
+      expect((yield* rowsOf(Tables.keys, eq("is_internal", true))).map((k) => k.id)).toEqual(["admin"])
     }).pipe(Effect.provide(testLayer())))
 
   it.effect("the secret is returned once on create, stored hashed, never on get or find", () =>
@@ -470,7 +494,7 @@ describe("API keys", () => {
       const secret = created.secret as string
       expect(secret).toMatch(/^sk_[A-Za-z0-9_-]{43}$/)
       expect(created.secret_hash).toBeUndefined()
-      const stored = (yield* rowsOf("api_keys")).find((k) => k.id === created.id)!
+      const stored = Option.getOrThrow(yield* storedRow(Tables.keys, created.id as string))
       expect(stored.secret_hash).toBe(`h:${secret}`)
       expect(stored.secret).toBeUndefined()
       const got = yield* RS.get(ApiKeysResource, w.clientA, created.id as string)
@@ -479,7 +503,7 @@ describe("API keys", () => {
       expect(Object.keys(got).sort()).toEqual(
         ["created_at", "description", "enabled", "id", "is_internal", "name", "organization_id", "updated_at", "version"]
       )
-      const found = yield* RS.find(ApiKeysResource, w.clientA, q("name=new"))
+      const found = yield* RS.find(ApiKeysResource, w.clientA, { name: "new" })
       expect(found.data[0]).not.toHaveProperty("secret")
       expect(found.data[0]).not.toHaveProperty("secret_hash")
       const patched = yield* RS.patch(ApiKeysResource, w.clientA, created.id as string, { description: "d" })
@@ -532,7 +556,7 @@ describe("quotas and premium features", () => {
     Effect.gen(function*() {
       const w = yield* world()
       const quotaA = (yield* quotaOf(w.orgA))!
-      const featuresA = (yield* rowsOf("premium_features")).find((r) => r.organization_id === w.orgA)!
+      const featuresA = (yield* rowOf(Tables.premiumFeatures, w.orgA))!
       expect((yield* RS.get(QuotasResource, w.clientA, quotaA.id as string)).secrets).toBe(20)
       expect((yield* RS.get(PremiumFeaturesResource, w.clientA, featuresA.id as string)).webhooks).toBe(false)
       const attempts = [
@@ -555,7 +579,7 @@ describe("quotas and premium features", () => {
   it.effect("the operator patches premium features; a second quota row for an org is a Conflict", () =>
     Effect.gen(function*() {
       const w = yield* world()
-      const featuresA = (yield* rowsOf("premium_features")).find((r) => r.organization_id === w.orgA)!
+      const featuresA = (yield* rowOf(Tables.premiumFeatures, w.orgA))!
       const p = yield* RS.patch(PremiumFeaturesResource, w.operator, featuresA.id as string, { webhooks: true })
       expect([p.webhooks, p.sso, p.version]).toEqual([true, false, 2])
       const e = yield* Effect.flip(RS.create(QuotasResource, w.operator, { organization_id: w.orgA }))
@@ -571,8 +595,8 @@ describe("organizations", () => {
       const w = yield* world()
       const e = yield* Effect.flip(RS.create(OrganizationsResource, w.clientA, { name: "Rogue" }))
       expect(e._tag).toBe("Forbidden")
-      expect((yield* rowsOf("organizations")).map((o) => o.name).sort()).toEqual(["Operator", "Org A", "Org B"])
-      expect((yield* rowsOf("quotas")).length).toBe(3)
+      expect((yield* rowsOf(Tables.organizations)).map((o) => o.name).sort()).toEqual(["Operator", "Org A", "Org B"])
+      expect(yield* Effect.flatMap(Storage, (s) => s.repository(Tables.quotas).count([]))).toBe(3)
     }).pipe(Effect.provide(testLayer())))
 
   it.effect("created by the operator: self_register false, quota and premium-feature rows created", () =>
@@ -592,14 +616,14 @@ describe("organizations", () => {
       expect(org.public_api_key).toMatch(/^pk_/)
       expect(org.version).toBe(1)
       expect(org.created_at).toBe(iso(T0))
-      const quotas = (yield* rowsOf("quotas")).filter((r) => r.organization_id === org.id)
+      const quotas = yield* rowsOf(Tables.quotas, eq("organization_id", org.id as string))
       expect(quotas.length).toBe(1)
       expect([quotas[0]!.secrets, quotas[0]!.api_requests, quotas[0]!.version]).toEqual([20, 1_000_000, 1])
-      const features = (yield* rowsOf("premium_features")).filter((r) => r.organization_id === org.id)
+      const features = yield* rowsOf(Tables.premiumFeatures, eq("organization_id", org.id as string))
       expect(features.length).toBe(1)
       expect([features[0]!.webhooks, features[0]!.consents_api]).toEqual([true, false])
       // Visible through the services too.
-      expect((yield* RS.find(QuotasResource, operator, q(`organization_id=${org.id}`))).total).toBe(1)
+      expect((yield* RS.find(QuotasResource, operator, { organization_id: org.id })).total).toBe(1)
     }).pipe(Effect.provide(testLayer({ defaultPremiumFeatures: ["webhooks"] }))))
 
   it.effect("created by a member: self_register true and a membership created", () =>
@@ -611,9 +635,9 @@ describe("organizations", () => {
       expect(member).toEqual({ _tag: "Member", personId: person.id, organizationIds: [] })
       const org = yield* RS.create(OrganizationsResource, member, { name: "Ann's" })
       expect(org.self_register).toBe(true)
-      const memberships = (yield* rowsOf("members")).filter((m) => m.organization_id === org.id)
+      const memberships = yield* rowsOf(Tables.members, eq("organization_id", org.id as string))
       expect(memberships.map((m) => m.user_id)).toEqual([person.id])
-      expect((yield* rowsOf("quotas")).filter((r) => r.organization_id === org.id).length).toBe(1)
+      expect((yield* rowsOf(Tables.quotas, eq("organization_id", org.id as string))).length).toBe(1)
       // A new session of the member acts in it.
       const again = yield* loginPerson("ann@example.com", "correct horse")
       expect(again).toEqual({ _tag: "Member", personId: person.id, organizationIds: [org.id] })
@@ -644,16 +668,16 @@ describe("organizations", () => {
       expect((yield* Effect.flip(RS.remove(OrganizationsResource, w.clientA, w.orgA)))._tag).toBe("Forbidden")
       const removed = yield* RS.remove(OrganizationsResource, w.operator, w.orgA)
       expect(removed.name).toBe("Org A")
-      for (const table of ["quotas", "premium_features", "api_keys"]) {
-        expect([table, (yield* rowsOf(table)).filter((r) => r.organization_id === w.orgA).length]).toEqual([table, 0])
+      for (const table of [Tables.quotas, Tables.premiumFeatures, Tables.keys]) {
+        expect([table.table, (yield* rowsOf(table, eq("organization_id", w.orgA))).length]).toEqual([table.table, 0])
       }
-      expect((yield* rowsOf("api_keys")).filter((r) => r.organization_id === w.orgB).length).toBe(1)
+      expect((yield* rowsOf(Tables.keys, eq("organization_id", w.orgB))).length).toBe(1)
       const login2 = yield* Effect.flip(createSession({ type: "api-key", key: w.keyAId, secret: w.keyA.secret }))
       expect(login2._tag).toBe("InvalidInput")
       const e = yield* Effect.flip(RS.remove(OrganizationsResource, w.operator, "operator"))
       expect(e._tag).toBe("Forbidden")
-      expect((yield* rowsOf("organizations")).some((o) => o.id === "operator")).toBe(true)
-      expect((yield* rowsOf("quotas")).some((o) => o.organization_id === "operator")).toBe(true)
+      expect(Option.isSome(yield* storedRow(Tables.organizations, "operator"))).toBe(true)
+      expect(yield* rowOf(Tables.quotas, "operator")).toBeDefined()
     }).pipe(Effect.provide(testLayer())))
 })
 
@@ -783,7 +807,7 @@ describe("periodOf", () => {
 describe("ApiUsage", () => {
   const setQuota = (operator: Principal, organizationId: string, api_requests: number) =>
     Effect.gen(function*() {
-      const quota = (yield* RS.find(QuotasResource, operator, q(`organization_id=${organizationId}`))).data[0]!
+      const quota = (yield* RS.find(QuotasResource, operator, { organization_id: organizationId })).data[0]!
       yield* RS.patch(QuotasResource, operator, quota.id as string, { api_requests })
     })
 
@@ -791,7 +815,8 @@ describe("ApiUsage", () => {
     Effect.gen(function*() {
       const w = yield* world(Date.parse("2026-01-31T23:59:00.000Z"))
       yield* setQuota(w.operator, w.orgA, 3)
-      const mem = yield* InMemory
+      const store = yield* UsageStore
+      const totals = (period: string) => Effect.all([store.get(w.orgA, period), store.get(w.orgB, period)])
       const usage = yield* ApiUsage.make
       yield* usage.hit(w.orgA)
       yield* usage.hit(w.orgA)
@@ -802,15 +827,12 @@ describe("ApiUsage", () => {
       // Another organization is not affected.
       yield* usage.hit(w.orgB)
       // Nothing written yet.
-      expect(mem.usageAdds).toEqual([])
+      expect(yield* totals("2026-01")).toEqual([0, 0])
       yield* usage.flush
-      expect(mem.usageAdds).toEqual([
-        { organizationId: w.orgA, period: "2026-01", count: 3 },
-        { organizationId: w.orgB, period: "2026-01", count: 1 }
-      ])
+      expect(yield* totals("2026-01")).toEqual([3, 1])
       // A second flush has nothing to add.
       yield* usage.flush
-      expect(mem.usageAdds.length).toBe(2)
+      expect(yield* totals("2026-01")).toEqual([3, 1])
       // Another server sharing the store sees the flushed total.
       const other = yield* ApiUsage.make
       expect((yield* Effect.flip(other.hit(w.orgA)))._tag).toBe("TooManyRequests")
@@ -821,9 +843,8 @@ describe("ApiUsage", () => {
       yield* TestClock.adjust("30 seconds")
       yield* usage.hit(w.orgA)
       yield* usage.flush
-      expect(mem.usageAdds.at(-1)).toEqual({ organizationId: w.orgA, period: "2026-02", count: 1 })
-      expect(mem.usage.get(`${w.orgA}|2026-01`)).toBe(3)
-      expect(mem.usage.get(`${w.orgA}|2026-02`)).toBe(1)
+      expect(yield* totals("2026-02")).toEqual([1, 0])
+      expect(yield* totals("2026-01")).toEqual([3, 1])
     }).pipe(Effect.provide(testLayer())))
 
   it.effect("fixed periods: retryAfterSeconds counts to the end of the window", () =>
@@ -848,57 +869,6 @@ describe("ApiUsage", () => {
       yield* TestClock.adjust("6 seconds")
       expect((yield* Effect.flip(usage.hit(w.orgA)))._tag).toBe("TooManyRequests")
       // The refresh wrote what was pending.
-      expect((yield* InMemory).usage.get(`${w.orgA}|2026-05`)).toBe(2)
-    }).pipe(Effect.provide(testLayer())))
-})
-
-// ---------------------------------------------------------------- the double itself
-
-describe("InMemoryStore (test double)", () => {
-  it.effect("create/patch/update/remove follow the repository contract", () =>
-    Effect.gen(function*() {
-      const repo = (yield* Storage).repository(Tables.keys)
-      const base = {
-        id: "k1",
-        name: "n",
-        organization_id: "o",
-        enabled: true,
-        is_internal: false,
-        secret_hash: "h",
-        created_at: iso(0),
-        updated_at: iso(0),
-        version: 1
-      }
-      const created = yield* repo.create({ ...base, junk: "dropped" })
-      expect(created.description).toBeNull()
-      expect(created).not.toHaveProperty("junk")
-      expect((yield* Effect.flip(repo.create(base))).errors).toEqual({ id: "already exists" })
-      expect((yield* Effect.flip(repo.create({ ...base, id: "k2" }))).errors).toEqual({ name: "already exists" })
-      expect((yield* Effect.flip(repo.patch("k1", { name: "m" }, 2)))._tag).toBe("Conflict")
-      expect((yield* Effect.flip(repo.patch("zz", { name: "m" }, 1)))._tag).toBe("NotFound")
-      const p = yield* repo.patch("k1", { name: "m" }, 1)
-      expect([p.name, p.version, p.secret_hash]).toEqual(["m", 2, "h"])
-      const u = yield* repo.update("k1", { name: "u", organization_id: "o", enabled: false, is_internal: false }, 2)
-      expect([u.name, u.version, u.secret_hash, u.created_at]).toEqual(["u", 3, null, iso(0)])
-      expect((yield* Effect.flip(repo.remove("k1", 1)))._tag).toBe("Conflict")
-      expect(Option.isSome(yield* repo.remove("k1", 3))).toBe(true)
-      expect(Option.isNone(yield* repo.remove("k1"))).toBe(true)
-      expect(yield* repo.count([eq("organization_id", "o")])).toBe(0)
-    }).pipe(Effect.provide(testLayer())))
-
-  it.effect("a failed transaction leaves the store as it was", () =>
-    Effect.gen(function*() {
-      yield* bootstrap({ key: "admin", secret: "s" })
-      const uow = yield* UnitOfWork
-      const repo = (yield* Storage).repository(Tables.keys)
-      const before = yield* rowsOf("api_keys")
-      const failed = yield* Effect.flip(uow.transaction(Effect.gen(function*() {
-        yield* repo.patch("admin", { name: "changed" }, 1)
-        yield* repo.remove("admin")
-        return yield* Effect.fail("boom" as const)
-      })))
-      expect(failed).toBe("boom")
-      expect(yield* rowsOf("api_keys")).toEqual(before)
-      expect((yield* rowsOf("api_keys"))[0]!.name).toBe("admin-admin")
+      expect(yield* Effect.flatMap(UsageStore, (store) => store.get(w.orgA, "2026-05"))).toBe(2)
     }).pipe(Effect.provide(testLayer())))
 })

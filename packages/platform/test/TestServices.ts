@@ -1,0 +1,78 @@
+import {
+  FeatureCache,
+  Ids,
+  LoginThrottle,
+  NotAuthenticated,
+  OutboxSignal,
+  RelationsLive,
+  SecretBox,
+  SecretHasher,
+  Settings,
+  type SettingsShape,
+  type TokenClaims,
+  TokenIssuer
+} from "@cmp/core"
+import { SqliteStore } from "@cmp/store-sqlite"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+
+/**
+ * Core's services on a real store (SQLite in memory, so each test that provides the layer
+ * starts from an empty, migrated database), the real relations between tables (a removal
+ * cascades as in production) and feature cache, no dispatcher to wake, and the other services
+ * replaced by transparent doubles: tests can predict ids, read a hash and decode a token.
+ */
+
+/** Predictable ids in creation order: id-0001, id-0002, ... (they sort like creation order). */
+export const idsLayer = Layer.sync(Ids, () => {
+  let n = 0
+  return { next: Effect.sync(() => `id-${String(++n).padStart(4, "0")}`) }
+})
+
+export const FAKE_HASH_PREFIX = "h:"
+
+/** Hashing costs nothing here, and a test can tell which secret a stored hash is of. */
+export const hasherLayer = Layer.succeed(SecretHasher, {
+  hash: (secret) => Effect.succeed(FAKE_HASH_PREFIX + secret),
+  verify: (secret, hash) => Effect.succeed(hash === FAKE_HASH_PREFIX + secret)
+})
+
+/** Token = the JSON of its claims, so a test can read them; verify parses it and checks `exp`. */
+export const tokenLayer = Layer.succeed(TokenIssuer, {
+  issue: (claims) => Effect.succeed(JSON.stringify(claims)),
+  verify: (token, nowSeconds) =>
+    Effect.suspend(() => {
+      let claims: TokenClaims
+      try {
+        claims = JSON.parse(token) as TokenClaims
+      } catch {
+        return Effect.fail(new NotAuthenticated({ message: "Malformed token" }))
+      }
+      if (typeof claims !== "object" || claims === null || typeof claims.exp !== "number") {
+        return Effect.fail(new NotAuthenticated({ message: "Malformed token" }))
+      }
+      if (claims.exp <= nowSeconds) return Effect.fail(new NotAuthenticated({ message: "The token has expired" }))
+      return Effect.succeed(claims)
+    })
+})
+
+/** A transparent "encryption": sealing is visible, so tests can see it happened. */
+export const secretBoxLayer = Layer.succeed(SecretBox, {
+  seal: (plaintext: string) => Effect.succeed(`sealed:${plaintext}`),
+  open: (sealed: string) => Effect.succeed(sealed.replace(/^sealed:/, ""))
+})
+
+/** A fresh, empty world for each test that provides it. */
+export const testLayer = (settings: Partial<SettingsShape> = {}) =>
+  Layer.mergeAll(
+    SqliteStore.layer({ filename: ":memory:" }),
+    RelationsLive,
+    FeatureCache.layer(),
+    OutboxSignal.None,
+    idsLayer,
+    hasherLayer,
+    tokenLayer,
+    secretBoxLayer,
+    LoginThrottle.layer(),
+    Settings.layer(settings)
+  )

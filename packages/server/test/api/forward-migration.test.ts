@@ -1,0 +1,304 @@
+import { type RunningServer, type ServerOptions, startServer } from "@cmp/http-express"
+import type { StoreLayer } from "@cmp/platform"
+import { PgStore } from "@cmp/store-postgres"
+import { SqliteStore } from "@cmp/store-sqlite"
+import { createTestDatabase } from "@cmp/test-support/database"
+import * as fs from "node:fs"
+import * as http from "node:http"
+import type { AddressInfo } from "node:net"
+import * as os from "node:os"
+import * as path from "node:path"
+import { Webhook } from "standardwebhooks"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { call, type CallOptions, type Reply, storeKind } from "./helpers.js"
+
+/**
+ * Forward migration: a database made by the previous release (commit c26579d, through its REST
+ * API only, see packages/test-support/fixtures/c26579d/README.md) is opened by the current
+ * server, which migrates it on start. Everything the old server answered reads back the same,
+ * every principal of the old data still logs in, the secrets it sealed still open, new writes
+ * work on the old rows, and a second start on the migrated database opens it again.
+ *
+ * Only the REST contract is relied on: the fixture's expected answers are what c26579d's API
+ * answered, and the tables under them may change shape in any later migration.
+ */
+
+const FIXTURE = path.resolve(import.meta.dirname, "..", "..", "..", "test-support", "fixtures", "c26579d")
+/** What the old server answered, per store (ids and timestamps differ between the two runs). */
+const expected = JSON.parse(fs.readFileSync(path.join(FIXTURE, `expected.${storeKind}.json`), "utf8"))
+/** The old server's ENCRYPTION_KEY (README.md): it sealed the webhook signing and OAuth client secrets. */
+const ENCRYPTION_KEY = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+const A = expected.ids.A
+const B = expected.ids.B
+
+interface FixtureStore {
+  readonly layer: () => StoreLayer
+  readonly close: () => Promise<void>
+}
+
+/** A copy of the fixture database for this run, in the store under test. */
+const openFixture = async (): Promise<FixtureStore> => {
+  if (storeKind === "sqlite") {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "cmp-forward-migration-"))
+    const filename = path.join(dir, "consent.db")
+    fs.copyFileSync(path.join(FIXTURE, "consent.sqlite"), filename)
+    return {
+      layer: () => SqliteStore.layer({ filename }),
+      close: async () => fs.rmSync(dir, { recursive: true, force: true })
+    }
+  }
+  // Two clients for PGlite's socket: the second server connects while the first one's closed
+  // connection may still be counted (they never run statements at the same time).
+  const db = await createTestDatabase({ clients: 2 })
+  await db.exec(fs.readFileSync(path.join(FIXTURE, "postgres.sql"), "utf8"))
+  return { layer: () => PgStore.layer({ url: db.url, maxConnections: db.maxConnections }), close: db.close }
+}
+
+/** The current server on the fixture, with the old server's operator key and encryption key; real time. */
+const open = (store: FixtureStore, overrides: Partial<ServerOptions> = {}): Promise<RunningServer> =>
+  startServer({
+    store: store.layer(),
+    port: 0,
+    allowHttp: true,
+    hashCost: 1024,
+    admin: expected.admin,
+    encryptionKey: ENCRYPTION_KEY,
+    webhookAllowHosts: ["127.0.0.1"],
+    logLevel: (process.env.TEST_LOG_LEVEL as ServerOptions["logLevel"]) ?? "None",
+    ...overrides
+  })
+
+/** A webhook receiver answering 200. */
+interface Received {
+  readonly url: string
+  readonly headers: http.IncomingHttpHeaders
+  readonly body: string
+}
+const receiver = async () => {
+  const requests: Array<Received> = []
+  const server = http.createServer((req, res) => {
+    const chunks: Array<Buffer> = []
+    req.on("data", (c: Buffer) => chunks.push(c))
+    req.on("end", () => {
+      requests.push({ url: req.url ?? "", headers: req.headers, body: Buffer.concat(chunks).toString("utf8") })
+      res.writeHead(200, { "content-type": "text/plain" }).end("ok")
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  return { url, requests, close: () => new Promise<void>((resolve) => server.close(() => resolve())) }
+}
+
+const eventually = async <T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 10_000): Promise<T> => {
+  const until = Date.now() + timeoutMs
+  for (;;) {
+    const got = await probe()
+    if (got !== undefined) return got
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
+let store: FixtureStore
+let server: RunningServer | undefined
+let hook: Awaited<ReturnType<typeof receiver>>
+/** Every answer of the test with a 5xx status: there must be none. */
+const serverErrors: Array<string> = []
+const tokens: Record<string, string> = {}
+
+const send = async (method: string, url: string, options: CallOptions = {}): Promise<Reply> => {
+  const r = await call(server!.url, method, url, options)
+  if (r.status >= 500) serverErrors.push(`${method} ${url}: ${r.status} ${r.text.slice(0, 300)}`)
+  return r
+}
+/** A call as one of the fixture's principals: `operator`, `A` or `B`. */
+const as = (who: string) => (method: string, url: string, options: CallOptions = {}) => send(method, url, { token: tokens[who], ...options })
+
+const login = async (key: string, secret: string, type = "api-key") => {
+  const r = await send("POST", "/v1/sessions", { body: { type, key, secret } })
+  expect(r.status, r.text).toBe(201)
+  return r.body.access_token as string
+}
+const loginAll = async () => {
+  tokens.operator = await login(expected.admin.key, expected.admin.secret)
+  tokens.A = await login(A.key_id, A.key_secret)
+  tokens.B = await login(B.key_id, B.key_secret)
+}
+
+/** A page's rows by id: the fixture's lists are compared without relying on an order of ties or collations. */
+const byId = (body: any) => ({ ...body, data: [...body.data].sort((x: any, y: any) => (x.id < y.id ? -1 : x.id > y.id ? 1 : 0)) })
+
+beforeAll(async () => {
+  hook = await receiver()
+  store = await openFixture()
+  server = await open(store)
+  await loginAll()
+}, 60_000)
+
+afterAll(async () => {
+  await server?.close()
+  await store?.close()
+  await hook?.close()
+})
+
+describe(`forward migration from c26579d (${storeKind})`, () => {
+  it("the fixture is the one of this store, made by c26579d", () => {
+    expect(expected.made_by).toBe("c26579d")
+    expect(expected.records.length).toBeGreaterThan(100)
+    expect(expected.totals.length).toBeGreaterThan(50)
+  })
+
+  it("every principal of the old data logs in: the operator key, the organizations' keys, a member's password, a platform integration", async () => {
+    // The operator key made on the old server's first start (the current one finds it there).
+    expect(tokens.operator).toBeTruthy()
+    const member = await login(A.member_email, A.member_password, "email")
+    const orgs = await send("GET", "/v1/organizations", { token: member })
+    expect(orgs.status, orgs.text).toBe(200)
+    expect(orgs.body.data.map((o: any) => o.id)).toEqual([A.organization_id])
+    const integration = await send("POST", "/v1/platform-integrations/sessions", {
+      headers: { "x-platform-authorization": A.platform_integration_token }
+    })
+    expect(integration.status, integration.text).toBe(201)
+    expect(integration.body.platform_integration_id).toBe(A.platform_integration_id)
+    // A wrong secret is still refused.
+    const wrong = await send("POST", "/v1/sessions", { body: { type: "api-key", key: A.key_id, secret: `${A.key_secret}x` } })
+    expect(wrong.status).toBe(400)
+  })
+
+  it("every record reads back exactly as c26579d answered it", async () => {
+    const problems: Array<string> = []
+    for (const r of expected.records) {
+      const got = await as(r.as)("GET", r.path)
+      if (got.status !== 200) {
+        problems.push(`${r.as} GET ${r.path}: ${got.status} ${got.text.slice(0, 300)}`)
+        continue
+      }
+      try {
+        if (r.unordered) expect(byId(got.body)).toStrictEqual(byId(r.body))
+        else expect(got.body).toStrictEqual(r.body)
+      } catch (e) {
+        problems.push(`${r.as} GET ${r.path}: ${e instanceof Error ? e.message : String(e)}`)
+      }
+    }
+    expect(problems).toEqual([])
+  })
+
+  it("every collection holds as many rows as before, and what was refused is still refused", async () => {
+    const problems: Array<string> = []
+    for (const t of expected.totals) {
+      const got = await as(t.as)("GET", t.path)
+      if (got.status !== t.status) problems.push(`${t.as} GET ${t.path}: ${got.status}, expected ${t.status}: ${got.text.slice(0, 200)}`)
+      else if (t.status === 200 && got.body.total !== t.total) problems.push(`${t.as} GET ${t.path}: total ${got.body.total}, expected ${t.total}`)
+    }
+    expect(problems).toEqual([])
+  })
+
+  it("the dashboards offered to an organization are still listed with their signed URLs", async () => {
+    for (const o of [A, B]) {
+      const r = await as(o.label)("GET", "/v1/analytics/dashboards-urls?$limit=100")
+      expect(r.status, r.text).toBe(200)
+      expect(r.body.data.map((d: any) => d.id).sort()).toEqual([o.dashboard_id, expected.ids.global_dashboard_id].sort())
+      for (const d of r.body.data) expect(d.url).toMatch(/^https:\/\//)
+    }
+  })
+
+  it("the delivery log still lists each webhook's messages with their attempts", async () => {
+    const delivered = A.webhooks[0]
+    const r = await as("A")("GET", `/v1/webhooks/deliveries?webhook_id=${delivered.id}&$limit=1000`)
+    expect(r.status, r.text).toBe(200)
+    const old = expected.records.filter((x: any) => x.as === "A" && x.path.startsWith("/v1/webhooks/deliveries/") && x.body.webhook_id === delivered.id)
+    expect(old.length).toBeGreaterThan(0)
+    expect(r.body.total).toBe(old.length)
+    expect(r.body.data.every((d: any) => d.status === "delivered" && d.attempts_count === 1)).toBe(true)
+    // Filters and sorting still work on the old rows.
+    const failed = await as("B")("GET", "/v1/webhooks/deliveries?status=failed&$sort[created_at]=-1")
+    expect(failed.status, failed.text).toBe(200)
+    expect(failed.body.total).toBeGreaterThan(0)
+    expect(failed.body.data.every((d: any) => d.organization_id === B.organization_id && d.status === "failed")).toBe(true)
+  })
+
+  it("a consent event can still be created in A: it changes the old user and queues its messages", async () => {
+    const before = expected.records.find((x: any) => x.as === "A" && x.path === `/v1/consents/users/${A.user_id}`).body
+    const queued = (await as("A")("GET", `/v1/webhooks/deliveries?webhook_id=${A.webhooks[0].id}&$limit=0`)).body.total
+    const e = await as("A")("POST", "/v1/consents/events", {
+      body: {
+        id: "order-2001",
+        organization_id: A.organization_id,
+        user: { organization_user_id: "crm-0001" },
+        consents: { purposes: [{ id: "analytics", enabled: true }, { id: "newsletter", enabled: true }] }
+      }
+    })
+    expect(e.status, e.text).toBe(201)
+    expect(e.body.user.id).toBe(A.user_id)
+    const user = await as("A")("GET", `/v1/consents/users/${A.user_id}`)
+    expect(user.status, user.text).toBe(200)
+    expect(user.body.version).toBeGreaterThan(before.version)
+    expect(user.body.created_at).toBe(before.created_at)
+    expect(user.body.consents.gdpr.updated_at).toBe(e.body.created_at)
+    const purposes = Object.fromEntries(user.body.consents.gdpr.purposes.map((p: any) => [p.id, p.enabled]))
+    expect(purposes).toMatchObject({ analytics: true, newsletter: true, ads: true })
+    // The CCPA status of the old events is untouched.
+    expect(user.body.consents.ccpa).toStrictEqual(before.consents.ccpa)
+    // A client-chosen id of the old data is still taken in its organization.
+    const again = await as("A")("POST", "/v1/consents/events", {
+      body: { id: "order-1001", organization_id: A.organization_id, user: { organization_user_id: "crm-0001" }, consents: {} }
+    })
+    expect(again.status, again.text).toBe(409)
+    // event.created and user.updated, for the webhook of every event type.
+    const after = (await as("A")("GET", `/v1/webhooks/deliveries?webhook_id=${A.webhooks[0].id}&$limit=0`)).body.total
+    expect(after).toBe(queued + 2)
+    // B's user of the same organization_user_id is not A's.
+    const other = await as("B")("GET", "/v1/consents/users/crm-0001?$by_organization_user_id=true")
+    expect(other.status, other.text).toBe(200)
+    expect(other.body.id).toBe(B.user_id)
+    expect(other.body.consents).toStrictEqual(
+      expected.records.find((x: any) => x.as === "B" && x.path === `/v1/consents/users/${B.user_id}`).body.consents
+    )
+  })
+
+  it("a second start on the migrated database opens it again, and the secrets sealed by c26579d still sign", async () => {
+    // The webhook of A now points at this test's receiver (its old receiver is gone).
+    const patched = await as("A")("PATCH", `/v1/webhooks/${A.webhooks[0].id}`, { body: { url: `${hook.url}/hooks/a` } })
+    expect(patched.status, patched.text).toBe(200)
+    const events = (await as("A")("GET", "/v1/consents/events?$limit=0")).body.total
+    const organization = (await as("A")("GET", `/v1/organizations/${A.organization_id}`)).body
+    await server!.close()
+    server = undefined
+    server = await open(store, {
+      dispatcher: { allowHosts: ["127.0.0.1"], retrySchedule: [86_400], timeoutMs: 2000, pollIntervalMs: 50 }
+    })
+    await loginAll()
+    expect((await as("A")("GET", "/v1/consents/events?$limit=0")).body.total).toBe(events)
+    expect((await as("A")("GET", `/v1/organizations/${A.organization_id}`)).body).toStrictEqual(organization)
+    for (const t of expected.totals.filter((x: any) => !x.path.startsWith("/v1/consents/") && !x.path.startsWith("/v1/webhooks/deliveries"))) {
+      const got = await as(t.as)("GET", t.path)
+      expect(got.status, `${t.path}: ${got.text}`).toBe(t.status)
+      if (t.status === 200) expect(got.body.total, t.path).toBe(t.total)
+    }
+
+    // The two messages queued above are delivered, signed with the signing secret c26579d
+    // sealed with its encryption key; so is an old message replayed.
+    const replayed = expected.records.find((x: any) => x.as === "A" && x.path.startsWith("/v1/webhooks/deliveries/") && x.body.webhook_id === A.webhooks[0].id).body
+    const replay = await as("A")("POST", `/v1/webhooks/deliveries/${replayed.id}/replay`)
+    expect(replay.status, replay.text).toBeLessThan(300)
+    const requests = await eventually(
+      async () => (hook.requests.some((q) => q.headers["webhook-id"] === replayed.id) && hook.requests.length >= 3 ? hook.requests : undefined),
+      "the receiver to get the new messages and the replayed one"
+    )
+    const verifier = new Webhook(A.webhooks[0].signing_secret)
+    for (const q of requests) {
+      const headers = {
+        "webhook-id": String(q.headers["webhook-id"]),
+        "webhook-timestamp": String(q.headers["webhook-timestamp"]),
+        "webhook-signature": String(q.headers["webhook-signature"])
+      }
+      expect(() => verifier.verify(q.body, headers), `signature of ${headers["webhook-id"]}`).not.toThrow()
+    }
+    const old = requests.find((q) => q.headers["webhook-id"] === replayed.id)!
+    expect(JSON.parse(old.body)).toStrictEqual(replayed.payload)
+  }, 60_000)
+
+  it("answered no 5xx", () => {
+    expect(serverErrors).toEqual([])
+  })
+})

@@ -1,0 +1,19 @@
+import accounts from "./0001_accounts.js"
+import invitations from "./0002_invitations.js"
+import consentsWebhooks from "./0003_consents_webhooks.js"
+import organizationResources from "./0004_organization_resources.js"
+import noticesExports from "./0005_notices_exports.js"
+import organizationScopedIds from "./0006_organization_scoped_ids.js"
+
+/**
+ * Versioned migrations of both stores: a new change is a new entry, never an edit of an old
+ * one. The keys are the ids and names the Migrator records, so they never change either.
+ */
+export const migrations = {
+  "0001_accounts": accounts,
+  "0002_invitations": invitations,
+  "0003_consents_webhooks": consentsWebhooks,
+  "0004_organization_resources": organizationResources,
+  "0005_notices_exports": noticesExports,
+  "0006_organization_scoped_ids": organizationScopedIds
+}
