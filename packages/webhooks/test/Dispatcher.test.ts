@@ -7,9 +7,9 @@ import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as TestClock from "effect/TestClock"
 import { Dispatcher, type DispatcherConfig } from "../src/Dispatcher.js"
-import { makeInMemory } from "./InMemoryQueue.js"
 import { oauthServer } from "./OAuthServer.js"
 import { closedPort, newSecret, realSleep, receiver, verify, waitFor } from "./Receiver.js"
+import { eventually, makeOutbox, type TestOutbox } from "./TestOutbox.js"
 
 const T0 = Date.parse("2030-01-01T00:00:00.000Z")
 const iso = (ms: number) => new Date(ms).toISOString()
@@ -19,13 +19,13 @@ const payload = {
   regulation: "gdpr"
 }
 
-/** A queue holding one message for webhook `wh_1` at `url`, the test clock at T0. */
+/** An outbox holding one message for webhook `wh_1` at `url`, the test clock at T0. */
 const setup = (url: string, endpoint: Partial<Endpoint> = {}) =>
   Effect.gen(function*() {
     yield* TestClock.setTime(T0)
-    const mem = makeInMemory()
+    const out = yield* makeOutbox
     const secret = newSecret()
-    mem.putEndpoint({
+    out.endpoints.put({
       id: "wh_1",
       organization_id: "org_1",
       url,
@@ -34,12 +34,12 @@ const setup = (url: string, endpoint: Partial<Endpoint> = {}) =>
       auth: null,
       ...endpoint
     })
-    const msg = mem.enqueue({ webhookId: "wh_1", payload, now: iso(T0) })
-    return { mem, secret, msg }
+    const msg = yield* out.enqueue({ webhookId: "wh_1", payload, now: iso(T0) })
+    return { out, secret, msg }
   })
 
-const dispatcher = (mem: ReturnType<typeof makeInMemory>, config: DispatcherConfig = {}) =>
-  Dispatcher.make({ allowHosts: ["127.0.0.1"], workerId: "w1", ...config }).pipe(Effect.provide(mem.layer))
+const dispatcher = (out: TestOutbox, config: DispatcherConfig = {}) =>
+  Dispatcher.make({ allowHosts: ["127.0.0.1"], workerId: "w1", ...config }).pipe(Effect.provide(out.layer))
 
 const minutes = (n: number) => n * 60_000
 
@@ -47,8 +47,8 @@ describe("Dispatcher", () => {
   it.scoped("2xx: delivered, signed over the exact bytes, one attempt logged", () =>
     Effect.gen(function*() {
       const r = yield* receiver((_req, res) => res.writeHead(200).end("ok"))
-      const { mem, msg, secret } = yield* setup(r.url)
-      const d = yield* dispatcher(mem)
+      const { msg, out, secret } = yield* setup(r.url)
+      const d = yield* dispatcher(out)
       assert.strictEqual(yield* d.runOnce, 1)
 
       const req = r.requests[0]!
@@ -60,12 +60,13 @@ describe("Dispatcher", () => {
       assert.isUndefined(req.headers.authorization)
       assert.deepStrictEqual(verify(secret, req), payload)
 
-      const stored = mem.message(msg.id)
+      const stored = yield* out.message(msg.id)
       assert.deepStrictEqual(
         [stored.status, stored.attempts_count, stored.next_attempt_at, stored.last_status_code],
         ["delivered", 1, null, 200]
       )
-      const [attempt] = mem.attempts(msg.id)
+      assert.deepStrictEqual([stored.lease_until, stored.leased_by], [null, null])
+      const [attempt] = yield* out.attempts(msg.id)
       assert.deepStrictEqual(
         [attempt!.status_code, attempt!.error, attempt!.response_excerpt, attempt!.attempted_at, attempt!.organization_id],
         [200, null, "ok", iso(T0), "org_1"]
@@ -77,34 +78,37 @@ describe("Dispatcher", () => {
   it.scoped("500 then 200: retried after 5 minutes with the same webhook-id and a fresh timestamp", () =>
     Effect.gen(function*() {
       const r = yield* receiver((_req, res, i) => res.writeHead(i < 2 ? 500 : 200).end())
-      const { mem, msg, secret } = yield* setup(r.url)
-      const d = yield* dispatcher(mem)
+      const { msg, out, secret } = yield* setup(r.url)
+      const d = yield* dispatcher(out)
 
       assert.strictEqual(yield* d.runOnce, 1)
+      const first = yield* out.message(msg.id)
       assert.deepStrictEqual(
-        [mem.message(msg.id).status, mem.message(msg.id).attempts_count, mem.message(msg.id).next_attempt_at],
+        [first.status, first.attempts_count, first.next_attempt_at],
         ["pending", 1, iso(T0 + minutes(5))]
       )
-      // Not due yet: nothing is claimed a minute before.
+      // Not due yet: nothing is claimed a second before.
       yield* TestClock.adjust("299 seconds")
       assert.strictEqual(yield* d.runOnce, 0)
       yield* TestClock.adjust("1 second")
       assert.strictEqual(yield* d.runOnce, 1)
-      assert.strictEqual(mem.message(msg.id).next_attempt_at, iso(T0 + minutes(10)))
+      assert.strictEqual((yield* out.message(msg.id)).next_attempt_at, iso(T0 + minutes(10)))
       yield* TestClock.adjust("5 minutes")
       assert.strictEqual(yield* d.runOnce, 1)
 
-      assert.strictEqual(mem.message(msg.id).status, "delivered")
-      assert.strictEqual(mem.message(msg.id).attempts_count, 3)
+      const last = yield* out.message(msg.id)
+      assert.strictEqual(last.status, "delivered")
+      assert.strictEqual(last.attempts_count, 3)
       assert.deepStrictEqual(r.requests.map((q) => q.headers["webhook-id"]), [msg.id, msg.id, msg.id])
       assert.deepStrictEqual(
         r.requests.map((q) => Number(q.headers["webhook-timestamp"])),
         [T0 / 1000, T0 / 1000 + 300, T0 / 1000 + 600]
       )
       for (const q of r.requests) assert.deepStrictEqual(verify(secret, q), payload)
-      assert.deepStrictEqual(mem.attempts(msg.id).map((a) => a.status_code), [500, 500, 200])
+      const attempts = yield* out.attempts(msg.id)
+      assert.deepStrictEqual(attempts.map((a) => a.status_code), [500, 500, 200])
       assert.deepStrictEqual(
-        mem.attempts(msg.id).map((a) => a.attempted_at),
+        attempts.map((a) => a.attempted_at),
         [iso(T0), iso(T0 + minutes(5)), iso(T0 + minutes(10))]
       )
     }))
@@ -112,12 +116,12 @@ describe("Dispatcher", () => {
   it.scoped("always 500: 6 attempts (1 + 5 retries, 5 minutes apart), then failed for good", () =>
     Effect.gen(function*() {
       const r = yield* receiver((_req, res) => res.writeHead(500).end("down"))
-      const { mem, msg } = yield* setup(r.url)
-      const d = yield* dispatcher(mem)
+      const { msg, out } = yield* setup(r.url)
+      const d = yield* dispatcher(out)
       const next: Array<string | null> = []
       for (let i = 0; i < 6; i++) {
         assert.strictEqual(yield* d.runOnce, 1)
-        next.push(mem.message(msg.id).next_attempt_at)
+        next.push((yield* out.message(msg.id)).next_attempt_at)
         yield* TestClock.adjust("5 minutes")
       }
       assert.deepStrictEqual(next, [
@@ -128,10 +132,11 @@ describe("Dispatcher", () => {
         iso(T0 + minutes(25)),
         null
       ])
-      const stored = mem.message(msg.id)
+      const stored = yield* out.message(msg.id)
       assert.deepStrictEqual([stored.status, stored.attempts_count, stored.last_status_code], ["failed", 6, 500])
-      assert.strictEqual(mem.attempts(msg.id).length, 6)
-      assert.strictEqual(mem.attempts(msg.id)[5]!.response_excerpt, "down")
+      const attempts = yield* out.attempts(msg.id)
+      assert.strictEqual(attempts.length, 6)
+      assert.strictEqual(attempts[5]!.response_excerpt, "down")
       yield* TestClock.adjust("1 day")
       assert.strictEqual(yield* d.runOnce, 0)
       assert.strictEqual(r.requests.length, 6)
@@ -140,42 +145,42 @@ describe("Dispatcher", () => {
   it.scoped("a configured schedule is followed: [10, 20] gives 3 attempts", () =>
     Effect.gen(function*() {
       const r = yield* receiver((_req, res) => res.writeHead(503).end())
-      const { mem, msg } = yield* setup(r.url)
-      const d = yield* dispatcher(mem, { retrySchedule: [10, 20] })
+      const { msg, out } = yield* setup(r.url)
+      const d = yield* dispatcher(out, { retrySchedule: [10, 20] })
       yield* d.runOnce
-      assert.strictEqual(mem.message(msg.id).next_attempt_at, iso(T0 + 10_000))
+      assert.strictEqual((yield* out.message(msg.id)).next_attempt_at, iso(T0 + 10_000))
       yield* TestClock.adjust("10 seconds")
       yield* d.runOnce
-      assert.strictEqual(mem.message(msg.id).next_attempt_at, iso(T0 + 30_000))
+      assert.strictEqual((yield* out.message(msg.id)).next_attempt_at, iso(T0 + 30_000))
       yield* TestClock.adjust("20 seconds")
       yield* d.runOnce
-      assert.deepStrictEqual([mem.message(msg.id).status, mem.message(msg.id).attempts_count], ["failed", 3])
+      const stored = yield* out.message(msg.id)
+      assert.deepStrictEqual([stored.status, stored.attempts_count], ["failed", 3])
     }))
 
   it.scoped("timeouts and refused connections are retried on the schedule", () =>
     Effect.gen(function*() {
       const hang = yield* receiver(() => {})
-      const { mem, msg } = yield* setup(hang.url)
+      const { msg, out } = yield* setup(hang.url)
       const port = yield* closedPort()
-      mem.putEndpoint({ ...mem.endpoint("wh_1")!, id: "wh_2", url: `http://127.0.0.1:${port}/hook` })
-      const refused = mem.enqueue({ webhookId: "wh_2", payload, now: iso(T0) })
-      const d = yield* dispatcher(mem, { timeoutMs: 200 })
+      out.endpoints.put({ ...out.endpoints.get("wh_1")!, id: "wh_2", url: `http://127.0.0.1:${port}/hook` })
+      const refused = yield* out.enqueue({ webhookId: "wh_2", payload, now: iso(T0) })
+      const d = yield* dispatcher(out, { timeoutMs: 200 })
 
       assert.strictEqual(yield* d.runOnce, 2)
-      const [t] = mem.attempts(msg.id)
+      const [t] = yield* out.attempts(msg.id)
       assert.deepStrictEqual([t!.status_code, t!.error], [null, "timeout after 200 ms"])
-      assert.deepStrictEqual([mem.message(msg.id).status, mem.message(msg.id).next_attempt_at], ["pending", iso(T0 + minutes(5))])
-      const [c] = mem.attempts(refused.id)
+      const timedOut = yield* out.message(msg.id)
+      assert.deepStrictEqual([timedOut.status, timedOut.next_attempt_at], ["pending", iso(T0 + minutes(5))])
+      const [c] = yield* out.attempts(refused.id)
       assert.strictEqual(c!.status_code, null)
       assert.match(c!.error!, /ECONNREFUSED/)
-      assert.deepStrictEqual(
-        [mem.message(refused.id).status, mem.message(refused.id).next_attempt_at],
-        ["pending", iso(T0 + minutes(5))]
-      )
+      const refusedRow = yield* out.message(refused.id)
+      assert.deepStrictEqual([refusedRow.status, refusedRow.next_attempt_at], ["pending", iso(T0 + minutes(5))])
       yield* TestClock.adjust("5 minutes")
       assert.strictEqual(yield* d.runOnce, 2)
-      assert.strictEqual(mem.message(msg.id).attempts_count, 2)
-      assert.strictEqual(mem.message(refused.id).attempts_count, 2)
+      assert.strictEqual((yield* out.message(msg.id)).attempts_count, 2)
+      assert.strictEqual((yield* out.message(refused.id)).attempts_count, 2)
       assert.strictEqual(hang.requests.length, 2)
     }))
 
@@ -183,27 +188,29 @@ describe("Dispatcher", () => {
     Effect.gen(function*() {
       const target = yield* receiver()
       const r = yield* receiver((_req, res) => res.writeHead(301, { location: target.url }).end())
-      const { mem, msg } = yield* setup(r.url)
-      const d = yield* dispatcher(mem)
+      const { msg, out } = yield* setup(r.url)
+      const d = yield* dispatcher(out)
       yield* d.runOnce
-      assert.deepStrictEqual([mem.message(msg.id).status, mem.message(msg.id).last_status_code], ["pending", 301])
+      const stored = yield* out.message(msg.id)
+      assert.deepStrictEqual([stored.status, stored.last_status_code], ["pending", 301])
       assert.strictEqual(target.requests.length, 0)
     }))
 
   it.scoped("410 Gone: failed at once and the endpoint disabled; its next messages fail without a call", () =>
     Effect.gen(function*() {
       const r = yield* receiver((_req, res) => res.writeHead(410).end())
-      const { mem, msg } = yield* setup(r.url)
-      const d = yield* dispatcher(mem)
+      const { msg, out } = yield* setup(r.url)
+      const d = yield* dispatcher(out)
       yield* d.runOnce
-      assert.deepStrictEqual([mem.message(msg.id).status, mem.message(msg.id).attempts_count], ["failed", 1])
-      assert.deepStrictEqual(mem.disabled, [{ id: "wh_1", reason: "receiver answered 410 Gone" }])
+      const stored = yield* out.message(msg.id)
+      assert.deepStrictEqual([stored.status, stored.attempts_count], ["failed", 1])
+      assert.deepStrictEqual(out.endpoints.disabled, [{ id: "wh_1", reason: "receiver answered 410 Gone" }])
 
-      const later = mem.enqueue({ webhookId: "wh_1", payload, now: iso(T0) })
+      const later = yield* out.enqueue({ webhookId: "wh_1", payload, now: iso(T0) })
       yield* d.runOnce
-      assert.strictEqual(mem.message(later.id).status, "failed")
+      assert.strictEqual((yield* out.message(later.id)).status, "failed")
       assert.deepStrictEqual(
-        mem.attempts(later.id).map((a) => [a.status_code, a.error]),
+        (yield* out.attempts(later.id)).map((a) => [a.status_code, a.error]),
         [[null, "webhook disabled"]]
       )
       assert.strictEqual(r.requests.length, 1)
@@ -212,13 +219,13 @@ describe("Dispatcher", () => {
   it.scoped("a removed webhook fails its messages without a call", () =>
     Effect.gen(function*() {
       const r = yield* receiver()
-      const { mem, msg } = yield* setup(r.url)
-      mem.removeEndpoint("wh_1")
-      const d = yield* dispatcher(mem)
+      const { msg, out } = yield* setup(r.url)
+      out.endpoints.remove("wh_1")
+      const d = yield* dispatcher(out)
       yield* d.runOnce
-      const stored = mem.message(msg.id)
+      const stored = yield* out.message(msg.id)
       assert.deepStrictEqual([stored.status, stored.attempts_count, stored.last_status_code], ["failed", 1, null])
-      assert.deepStrictEqual(mem.attempts(msg.id).map((a) => [a.status_code, a.error]), [[null, "webhook removed"]])
+      assert.deepStrictEqual((yield* out.attempts(msg.id)).map((a) => [a.status_code, a.error]), [[null, "webhook removed"]])
       assert.strictEqual(r.requests.length, 0)
     }))
 
@@ -226,23 +233,24 @@ describe("Dispatcher", () => {
     Effect.gen(function*() {
       const answers: Array<[number, string]> = [[429, "3600"], [503, "5"], [429, "9999999"], [500, "3600"]]
       const r = yield* receiver((_req, res, i) => res.writeHead(answers[i]![0], { "retry-after": answers[i]![1] }).end())
-      const { mem, msg } = yield* setup(r.url)
-      const d = yield* dispatcher(mem, { retrySchedule: [300, 300, 300, 300, 300] })
+      const { msg, out } = yield* setup(r.url)
+      const d = yield* dispatcher(out, { retrySchedule: [300, 300, 300, 300, 300] })
+      const nextAttemptAt = Effect.map(out.message(msg.id), (m) => m.next_attempt_at)
 
       yield* d.runOnce
-      assert.strictEqual(mem.message(msg.id).next_attempt_at, iso(T0 + 3600_000))
+      assert.strictEqual(yield* nextAttemptAt, iso(T0 + 3600_000))
       yield* TestClock.adjust("1 hour")
       const t1 = T0 + 3600_000
       yield* d.runOnce
-      assert.strictEqual(mem.message(msg.id).next_attempt_at, iso(t1 + 300_000))
+      assert.strictEqual(yield* nextAttemptAt, iso(t1 + 300_000))
       yield* TestClock.adjust("5 minutes")
       const t2 = t1 + 300_000
       yield* d.runOnce
-      assert.strictEqual(mem.message(msg.id).next_attempt_at, iso(t2 + 86_400_000))
+      assert.strictEqual(yield* nextAttemptAt, iso(t2 + 86_400_000))
       yield* TestClock.adjust("1 day")
       const t3 = t2 + 86_400_000
       yield* d.runOnce
-      assert.strictEqual(mem.message(msg.id).next_attempt_at, iso(t3 + 300_000))
+      assert.strictEqual(yield* nextAttemptAt, iso(t3 + 300_000))
       assert.strictEqual(r.requests.length, 4)
     }))
 
@@ -250,17 +258,17 @@ describe("Dispatcher", () => {
     Effect.gen(function*() {
       const auth = yield* oauthServer
       const r = yield* receiver()
-      const { mem, msg } = yield* setup(r.url, {
+      const { msg, out } = yield* setup(r.url, {
         auth: { token_url: auth.tokenUrl, client_id: "c", client_secret: "s", scope: "hooks" }
       })
-      const second = mem.enqueue({ webhookId: "wh_1", payload, now: iso(T0) })
-      const d = yield* dispatcher(mem)
+      const second = yield* out.enqueue({ webhookId: "wh_1", payload, now: iso(T0) })
+      const d = yield* dispatcher(out)
       assert.strictEqual(yield* d.runOnce, 2)
       assert.strictEqual(auth.requests.length, 1)
       const token = auth.requests[0]!.accessToken!
       assert.deepStrictEqual(r.requests.map((q) => q.headers.authorization), [`Bearer ${token}`, `Bearer ${token}`])
-      assert.strictEqual(mem.message(msg.id).status, "delivered")
-      assert.strictEqual(mem.message(second.id).status, "delivered")
+      assert.strictEqual((yield* out.message(msg.id)).status, "delivered")
+      assert.strictEqual((yield* out.message(second.id)).status, "delivered")
     }))
 
   it.scoped("OAuth: a 401 invalidates the token, a new one is fetched and the request retried once", () =>
@@ -271,10 +279,10 @@ describe("Dispatcher", () => {
         if (i === 0) rejected = req.headers.authorization
         res.writeHead(req.headers.authorization === rejected ? 401 : 200).end()
       })
-      const { mem, msg, secret } = yield* setup(r.url, {
+      const { msg, out, secret } = yield* setup(r.url, {
         auth: { token_url: auth.tokenUrl, client_id: "c", client_secret: "s" }
       })
-      const d = yield* dispatcher(mem)
+      const d = yield* dispatcher(out)
       yield* d.runOnce
       assert.strictEqual(auth.requests.length, 2)
       assert.deepStrictEqual(
@@ -284,23 +292,25 @@ describe("Dispatcher", () => {
       assert.deepStrictEqual(r.requests.map((q) => q.headers["webhook-id"]), [msg.id, msg.id])
       verify(secret, r.requests[1]!)
       // One attempt, which succeeded.
-      assert.deepStrictEqual([mem.message(msg.id).status, mem.message(msg.id).attempts_count], ["delivered", 1])
-      assert.deepStrictEqual(mem.attempts(msg.id).map((a) => a.status_code), [200])
+      const stored = yield* out.message(msg.id)
+      assert.deepStrictEqual([stored.status, stored.attempts_count], ["delivered", 1])
+      assert.deepStrictEqual((yield* out.attempts(msg.id)).map((a) => a.status_code), [200])
     }))
 
   it.scoped("OAuth: a receiver that keeps answering 401 gets exactly one retry per attempt", () =>
     Effect.gen(function*() {
       const auth = yield* oauthServer
       const r = yield* receiver((_req, res) => res.writeHead(401).end())
-      const { mem, msg } = yield* setup(r.url, {
+      const { msg, out } = yield* setup(r.url, {
         auth: { token_url: auth.tokenUrl, client_id: "c", client_secret: "s" }
       })
-      const d = yield* dispatcher(mem)
+      const d = yield* dispatcher(out)
       yield* d.runOnce
       assert.strictEqual(r.requests.length, 2)
       assert.strictEqual(auth.requests.length, 2)
+      const stored = yield* out.message(msg.id)
       assert.deepStrictEqual(
-        [mem.message(msg.id).status, mem.message(msg.id).attempts_count, mem.message(msg.id).last_status_code],
+        [stored.status, stored.attempts_count, stored.last_status_code],
         ["pending", 1, 401]
       )
     }))
@@ -309,42 +319,42 @@ describe("Dispatcher", () => {
     Effect.gen(function*() {
       const auth = yield* oauthServer
       const r = yield* receiver()
-      const { mem, msg } = yield* setup(r.url, {
+      const { msg, out } = yield* setup(r.url, {
         auth: { token_url: auth.tokenUrl, client_id: "c", client_secret: "s" }
       })
       auth.failNext = { status: 400, body: { error: "invalid_client" } }
-      const d = yield* dispatcher(mem)
+      const d = yield* dispatcher(out)
       yield* d.runOnce
       assert.strictEqual(r.requests.length, 0)
-      assert.strictEqual(mem.message(msg.id).status, "pending")
-      assert.match(mem.attempts(msg.id)[0]!.error!, /^token endpoint answered 400/)
+      assert.strictEqual((yield* out.message(msg.id)).status, "pending")
+      assert.match((yield* out.attempts(msg.id))[0]!.error!, /^token endpoint answered 400/)
       yield* TestClock.adjust("5 minutes")
       yield* d.runOnce
-      assert.strictEqual(mem.message(msg.id).status, "delivered")
+      assert.strictEqual((yield* out.message(msg.id)).status, "delivered")
     }))
 
   it.scoped("a message whose worker died is claimed again after its lease (at least once)", () =>
     Effect.gen(function*() {
       const r = yield* receiver()
-      const { mem, msg } = yield* setup(r.url)
+      const { msg, out } = yield* setup(r.url)
       // A worker claims it and dies without completing.
-      const claimed = yield* mem.queue.claim({
+      const claimed = yield* out.queue.claim({
         now: iso(T0),
         leaseUntil: iso(T0 + 45_000),
         workerId: "dead",
         limit: 10
       })
       assert.strictEqual(claimed.length, 1)
-      const d = yield* dispatcher(mem, { workerId: "alive" })
+      const d = yield* dispatcher(out, { workerId: "alive" })
       assert.strictEqual(yield* d.runOnce, 0)
       yield* TestClock.adjust("44 seconds")
       assert.strictEqual(yield* d.runOnce, 0)
       yield* TestClock.adjust("1 second")
       assert.strictEqual(yield* d.runOnce, 1)
-      assert.strictEqual(mem.message(msg.id).status, "delivered")
+      assert.strictEqual((yield* out.message(msg.id)).status, "delivered")
       assert.strictEqual(r.requests.length, 1)
       // The dead worker coming back can only add to the log.
-      const applied = yield* mem.queue.complete({
+      const applied = yield* out.queue.complete({
         id: msg.id,
         workerId: "dead",
         now: iso(T0 + 50_000),
@@ -361,37 +371,45 @@ describe("Dispatcher", () => {
         }
       })
       assert.isFalse(applied)
-      assert.strictEqual(mem.message(msg.id).status, "delivered")
+      assert.strictEqual((yield* out.message(msg.id)).status, "delivered")
+      assert.deepStrictEqual(
+        (yield* out.attempts(msg.id)).map((a) => [a.id === "a", a.status_code]),
+        [[true, 500], [false, 200]]
+      )
     }))
 
   it.scoped("the lease covers the call: default leaseMs = timeoutMs + 30 s", () =>
     Effect.gen(function*() {
       const r = yield* receiver()
-      const { mem, msg } = yield* setup(r.url)
+      const { msg, out } = yield* setup(r.url)
       // Claim through a dispatcher that never completes: the send is interrupted mid-flight.
       const hang = yield* receiver(() => {})
-      mem.putEndpoint({ ...mem.endpoint("wh_1")!, url: hang.url })
-      const d = yield* dispatcher(mem, { timeoutMs: 10_000, workerId: "w1" })
+      out.endpoints.put({ ...out.endpoints.get("wh_1")!, url: hang.url })
+      const d = yield* dispatcher(out, { timeoutMs: 10_000, workerId: "w1" })
       const fiber = yield* Effect.fork(d.runOnce)
       yield* waitFor(() => hang.requests.length === 1)
-      assert.deepStrictEqual(mem.lease(msg.id), { leaseUntil: iso(T0 + 40_000), leasedBy: "w1" })
+      const leased = yield* out.message(msg.id)
+      assert.deepStrictEqual(
+        [leased.status, leased.lease_until, leased.leased_by],
+        ["delivering", iso(T0 + 40_000), "w1"]
+      )
       yield* Fiber.interrupt(fiber)
-      mem.putEndpoint({ ...mem.endpoint("wh_1")!, url: r.url })
-      const other = yield* dispatcher(mem, { workerId: "w2" })
+      out.endpoints.put({ ...out.endpoints.get("wh_1")!, url: r.url })
+      const other = yield* dispatcher(out, { workerId: "w2" })
       yield* TestClock.adjust("39 seconds")
       assert.strictEqual(yield* other.runOnce, 0)
       yield* TestClock.adjust("1 second")
       assert.strictEqual(yield* other.runOnce, 1)
-      assert.strictEqual(mem.message(msg.id).status, "delivered")
+      assert.strictEqual((yield* out.message(msg.id)).status, "delivered")
     }))
 
   it.scoped("two dispatchers on one queue never send a message twice", () =>
     Effect.gen(function*() {
       const r = yield* receiver((_req, res) => setTimeout(() => res.writeHead(200).end(), 5))
-      const { mem } = yield* setup(r.url)
-      for (let i = 0; i < 59; i++) mem.enqueue({ webhookId: "wh_1", payload: { ...payload, i }, now: iso(T0) })
-      const a = yield* dispatcher(mem, { workerId: "a", batchSize: 7, concurrency: 4 })
-      const b = yield* dispatcher(mem, { workerId: "b", batchSize: 7, concurrency: 4 })
+      const { out } = yield* setup(r.url)
+      for (let i = 0; i < 59; i++) yield* out.enqueue({ webhookId: "wh_1", payload: { ...payload, i }, now: iso(T0) })
+      const a = yield* dispatcher(out, { workerId: "a", batchSize: 7, concurrency: 4 })
+      const b = yield* dispatcher(out, { workerId: "b", batchSize: 7, concurrency: 4 })
       const drain = (d: typeof a) =>
         Effect.gen(function*() {
           let total = 0
@@ -414,57 +432,58 @@ describe("Dispatcher", () => {
     Effect.gen(function*() {
       const r = yield* receiver()
       yield* TestClock.setTime(T0)
-      const mem = makeInMemory()
-      mem.putEndpoint({ id: "wh_1", organization_id: "org_1", url: r.url, enabled: true, signingSecret: newSecret(), auth: null })
+      const out = yield* makeOutbox
+      out.endpoints.put({ id: "wh_1", organization_id: "org_1", url: r.url, enabled: true, signingSecret: newSecret(), auth: null })
       const ctx = yield* Layer.build(
-        Dispatcher.layer({ allowHosts: ["127.0.0.1"], pollIntervalMs: 3_600_000 }).pipe(Layer.provide(mem.layer))
+        Dispatcher.layer({ allowHosts: ["127.0.0.1"], pollIntervalMs: 3_600_000 }).pipe(Layer.provide(out.layer))
       )
       const notify = Effect.provide(Dispatcher.notify, ctx)
       // Core's signalOutbox (called after committing messages) reaches the same loop.
       const coreSignal = Effect.provide(signalOutbox, ctx)
+      const status = (id: string) => Effect.map(out.message(id), (m) => m.status)
       yield* realSleep(50) // the loop found nothing and sleeps (for an hour of test time)
 
-      const first = mem.enqueue({ webhookId: "wh_1", payload, now: iso(T0) })
+      const first = yield* out.enqueue({ webhookId: "wh_1", payload, now: iso(T0) })
       yield* realSleep(100)
       assert.strictEqual(r.requests.length, 0)
       yield* notify
-      assert.isTrue(yield* waitFor(() => mem.message(first.id).status === "delivered"))
+      assert.isTrue(yield* eventually(Effect.map(status(first.id), (s) => s === "delivered")))
 
       // Due in 2 s of test time: the loop sleeps until then, not for its hour-long poll interval.
-      const second = mem.enqueue({ webhookId: "wh_1", payload, now: iso(T0 + 2000) })
+      const second = yield* out.enqueue({ webhookId: "wh_1", payload, now: iso(T0 + 2000) })
       yield* coreSignal // it wakes, finds nothing due, and goes to sleep until the due time
       yield* realSleep(50)
-      assert.strictEqual(mem.message(second.id).status, "pending")
+      assert.strictEqual(yield* status(second.id), "pending")
       yield* TestClock.adjust("2 seconds")
-      assert.isTrue(yield* waitFor(() => mem.message(second.id).status === "delivered"))
+      assert.isTrue(yield* eventually(Effect.map(status(second.id), (s) => s === "delivered")))
       assert.strictEqual(r.requests.length, 2)
     }))
 
   it.scoped("the loop survives a failing round and goes on after its poll interval", () =>
     Effect.gen(function*() {
       const r = yield* receiver()
-      const { mem, msg } = yield* setup(r.url)
+      const { msg, out } = yield* setup(r.url)
       let failures = 1
       const flaky = Layer.succeed(DeliveryQueue, {
-        ...mem.queue,
-        claim: (options) =>
-          failures-- > 0 ? Effect.dieMessage("database went away") : mem.queue.claim(options)
+        ...out.queue,
+        claim: (options) => failures-- > 0 ? Effect.dieMessage("database went away") : out.queue.claim(options)
       })
       yield* Layer.build(
         Dispatcher.layer({ allowHosts: ["127.0.0.1"], pollIntervalMs: 1000 }).pipe(
-          Layer.provide(Layer.merge(mem.layer, flaky))
+          Layer.provide(Layer.merge(out.layer, flaky))
         )
       )
+      const status = Effect.map(out.message(msg.id), (m) => m.status)
       yield* realSleep(50)
-      assert.strictEqual(mem.message(msg.id).status, "pending")
+      assert.strictEqual(yield* status, "pending")
       yield* TestClock.adjust("1 second")
-      assert.isTrue(yield* waitFor(() => mem.message(msg.id).status === "delivered"))
+      assert.isTrue(yield* eventually(Effect.map(status, (s) => s === "delivered")))
     }))
 
-  it.effect("an invalid configuration is refused", () =>
+  it.scoped("an invalid configuration is refused", () =>
     Effect.gen(function*() {
-      const mem = makeInMemory()
-      const exit = yield* Effect.exit(Dispatcher.make({ retrySchedule: [300, -1], timeoutMs: 0 }).pipe(Effect.provide(mem.layer)))
+      const out = yield* makeOutbox
+      const exit = yield* Effect.exit(Dispatcher.make({ retrySchedule: [300, -1], timeoutMs: 0 }).pipe(Effect.provide(out.layer)))
       assert.isTrue(Exit.isFailure(exit))
       assert.match(String(Cause.squash((exit as Exit.Failure<never, never>).cause)), /retrySchedule.*timeoutMs/)
     }))
