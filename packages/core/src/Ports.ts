@@ -28,7 +28,7 @@ export interface Relation {
 }
 
 /** What a store needs to know about a table: its name, columns, keys, indexes and relations. */
-export interface TableDef {
+export interface TableDef<A extends Row = Row> {
   readonly table: string
   readonly fields: Readonly<Record<string, FieldInfo>>
   /**
@@ -42,6 +42,8 @@ export interface TableDef {
   readonly indexes: ReadonlyArray<IndexDef>
   /** The rows this table's rows refer to; the engine runs their on-delete behaviour. */
   readonly references: ReadonlyArray<Relation>
+  /** The type of a row, for the compiler only: a store decodes rows of exactly these columns. */
+  readonly "~row"?: A
   /** Applied after the query's own sort; the store always ends with `id` for stable paging. */
   readonly defaultSort: ReadonlyArray<SortKey>
 }
@@ -64,29 +66,29 @@ export type RowKey = string | { readonly organization_id: string; readonly id: s
  * writes are conditional on the expected version, so of two concurrent writers exactly one
  * wins and the other gets `Conflict`. Infrastructure failures are defects.
  */
-export interface Repository {
-  readonly find: (query: FindQuery) => Effect.Effect<Page<Row>>
+export interface Repository<A extends Row = Row> {
+  readonly find: (query: FindQuery) => Effect.Effect<Page<A>>
   readonly count: (where: ReadonlyArray<Condition>) => Effect.Effect<number>
-  readonly get: (key: RowKey) => Effect.Effect<Option.Option<Row>>
-  readonly create: (row: Row) => Effect.Effect<Row, Conflict>
+  readonly get: (key: RowKey) => Effect.Effect<Option.Option<A>>
+  readonly create: (row: A) => Effect.Effect<A, Conflict>
   /** Writes many rows at once and reads nothing back (an outbox of messages). */
-  readonly insert: (rows: ReadonlyArray<Row>) => Effect.Effect<void, Conflict>
+  readonly insert: (rows: ReadonlyArray<A>) => Effect.Effect<void, Conflict>
   /** Replaces every column but the key and `created_at` with the given row; bumps `version`. */
-  readonly update: (key: RowKey, row: Row, expectedVersion: number) => Effect.Effect<Row, NotFound | Conflict>
+  readonly update: (key: RowKey, row: A, expectedVersion: number) => Effect.Effect<A, NotFound | Conflict>
   /** Writes only the given columns (never the key); bumps `version`. */
-  readonly patch: (key: RowKey, changes: Row, expectedVersion: number) => Effect.Effect<Row, NotFound | Conflict>
-  readonly remove: (key: RowKey, expectedVersion?: number) => Effect.Effect<Option.Option<Row>, Conflict>
+  readonly patch: (key: RowKey, changes: Partial<A>, expectedVersion: number) => Effect.Effect<A, NotFound | Conflict>
+  readonly remove: (key: RowKey, expectedVersion?: number) => Effect.Effect<Option.Option<A>, Conflict>
 }
 
 /** The key of a stored row in its table. */
-export const keyOf = (table: TableDef, row: Row): RowKey =>
+export const keyOf = <A extends Row>(table: TableDef<A>, row: A): RowKey =>
   table.key.length === 1
     ? row.id as string
     : { organization_id: row.organization_id as string, id: row.id as string }
 
 export class Storage extends Context.Tag("@cmp/core/Storage")<
   Storage,
-  { readonly repository: (table: TableDef) => Repository }
+  { readonly repository: <A extends Row>(table: TableDef<A>) => Repository<A> }
 >() {}
 
 /** Runs an effect atomically: every write inside commits together or not at all. */

@@ -2,7 +2,7 @@ import * as Layer from "effect/Layer"
 import { ApiUsageTable, InvitationsTable, PersonsTable, SettingsTable } from "./InternalTables.js"
 import type { TableDef } from "./Ports.js"
 import { Relations } from "./Relations.js"
-import type { PortsOf, ResourceDef } from "./Resource.js"
+import type { AnyShape, PortsOf, ResourceDef } from "./Resource.js"
 import {
   ApiKeysResource,
   MembersResource,
@@ -63,13 +63,13 @@ const declared = [
 export type ResourcePorts = PortsOf<(typeof declared)[number]>
 
 /** A resource of the registry: its hooks need at most the registry's ports. */
-export type RegisteredResource = ResourceDef<ResourcePorts, any>
+export type RegisteredResource = ResourceDef<AnyShape, ResourcePorts, any>
 
 /** Every resource served through the generic path, in the order they are documented. */
 export const resources: ReadonlyArray<RegisteredResource> = declared
 
 /** Every stored table, once each (some resources share one): what the stores create. */
-export const tables: ReadonlyArray<TableDef> = [
+export const tables: ReadonlyArray<TableDef<any>> = [
   ...new Map(
     [...resources.map((def) => def.tableDef), PersonsTable, InvitationsTable, SettingsTable, AttemptsTable, ApiUsageTable]
       .map((t) => [t.table, t] as const)

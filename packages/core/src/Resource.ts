@@ -1,3 +1,4 @@
+import type * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type { PremiumFeatureFlag, QuotaField } from "./Domain/Account.js"
@@ -9,7 +10,7 @@ import type { Settings } from "./Settings.js"
 import type { OutboxSignal, SecretBox } from "./Webhooks/Ports.js"
 import type { FeatureCache } from "./FeatureCache.js"
 import type { Principal } from "./Principal.js"
-import type { FindQuery } from "./Query.js"
+import type { FindQuery, SortKey } from "./Query.js"
 
 export type Method = "find" | "get" | "create" | "update" | "patch" | "remove"
 
@@ -27,15 +28,70 @@ export type CoreServices =
 
 export type AnySchema = Schema.Schema<any, any, never>
 
+/** The value a stored column holds, from its `FieldInfo` (JSON columns are opaque here). */
+export type ColumnValue<F extends FieldInfo> =
+  | (F["kind"] extends "string" | "timestamp" ? string
+    : F["kind"] extends "number" ? number
+    : F["kind"] extends "boolean" ? boolean
+    : unknown)
+  | (F["nullable"] extends true ? null : never)
+
+/** A row of columns declared by `FieldInfo`s (a table that is not a resource, private columns). */
+export type RowOf<F extends Readonly<Record<string, FieldInfo>>> = { [K in keyof F]: ColumnValue<F[K]> }
+
+type Simplify<A> = { [K in keyof A]: A[K] } & {}
+
+/** An output kept as a row: every field a column, an optional one holding `null` when unset. */
+export type StoredFields<Out> = {
+  [K in keyof Out]-?: undefined extends Out[K] ? Exclude<Out[K], undefined> | null : Out[K]
+}
+
+/**
+ * The types of a resource, kept from its declaration: the stored row (output fields as columns,
+ * minus values shown once, plus private columns), the output, and the create and update inputs.
+ */
+export interface Shape {
+  readonly stored: Row
+  readonly output: Row
+  readonly create: Row
+  readonly update: Row
+}
+
+export interface AnyShape extends Shape {
+  readonly stored: any
+  readonly output: any
+  readonly create: any
+  readonly update: any
+}
+
+type TypeOr<S, Else> = S extends Schema.Schema<infer A, any, never> ? A : Else
+
+export type ShapeOf<
+  O extends AnySchema,
+  C,
+  U,
+  P extends Readonly<Record<string, FieldInfo>>,
+  T extends string
+> = {
+  readonly stored: Simplify<Omit<StoredFields<Schema.Schema.Type<O>>, T | keyof P> & RowOf<P>>
+  readonly output: Schema.Schema.Type<O>
+  readonly create: TypeOr<C, never>
+  readonly update: TypeOr<U, never>
+}
+
 /** What a `create` hook hands on: the row to insert, values shown once, data for `afterCreate`. */
-export interface Prepared<Carry = never> {
-  readonly row: Row
+export interface Prepared<Stored, Carry = never> {
+  readonly row: Stored
   readonly reveal?: Row
   readonly carry?: Carry
 }
 
-/** The special behaviour of a resource, run inside the write's transaction. */
-export interface Hooks<R = never, Carry = never> {
+/**
+ * The special behaviour of a resource, run inside the write's transaction, typed by the
+ * resource's shape. `R`: the ports it needs beyond the core services; `Carry`: what `create`
+ * hands to `afterCreate`.
+ */
+export interface Hooks<S extends Shape = AnyShape, R = never, Carry = never> {
   /** Narrows a find for the principal, after organization scope is applied. */
   find?(
     principal: Principal,
@@ -43,54 +99,56 @@ export interface Hooks<R = never, Carry = never> {
     params: Readonly<Record<string, unknown>>
   ): Effect.Effect<FindQuery, DomainError, CoreServices | R>
   /** Whether the principal may see this row at all; an invisible row is a 404. */
-  visible?(principal: Principal, row: Row): boolean
+  visible?(principal: Principal, row: S["stored"]): boolean
   /**
    * Completes a new row; `reveal` holds values shown once in the response (secrets), `carry`
    * what `afterCreate` needs of the preparation (the user an event found or made).
    */
   create?(
     principal: Principal,
-    row: Row,
-    input: Row
-  ): Effect.Effect<Prepared<Carry>, DomainError, CoreServices | R>
+    row: S["stored"],
+    input: S["create"]
+  ): Effect.Effect<Prepared<S["stored"], Carry>, DomainError, CoreServices | R>
   /** Runs after the insert, in its transaction, with what `create` carried over. */
   afterCreate?(
     principal: Principal,
-    row: Row,
-    carry: Carry | undefined
+    row: S["stored"],
+    carry: NoInfer<Carry> | undefined
   ): Effect.Effect<void, DomainError, CoreServices | R>
   /** Checks or completes a changed row (state machines, derived fields). */
   update?(
     principal: Principal,
-    before: Row,
-    after: Row,
-    input: Row
-  ): Effect.Effect<Row, DomainError, CoreServices | R>
-  remove?(principal: Principal, row: Row): Effect.Effect<void, DomainError, CoreServices | R>
+    before: S["stored"],
+    after: S["stored"],
+    input: Partial<S["update"]>
+  ): Effect.Effect<S["stored"], DomainError, CoreServices | R>
+  remove?(principal: Principal, row: S["stored"]): Effect.Effect<void, DomainError, CoreServices | R>
   /** Runs after an update or patch, in its transaction. */
-  afterUpdate?(principal: Principal, before: Row, after: Row): Effect.Effect<void, DomainError, CoreServices | R>
+  afterUpdate?(principal: Principal, before: S["stored"], after: S["stored"]): Effect.Effect<void, DomainError, CoreServices | R>
   /** Runs after a remove, in its transaction. */
-  afterRemove?(principal: Principal, removed: Row): Effect.Effect<void, DomainError, CoreServices | R>
+  afterRemove?(principal: Principal, removed: S["stored"]): Effect.Effect<void, DomainError, CoreServices | R>
   /** Runs once the write's transaction has committed, with its output (to drop a cached copy). */
-  afterCommit?(output: Row): Effect.Effect<void, never, R>
+  afterCommit?(output: S["output"]): Effect.Effect<void, never, CoreServices | R>
   /** Adds related data to the output of a `get` (a delivery's attempts). */
-  expand?(principal: Principal, row: Row, output: Row): Effect.Effect<Row, DomainError, CoreServices | R>
+  expand?(principal: Principal, row: S["stored"], output: S["output"]): Effect.Effect<S["output"], DomainError, CoreServices | R>
 }
 
-/**
- * `R`: the ports the resource's hooks need beyond the core services (an SSO connection checks
- * certificates). It is part of the declaration's type, so composing a platform that does not
- * provide one fails to compile. `Carry`: what its `create` hook hands to `afterCreate`.
- */
-export interface ResourceOptions<R = never, Carry = never> {
+/** The data of a declaration: schemas, columns, scope and rules, without behaviour. */
+export interface ResourceData<
+  O extends AnySchema = AnySchema,
+  C extends AnySchema | undefined = AnySchema | undefined,
+  U extends AnySchema | undefined = AnySchema | undefined,
+  P extends Readonly<Record<string, FieldInfo>> = Readonly<Record<string, FieldInfo>>,
+  T extends string = string
+> {
   /** Human name used in messages ("API key"). */
   readonly name: string
   /** Service path under `/v1`. */
   readonly path: string
   readonly table: string
-  readonly output: AnySchema
-  readonly createInput?: AnySchema
-  readonly updateInput?: AnySchema
+  readonly output: O
+  readonly createInput?: C
+  readonly updateInput?: U
   /** Extra input fields only the operator may send (output-only flags). */
   readonly operatorInput?: AnySchema
   readonly methods: ReadonlyArray<Method>
@@ -98,12 +156,12 @@ export interface ResourceOptions<R = never, Carry = never> {
   /** Column naming the owning organization; `undefined` for an operator-wide registry. */
   readonly ownerField?: string | undefined
   /** Output fields that are never stored (values shown once). */
-  readonly transient?: ReadonlyArray<string>
+  readonly transient?: ReadonlyArray<T>
   /**
    * Stored columns that are not part of the output (hashes, input-only fields), or that are
    * stored more precisely than the output says (a `version` the output may omit is never NULL).
    */
-  readonly privateFields?: Readonly<Record<string, FieldInfo>>
+  readonly privateFields?: P
   readonly unique?: ReadonlyArray<ReadonlyArray<string>>
   /** Secondary indexes (for the store and its schema contract). */
   readonly indexes?: ReadonlyArray<IndexDef>
@@ -123,18 +181,30 @@ export interface ResourceOptions<R = never, Carry = never> {
   readonly queryable?: ReadonlyArray<string>
   /** Query parameters the service reads itself (`$by_organization_user_id`). */
   readonly passthrough?: ReadonlyArray<string>
+  /** Normalizes a create body before validation (a domain name is trimmed and lower-cased). */
+  readonly normalizeCreate?: (body: Readonly<Record<string, unknown>>) => Record<string, unknown>
+}
+
+/**
+ * The behaviour of a declaration. `ports` lists the ports its hooks need beyond the core
+ * services (an SSO connection checks certificates): they become the declaration's type, so a
+ * platform composed without one does not compile, and a hook using a port not listed does not
+ * either.
+ */
+export interface Behaviour<S extends Shape, R, Carry> {
+  readonly ports?: ReadonlyArray<Context.Tag<R, any>>
   /**
    * Derives the owning organization of a create from the input instead of reading the owner
    * field (a cookie belongs to its property's organization); fails when the caller may not use it.
    */
-  ownerFrom?(principal: Principal, input: Row): Effect.Effect<string, DomainError, CoreServices | R>
-  /** Normalizes a create body before validation (a domain name is trimmed and lower-cased). */
-  readonly normalizeCreate?: (body: Readonly<Record<string, unknown>>) => Record<string, unknown>
-  readonly hooks?: Hooks<R, Carry>
+  ownerFrom?(principal: Principal, input: S["create"]): Effect.Effect<string, DomainError, CoreServices | NoInfer<R>>
+  readonly hooks?: Hooks<S, NoInfer<R>, Carry>
 }
 
-export interface ResourceDef<R = never, Carry = never> extends ResourceOptions<R, Carry> {
-  readonly tableDef: TableDef
+export interface ResourceDef<S extends Shape = AnyShape, R = never, Carry = never> extends ResourceData {
+  /** The resource's types, for the compiler only. */
+  readonly "~shape"?: S
+  readonly tableDef: TableDef<S["stored"]>
   /** Fields of the output, for output-only detection and `$select`. */
   readonly outputFields: Readonly<Record<string, FieldInfo>>
   readonly queryFields: Readonly<Record<string, FieldInfo>>
@@ -142,18 +212,34 @@ export interface ResourceDef<R = never, Carry = never> extends ResourceOptions<R
   readonly updateFields: ReadonlySet<string>
   readonly operatorFields: ReadonlySet<string>
   readonly operatorOnly: ReadonlyArray<Method>
-  readonly hooks: Hooks<R, Carry>
   readonly defaults: Row
+  ownerFrom?(principal: Principal, input: S["create"]): Effect.Effect<string, DomainError, CoreServices | R>
+  readonly hooks: Hooks<S, R, Carry>
 }
+
+/**
+ * A resource's data, declared before its behaviour: for hooks that need the declaration's own
+ * table (a consent user's hooks read users), which the declaration cannot name while it is
+ * being written.
+ */
+export interface Declaration<S extends Shape> extends Declared<S> {
+  readonly with: <R = never, Carry = never>(behaviour: Behaviour<S, R, Carry>) => ResourceDef<S, R, Carry>
+}
+
+/** A declaration's data, with or without its behaviour. */
+export type Declared<S extends Shape> = Omit<ResourceDef<S, any, any>, "hooks" | "ownerFrom">
+
+/** The stored row of a resource or declaration. */
+export type StoredRow<D extends { readonly "~shape"?: Shape | undefined }> = NonNullable<D["~shape"]>["stored"]
+
+/** The output of a resource or declaration. */
+export type OutputOf<D extends { readonly "~shape"?: Shape | undefined }> = NonNullable<D["~shape"]>["output"]
 
 const keys = (s: AnySchema | undefined): ReadonlySet<string> => new Set(s ? Object.keys(fieldsOf(s)) : [])
 
-/** Declares a resource once: its schemas, columns, scope, methods and hooks. */
-export const defineResource = <R = never, Carry = never>(
-  options: ResourceOptions<R, Carry>
-): ResourceDef<Exclude<R, CoreServices>, Carry> => {
+const declare = <S extends Shape>(options: ResourceData): Declaration<S> => {
   const outputFields = fieldsOf(options.output)
-  const transient = new Set(options.transient ?? [])
+  const transient = new Set<string>(options.transient ?? [])
   const columns: Record<string, FieldInfo> = {}
   for (const [k, v] of Object.entries(outputFields)) if (!transient.has(k)) columns[k] = v
   Object.assign(columns, options.privateFields ?? {})
@@ -161,55 +247,98 @@ export const defineResource = <R = never, Carry = never>(
   for (const [k, v] of Object.entries(columns)) {
     if (Object.hasOwn(outputFields, k) || options.queryable?.includes(k)) queryFields[k] = v
   }
-  const def: ResourceDef<R, Carry> = {
+  const tableDef: TableDef<S["stored"]> = {
+    table: options.table,
+    fields: columns,
+    key: options.keyedByOrganization ? ["organization_id", "id"] : ["id"],
+    unique: options.unique ?? [],
+    indexes: options.indexes ?? [],
+    references: [
+      ...(options.ownerField === "organization_id" ? [ownedByOrganization] : []),
+      ...(options.references ?? [])
+    ],
+    defaultSort: "created_at" in columns ? [{ field: "created_at", direction: 1 }] : []
+  }
+  const data: Omit<ResourceDef<S>, "hooks" | "ownerFrom"> = {
     ...options,
     operatorOnly: options.operatorOnly ?? [],
-    hooks: options.hooks ?? {},
     defaults: options.defaults ?? {},
     outputFields,
     queryFields,
     createFields: keys(options.createInput),
     updateFields: keys(options.updateInput),
     operatorFields: keys(options.operatorInput),
-    tableDef: {
-      table: options.table,
-      fields: columns,
-      key: options.keyedByOrganization ? ["organization_id", "id"] : ["id"],
-      unique: options.unique ?? [],
-      indexes: options.indexes ?? [],
-      references: [
-        ...(options.ownerField === "organization_id" ? [ownedByOrganization] : []),
-        ...(options.references ?? [])
-      ],
-      defaultSort: "created_at" in columns ? [{ field: "created_at", direction: 1 }] : []
-    }
+    tableDef
   }
+  return {
+    ...data,
+    with: <R, Carry>(behaviour: Behaviour<S, R, Carry>): ResourceDef<S, R, Carry> => ({
+      ...data,
+      ownerFrom: behaviour.ownerFrom,
+      hooks: behaviour.hooks ?? {}
+    })
+  }
+}
+
+/** Declares a resource's data now and its behaviour later (`.with(…)`); see `Declaration`. */
+export const declareResource = <
+  O extends AnySchema,
+  C extends AnySchema | undefined = undefined,
+  U extends AnySchema | undefined = undefined,
+  const P extends Readonly<Record<string, FieldInfo>> = {},
+  const T extends string = never
+>(options: ResourceData<O, C, U, P, T>): Declaration<ShapeOf<O, C, U, P, T>> => declare(options)
+
+/**
+ * Declares a resource once: its schemas, columns, scope, methods and behaviour. Its types (the
+ * stored row, the output, the inputs) come from the schemas and private columns, and flow into
+ * the hooks and the generic use-cases. A hook that needs the declaration's own table declares
+ * the data first and adds the behaviour with `.with(…)`.
+ */
+export const defineResource = <
+  O extends AnySchema,
+  C extends AnySchema | undefined = undefined,
+  U extends AnySchema | undefined = undefined,
+  const P extends Readonly<Record<string, FieldInfo>> = {},
+  const T extends string = never,
+  R = never,
+  Carry = never
+>(
+  options: ResourceData<O, C, U, P, T> & Behaviour<ShapeOf<O, C, U, P, T>, R, Carry>
+): ResourceDef<ShapeOf<O, C, U, P, T>, Exclude<R, CoreServices>, Carry> => {
+  const { hooks, ownerFrom, ports: _ports, ...data } = options
   // The core services are always there: a declaration's type names only the ports beyond them.
-  return def as ResourceDef<Exclude<R, CoreServices>, Carry>
+  return declare<ShapeOf<O, C, U, P, T>>(data).with({ ownerFrom, hooks } as Behaviour<
+    ShapeOf<O, C, U, P, T>,
+    Exclude<R, CoreServices>,
+    Carry
+  >)
 }
 
 /** Rows owned by an organization are removed with it. */
 export const ownedByOrganization: Relation = { field: "organization_id", table: "organizations", onDelete: "cascade" }
 
 /** A table that is not a REST resource (persons, settings). */
-export const defineTable = (
+export const defineTable = <const F extends Readonly<Record<string, FieldInfo>>>(
   table: string,
-  fields: Readonly<Record<string, FieldInfo>>,
+  fields: F,
   options: {
     /** `["id"]` unless given (a counter keyed by its organization and period). */
     readonly key?: ReadonlyArray<string>
     readonly unique?: ReadonlyArray<ReadonlyArray<string>>
     readonly indexes?: ReadonlyArray<IndexDef>
     readonly references?: ReadonlyArray<Relation>
+    /** `created_at` ascending unless given (attempts are read in the order they were made). */
+    readonly defaultSort?: ReadonlyArray<SortKey>
   } = {}
-): TableDef => ({
+): TableDef<RowOf<F>> => ({
   table,
   fields,
   key: options.key ?? ["id"],
   unique: options.unique ?? [],
   indexes: options.indexes ?? [],
   references: options.references ?? [],
-  defaultSort: "created_at" in fields ? [{ field: "created_at", direction: 1 }] : []
+  defaultSort: options.defaultSort ?? ("created_at" in fields ? [{ field: "created_at", direction: 1 }] : [])
 })
 
 export const field = {
@@ -218,6 +347,7 @@ export const field = {
   timestamp: { kind: "timestamp", nullable: false },
   optionalTimestamp: { kind: "timestamp", nullable: true },
   number: { kind: "number", nullable: false },
+  optionalNumber: { kind: "number", nullable: true },
   bigint: { kind: "number", nullable: false, storage: "bigint" },
   optionalReal: { kind: "number", nullable: true, storage: "real" },
   boolean: { kind: "boolean", nullable: false },
@@ -226,7 +356,7 @@ export const field = {
 
 /** A declaration of any resource, whatever its ports and carried data. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type AnyResource = ResourceDef<any, any>
+export type AnyResource = ResourceDef<AnyShape, any, any>
 
 /** The ports a resource's hooks need beyond the core services. */
-export type PortsOf<D> = D extends ResourceDef<infer R, any> ? R : never
+export type PortsOf<D> = D extends ResourceDef<any, infer R, any> ? R : never

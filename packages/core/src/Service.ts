@@ -9,7 +9,7 @@ import type { DomainError } from "./Domain/Errors.js"
 import { Ids, keyOf, type Page, type Row, Storage, UnitOfWork } from "./Ports.js"
 import { canAccess, isOperator, organizationsOf, type Principal, requireOrganization } from "./Principal.js"
 import { type Condition, eq, type FindQuery, inList, parseFindQuery } from "./Query.js"
-import type { AnyResource, AnySchema, CoreServices, Method, Prepared, ResourceDef } from "./Resource.js"
+import type { AnyResource, AnySchema, CoreServices, Declared, Method, Prepared, ResourceDef, Shape } from "./Resource.js"
 import { organizationRow, Tables } from "./Tables.js"
 import { readFeatures } from "./FeatureCache.js"
 import { cascade } from "./Relations.js"
@@ -104,14 +104,16 @@ const decodeBody = (
 }
 
 /** Rows keep `null` for unset columns; outputs omit what their schema does not allow null for. */
-export const toOutput = (def: AnyResource, row: Row, reveal?: Row): Row => {
+export const toOutput = <S extends Shape>(def: Declared<S>, row: S["stored"], reveal?: Row): S["output"] => {
   const out: Row = {}
+  const stored: Row = row
   for (const [k, info] of Object.entries(def.outputFields)) {
-    const v = reveal && k in reveal ? reveal[k] : row[k]
+    const v = reveal && k in reveal ? reveal[k] : stored[k]
     if (v === undefined || (v === null && !info.nullable)) continue
     out[k] = v
   }
-  return out
+  // The one place a row becomes an output: the loop above keeps exactly the output's fields.
+  return out as S["output"]
 }
 
 const select = (row: Row, fields: ReadonlyArray<string> | undefined): Row => {
@@ -141,7 +143,7 @@ const ambiguous = (def: AnyResource, id: string) =>
  * The row with this id among the organizations the principal sees, or none. Where ids are
  * unique per organization, an id held by two of them is ambiguous until the look-up names one.
  */
-const findById = <R, C>(def: ResourceDef<R, C>, principal: Principal, id: string, at: LookUp) =>
+const findById = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, principal: Principal, id: string, at: LookUp) =>
   Effect.gen(function*() {
     const repo = yield* repoOf(def)
     if (at.organizationId !== undefined && !canAccess(principal, at.organizationId)) return Option.none<Row>()
@@ -167,7 +169,7 @@ const findById = <R, C>(def: ResourceDef<R, C>, principal: Principal, id: string
   })
 
 /** Loads a row the principal may see, or fails with NotFound (never revealing existence). */
-export const loadVisible = <R, C>(def: ResourceDef<R, C>, principal: Principal, id: string, at: LookUp = {}) =>
+export const loadVisible = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, principal: Principal, id: string, at: LookUp = {}) =>
   Effect.gen(function*() {
     const row = yield* findById(def, principal, id, at)
     if (Option.isNone(row)) return yield* Effect.fail(notFoundError(def, id))
@@ -229,7 +231,7 @@ const scopeQuery = (
   return Effect.succeed({ ...query, where: [...query.where, inList(owner, orgs)] })
 }
 
-export const find = <R, C>(def: ResourceDef<R, C>, principal: Principal, rawQuery: Record<string, unknown>) =>
+export const find = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, principal: Principal, rawQuery: Record<string, unknown>) =>
   Effect.gen(function*() {
     yield* ensureMethod(def, principal, "find")
     const parsed = parseFindQuery(rawQuery, { fields: def.queryFields, passthrough: def.passthrough ?? [] })
@@ -244,7 +246,7 @@ export const find = <R, C>(def: ResourceDef<R, C>, principal: Principal, rawQuer
     } satisfies Page<Row>
   })
 
-export const get = <R, C>(def: ResourceDef<R, C>, principal: Principal, id: string, at: LookUp = {}) =>
+export const get = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, principal: Principal, id: string, at: LookUp = {}) =>
   Effect.gen(function*() {
     yield* ensureMethod(def, principal, "get")
     const row = yield* loadVisible(def, principal, id, at)
@@ -266,7 +268,11 @@ const replacedFields = (def: AnyResource): Row => {
 }
 
 /** Counts the organization's rows against its quota, inside the creating transaction. */
-export const checkQuota = (def: AnyResource, organizationId: string, extra: ReadonlyArray<Condition> = []) =>
+export const checkQuota = (
+  def: Pick<AnyResource, "quota" | "ownerField" | "tableDef">,
+  organizationId: string,
+  extra: ReadonlyArray<Condition> = []
+) =>
   Effect.gen(function*() {
     if (!def.quota || def.ownerField === undefined) return
     // Two concurrent creates must not both see "one below the limit".
@@ -301,10 +307,10 @@ export const requireExistingOrganization = (organizationId: string) =>
   })
 
 /** After a write's commit: wake the webhook dispatcher, and let the resource drop cached copies. */
-const committed = <R, C>(def: ResourceDef<R, C>, output: Row) =>
+const committed = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, output: Row) =>
   Effect.zipRight(signalOutbox, def.hooks.afterCommit ? def.hooks.afterCommit(output) : Effect.void)
 
-export const create = <R, C>(def: ResourceDef<R, C>, principal: Principal, body: unknown) =>
+export const create = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, principal: Principal, body: unknown) =>
   Effect.gen(function*() {
     yield* ensureMethod(def, principal, "create")
     if (!def.createInput) return yield* Effect.fail(methodNotAllowed(def, "create"))
@@ -332,7 +338,7 @@ export const create = <R, C>(def: ResourceDef<R, C>, principal: Principal, body:
       Effect.gen(function*() {
         if (def.ownerField === "organization_id") yield* requireExistingOrganization(owner as string)
         if (typeof owner === "string") yield* checkQuota(def, owner)
-        const prepared: Prepared<C> = def.hooks.create ? yield* def.hooks.create(principal, base, input) : { row: base }
+        const prepared: Prepared<S["stored"], C> = def.hooks.create ? yield* def.hooks.create(principal, base, input) : { row: base }
         const repo = yield* repoOf(def)
         const stored = yield* repo.create(prepared.row)
         if (def.hooks.afterCreate) yield* def.hooks.afterCreate(principal, stored, prepared.carry)
@@ -341,8 +347,8 @@ export const create = <R, C>(def: ResourceDef<R, C>, principal: Principal, body:
     ).pipe(Effect.tap((out) => committed(def, out)))
   })
 
-const write = <R, C>(
-  def: ResourceDef<R, C>,
+const write = <S extends Shape, R, C>(
+  def: ResourceDef<S, R, C>,
   principal: Principal,
   id: string,
   body: unknown,
@@ -379,13 +385,13 @@ const write = <R, C>(
     ).pipe(Effect.tap((out) => committed(def, out)))
   })
 
-export const update = <R, C>(def: ResourceDef<R, C>, principal: Principal, id: string, body: unknown, at: LookUp = {}) =>
+export const update = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, principal: Principal, id: string, body: unknown, at: LookUp = {}) =>
   write(def, principal, id, body, "update", at)
 
-export const patch = <R, C>(def: ResourceDef<R, C>, principal: Principal, id: string, body: unknown, at: LookUp = {}) =>
+export const patch = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, principal: Principal, id: string, body: unknown, at: LookUp = {}) =>
   write(def, principal, id, body, "patch", at)
 
-export const remove = <R, C>(def: ResourceDef<R, C>, principal: Principal, id: string, at: LookUp = {}) =>
+export const remove = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, principal: Principal, id: string, at: LookUp = {}) =>
   Effect.gen(function*() {
     yield* ensureMethod(def, principal, "remove")
     const uow = yield* UnitOfWork

@@ -45,25 +45,25 @@ const authenticateCredentials = (input: SessionInput) =>
 
     if (input.type === "api-key") {
       const key = yield* storage.repository(Tables.keys).get(input.key)
-      const hash = Option.match(key, { onNone: () => undefined, onSome: (k) => k.secret_hash as string })
+      const hash = Option.match(key, { onNone: () => undefined, onSome: (k) => k.secret_hash })
       const ok = hash === undefined
         ? yield* Effect.as(hasher.hash(input.secret), false)
         : yield* hasher.verify(input.secret, hash)
       if (!ok || Option.isNone(key) || key.value.enabled !== true) return yield* Effect.fail(invalidLogin())
       const k = key.value
       const kind = k.is_internal === true && k.organization_id === settings.operatorOrganizationId ? "operator" : "client"
-      const access_token = yield* tokens.issue({ sub: k.id as string, kind, org: k.organization_id as string, iat, exp })
-      return { type: "api-key", key: k.id as string, access_token } satisfies Session
+      const access_token = yield* tokens.issue({ sub: k.id, kind, org: k.organization_id, iat, exp })
+      return { type: "api-key", key: k.id, access_token } satisfies Session
     }
 
     const person = yield* findPersonByEmail(input.key)
-    const hash = Option.flatMapNullable(person, (p) => p.password_hash as string | null)
+    const hash = Option.flatMapNullable(person, (p) => p.password_hash)
     const ok = Option.isNone(hash)
       ? yield* Effect.as(hasher.hash(input.secret), false)
       : yield* hasher.verify(input.secret, hash.value)
     if (!ok || Option.isNone(person)) return yield* Effect.fail(invalidLogin())
-    const access_token = yield* tokens.issue({ sub: person.value.id as string, kind: "member", iat, exp })
-    return { type: "email", key: person.value.email as string, access_token } satisfies Session
+    const access_token = yield* tokens.issue({ sub: person.value.id, kind: "member", iat, exp })
+    return { type: "email", key: person.value.email, access_token } satisfies Session
   })
 
 /** Verifies a bearer token and builds the principal it stands for. */
@@ -103,7 +103,7 @@ export const setPersonPassword = (input: { email: string; name: string; password
     const existing = yield* findPersonByEmail(input.email)
     if (Option.isSome(existing)) {
       return yield* Effect.orDie(
-        repo.patch(existing.value.id as string, { password_hash, updated_at: now }, existing.value.version as number)
+        repo.patch(existing.value.id, { password_hash, updated_at: now }, existing.value.version)
       )
     }
     const id = yield* Effect.flatMap(Ids, (ids) => ids.next)
@@ -147,11 +147,11 @@ export const acceptInvitation = (body: unknown) =>
       }
       const inv = invitation.value
       const now = yield* nowIso
-      const ok = yield* hasher.verify(m[2]!, inv.token_hash as string)
-      if (!ok || inv.accepted_at !== null || (inv.expires_at as string) <= now) {
+      const ok = yield* hasher.verify(m[2]!, inv.token_hash)
+      if (!ok || inv.accepted_at !== null || (inv.expires_at) <= now) {
         return yield* Effect.fail(invalidInvitation())
       }
-      const person = yield* persons.get(inv.person_id as string)
+      const person = yield* persons.get(inv.person_id)
       if (Option.isNone(person)) return yield* Effect.fail(invalidInvitation())
       const p = person.value
       if (typeof p.password_hash === "string") {
@@ -165,20 +165,20 @@ export const acceptInvitation = (body: unknown) =>
         }
       } else {
         const password_hash = yield* hasher.hash(password)
-        yield* persons.patch(p.id as string, { password_hash, updated_at: now }, p.version as number).pipe(
+        yield* persons.patch(p.id, { password_hash, updated_at: now }, p.version).pipe(
           Effect.mapError(() => invalidInvitation())
         )
       }
-      yield* invitations.patch(inv.id as string, { accepted_at: now, updated_at: now }, inv.version as number).pipe(
+      yield* invitations.patch(inv.id, { accepted_at: now, updated_at: now }, inv.version).pipe(
         Effect.mapError(() => invalidInvitation())
       )
       const iat = yield* nowSeconds
       const access_token = yield* (yield* TokenIssuer).issue({
-        sub: p.id as string,
+        sub: p.id,
         kind: "member",
         iat,
         exp: iat + settings.tokenTtlSeconds
       })
-      return { type: "email", key: p.email as string, access_token } satisfies Session
+      return { type: "email", key: p.email, access_token } satisfies Session
     }))
   })

@@ -475,7 +475,9 @@ export const make = Effect.gen(function*() {
   })
 
   return {
-    storage: Storage.of({ repository }),
+    // Rows are decoded column by column from the table's declaration: the boundary where a
+    // stored row becomes the declared row type.
+    storage: Storage.of({ repository: <A extends Row>(table: TableDef<A>) => repository(table) as unknown as Repository<A> }),
     unitOfWork: UnitOfWork.of({ transaction, lock }),
     usage: UsageStore.of(usage),
     queue

@@ -1,6 +1,7 @@
 import { forgetFeatures } from "../FeatureCache.js"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as Record from "effect/Record"
 import {
   ApiKey,
   ApiKeyCreate,
@@ -18,17 +19,18 @@ import {
   PremiumFeatureUpdate,
   Quota,
   QuotaCreate,
+  quotaFields,
   QuotaUpdate,
   Secret,
   SecretCreate,
   SecretUpdate
 } from "../Domain/Account.js"
 import { Conflict, Forbidden } from "../Domain/Errors.js"
-import { Ids, type Row, SecretHasher, Storage } from "../Ports.js"
+import { Ids, SecretHasher, Storage } from "../Ports.js"
 import { isOperator, type Principal } from "../Principal.js"
 import { type Condition, eq, type FindQuery } from "../Query.js"
 import { randomToken } from "../Random.js"
-import { defineResource, field, type ResourceDef } from "../Resource.js"
+import { declareResource, defineResource, field, type StoredRow } from "../Resource.js"
 import { Settings } from "../Settings.js"
 import { InvitationsTable, PersonsTable } from "../InternalTables.js"
 import { nowIso } from "../Clock.js"
@@ -67,8 +69,8 @@ export const OrganizationsResource = defineResource({
         }),
     afterCreate: (principal, org) =>
       Effect.gen(function*() {
-        yield* provisionOrganization(org.id as string)
-        if (principal._tag === "Member") yield* addMembership(principal.personId, org.id as string)
+        yield* provisionOrganization(org.id)
+        if (principal._tag === "Member") yield* addMembership(principal.personId, org.id)
       }),
     remove: (_principal, org) =>
       Effect.gen(function*() {
@@ -94,9 +96,8 @@ export const provisionOrganization = (organizationId: string) =>
   Effect.gen(function*() {
     const storage = yield* Storage
     const settings = yield* Settings
-    const flags = Object.fromEntries(
-      premiumFeatureFlags.map((f) => [f, settings.defaultPremiumFeatures.includes(f)])
-    )
+    // One entry per flag, keyed by the flags' type (`Object.fromEntries` would lose the keys).
+    const flags = Record.map(PremiumFeatureUpdate.fields, (_, f) => settings.defaultPremiumFeatures.includes(f))
     yield* Effect.orDie(
       storage.repository(QuotasResource.tableDef).create({ ...(yield* baseRow(organizationId)), ...settings.defaultQuotas })
     )
@@ -133,7 +134,7 @@ export const QuotasResource = defineResource({
     create: (_p, row, input) =>
       Effect.map(Settings, (s) => {
         const out = { ...row }
-        for (const [k, v] of Object.entries(s.defaultQuotas)) if (input[k] === undefined) out[k] = v
+        for (const k of quotaFields) if (input[k] === undefined) out[k] = s.defaultQuotas[k]
         return { row: out }
       })
   }
@@ -229,7 +230,7 @@ export const SecretsResource = defineResource({
 // ---------------------------------------------------------------- members
 
 /** Members are invitations of persons into organizations (the invite flow is its own module). */
-export const MembersResource: ResourceDef = defineResource({
+const Members = declareResource({
   name: "member",
   path: "members",
   table: "members",
@@ -244,19 +245,22 @@ export const MembersResource: ResourceDef = defineResource({
   ownerField: "organization_id",
   transient: ["invitation"],
   unique: [["organization_id", "user_id"]],
-  defaults: { authentication_method: "email_password", saml_active: false, role_id: null },
+  defaults: { authentication_method: "email_password", saml_active: false, role_id: null }
+})
+
+export const MembersResource = Members.with({
   hooks: { create: (_principal, row, input) => invite(row, input) }
 })
 
 const INVITATION_TTL_MS = 7 * 24 * 3600 * 1000
 
 /** Creating a member invites a person: the person is created when absent. */
-const invite = (row: Row, input: Row) =>
+const invite = (row: StoredRow<typeof Members>, input: typeof MemberCreate.Type) =>
   Effect.gen(function*() {
     const storage = yield* Storage
     const ids = yield* Ids
     const now = yield* nowIso
-    const email = String(input.email).trim().toLowerCase()
+    const email = input.email.trim().toLowerCase()
     const found = yield* findPersonByEmail(email)
     const person = Option.isSome(found) ? found.value : yield* Effect.orDie(
       storage.repository(PersonsTable).create({
@@ -269,9 +273,9 @@ const invite = (row: Row, input: Row) =>
         version: 1
       })
     )
-    const already = yield* storage.repository(MembersResource.tableDef).count([
-      eq("organization_id", row.organization_id as string),
-      eq("user_id", person.id as string)
+    const already = yield* storage.repository(Members.tableDef).count([
+      eq("organization_id", row.organization_id),
+      eq("user_id", person.id)
     ])
     if (already > 0) {
       return yield* Effect.fail(
@@ -328,12 +332,12 @@ export const membershipsOf = (personId: string) =>
     const invited = new Set<string>()
     const accepted = new Set<string>()
     for (const i of invitations.data) {
-      invited.add(i.member_id as string)
-      if (i.accepted_at !== null) accepted.add(i.member_id as string)
+      invited.add(i.member_id)
+      if (i.accepted_at !== null) accepted.add(i.member_id)
     }
     // Members added without an invitation (by the operator's tooling) count at once.
-    return page.data.filter((m) => !invited.has(m.id as string) || accepted.has(m.id as string))
-      .map((m) => m.organization_id as string)
+    return page.data.filter((m) => !invited.has(m.id) || accepted.has(m.id))
+      .map((m) => m.organization_id)
   })
 
 export const findPersonByEmail = (email: string) =>

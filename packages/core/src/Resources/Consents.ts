@@ -14,10 +14,10 @@ import {
 } from "../Domain/Consent.js"
 import { InvalidInput, NotFound } from "../Domain/Errors.js"
 import { emptyState, mergeAll, mergeEvent, sameConsents } from "../Consents/Merge.js"
-import { Ids, type Row, Storage } from "../Ports.js"
+import { Ids, Storage } from "../Ports.js"
 import { canAccess, organizationsOf, type Principal } from "../Principal.js"
 import { eq, inList } from "../Query.js"
-import { defineResource, field, type ResourceDef } from "../Resource.js"
+import { declareResource, field, type StoredRow } from "../Resource.js"
 import { ensureMethodFor, type LookUp, requireFeature, toOutput } from "../Service.js"
 import { enqueue, type OutgoingEvent } from "./Webhooks.js"
 
@@ -31,23 +31,69 @@ const DEFAULT_REGULATION = "gdpr"
 
 type UserConsentsValue = Record<string, ConsentState>
 
+/** The data of the two declarations; their behaviour is added below, once the helpers exist. */
+const Events = declareResource({
+
+  name: "consent event",
+  path: "consents/events",
+  table: "consent_events",
+  indexes: [
+    { name: "consent_events_organization", columns: ["organization_id", "created_at"] },
+    { name: "consent_events_user", columns: ["organization_id", "user_id", "regulation", "created_at"] },
+    { name: "consent_events_organization_user", columns: ["organization_id", "organization_user_id"] }
+  ],
+  keyedByOrganization: true,
+  output: ConsentEvent,
+  createInput: ConsentEventCreate,
+  updateInput: ConsentEventUpdate,
+  methods: ["find", "get", "create", "patch", "remove"],
+  ownerField: "organization_id",
+  premiumFeature: "consents_api",
+  privateFields: { user_id: field.string, organization_user_id: field.optionalString },
+  queryable: ["user_id", "organization_user_id"],
+  references: [{ field: "user_id", table: "consent_users", onDelete: "cascade" }],
+  defaults: { status: "confirmed", regulation: DEFAULT_REGULATION, metadata: null },
+})
+
+const Users = declareResource({
+
+  name: "consent user",
+  path: "consents/users",
+  table: "consent_users",
+  indexes: [{ name: "consent_users_organization", columns: ["organization_id", "created_at"] }],
+  keyedByOrganization: true,
+  output: ConsentUser,
+  createInput: ConsentUserCreate,
+  updateInput: ConsentUserUpdate,
+  methods: ["find", "get", "create", "patch", "remove"],
+  ownerField: "organization_id",
+  premiumFeature: "consents_api",
+  unique: [["organization_id", "organization_user_id"]],
+  passthrough: ["$by_organization_user_id"],
+  defaults: { consents: {}, metadata: null, country: null, organization_user_id: null },
+})
+
+type EventRow = StoredRow<typeof Events>
+type UserRow = StoredRow<typeof Users>
+
 /** Who made a change that no consent event caused (the `source` of `event.updated`). */
 const sourceOf = (p: Principal) =>
   p._tag === "Member" ? { type: "member", id: p.personId } : { type: p._tag === "Operator" ? "operator" : "api-key", id: p.keyId }
 
-const users = () => Effect.map(Storage, (s) => s.repository(ConsentUsersResource.tableDef))
-const events = () => Effect.map(Storage, (s) => s.repository(ConsentEventsResource.tableDef))
+const users = () => Effect.map(Storage, (s) => s.repository(Users.tableDef))
+const events = () => Effect.map(Storage, (s) => s.repository(Events.tableDef))
 
-const eventOut = (row: Row) => toOutput(ConsentEventsResource, row)
-const userOut = (row: Row) => toOutput(ConsentUsersResource, row)
-
-const consentsOf = (user: Row): UserConsentsValue => (user.consents ?? {}) as UserConsentsValue
+const eventOut = (row: EventRow) => toOutput(Events, row)
+const userOut = (row: UserRow) => toOutput(Users, row)
 
 /** The key of a consent user or event: their ids are unique only within an organization. */
-const scopedKey = (user: Row) => ({ organization_id: user.organization_id as string, id: user.id as string })
+const scopedKey = (row: { readonly organization_id: string; readonly id: string }) => ({
+  organization_id: row.organization_id,
+  id: row.id
+})
 
 /** Every confirmed event of a user for a regulation, merged from scratch. */
-const recompute = (user: Row, regulation: string) =>
+const recompute = (user: UserRow, regulation: string) =>
   Effect.gen(function*() {
     const repo = yield* events()
     const all: Array<{ consents: EventConsents; created_at: string; id: string }> = []
@@ -55,8 +101,8 @@ const recompute = (user: Row, regulation: string) =>
       const page = yield* repo.find({
         count: false,
         where: [
-          eq("organization_id", user.organization_id as string),
-          eq("user_id", user.id as string),
+          eq("organization_id", user.organization_id),
+          eq("user_id", user.id),
           eq("regulation", regulation),
           eq("status", "confirmed")
         ],
@@ -65,7 +111,7 @@ const recompute = (user: Row, regulation: string) =>
         skip
       })
       for (const e of page.data) {
-        all.push({ consents: e.consents as EventConsents, created_at: e.created_at as string, id: e.id as string })
+        all.push({ consents: e.consents, created_at: e.created_at, id: e.id })
       }
       if (page.data.length < 1000) break
     }
@@ -76,25 +122,25 @@ const recompute = (user: Row, regulation: string) =>
  * Writes a user's new state for one regulation when it differs; answers the user before and
  * after, and whether the choices (not just the time) changed.
  */
-const setState = (user: Row, regulation: string, next: ConsentState | undefined) =>
+const setState = (user: UserRow, regulation: string, next: ConsentState | undefined) =>
   Effect.gen(function*() {
-    const current = consentsOf(user)[regulation]
+    const current = user.consents[regulation]
     const choicesChanged = !sameConsents(current, next)
     if (!choicesChanged && current?.updated_at === next?.updated_at) return { before: user, after: user, choicesChanged }
-    const consents: UserConsentsValue = { ...consentsOf(user) }
+    const consents: UserConsentsValue = { ...user.consents }
     if (next === undefined) delete consents[regulation]
     else consents[regulation] = next
     const repo = yield* users()
-    const after = yield* repo.patch(scopedKey(user), { consents, updated_at: yield* nowIso }, user.version as number)
+    const after = yield* repo.patch(scopedKey(user), { consents, updated_at: yield* nowIso }, user.version)
     return { before: user, after, choicesChanged }
   })
 
 /** Applies a newly confirmed event: incrementally when it is the newest, else from scratch. */
-const applyEvent = (user: Row, event: Row) =>
+const applyEvent = (user: UserRow, event: EventRow) =>
   Effect.gen(function*() {
-    const regulation = event.regulation as string
-    const current = consentsOf(user)[regulation]
-    const e = { consents: event.consents as EventConsents, created_at: event.created_at as string }
+    const regulation = event.regulation
+    const current = user.consents[regulation]
+    const e = { consents: event.consents, created_at: event.created_at }
     const next = current === undefined || (current.updated_at ?? "") <= e.created_at
       ? mergeEvent(current ?? emptyState, e)
       : yield* recompute(user, regulation)
@@ -108,7 +154,7 @@ const loadUser = (organizationId: string, id: string) =>
       onSome: Effect.succeed
     })))
 
-const userUpdated = (regulation: string, source: unknown, before: Row, after: Row): OutgoingEvent => ({
+const userUpdated = (regulation: string, source: unknown, before: UserRow, after: UserRow): OutgoingEvent => ({
   type: "user.updated",
   regulation,
   parameters: { source, old_entity: userOut(before), new_entity: userOut(after) }
@@ -148,7 +194,7 @@ const resolveUser = (organizationId: string, u: EventUser, event: { status: stri
     const consents: UserConsentsValue = event.status === "confirmed"
       ? { [event.regulation]: mergeEvent(emptyState, event) }
       : {}
-    const created: Row = {
+    const created: UserRow = {
       id: u.id ?? (yield* Effect.flatMap(Ids, (ids) => ids.next)),
       organization_id: organizationId,
       organization_user_id: u.organization_user_id ?? null,
@@ -162,56 +208,28 @@ const resolveUser = (organizationId: string, u: EventUser, event: { status: stri
     return { user: created, created }
   })
 
-/** What an event's `create` finds out for `afterCreate`: its user, and whether the event made it. */
-interface EventCarry {
-  readonly user: Row
-  readonly createdUser: boolean
-}
-
-export const ConsentEventsResource: ResourceDef<never, EventCarry> = defineResource<never, EventCarry>({
-  name: "consent event",
-  path: "consents/events",
-  table: "consent_events",
-  indexes: [
-    { name: "consent_events_organization", columns: ["organization_id", "created_at"] },
-    { name: "consent_events_user", columns: ["organization_id", "user_id", "regulation", "created_at"] },
-    { name: "consent_events_organization_user", columns: ["organization_id", "organization_user_id"] }
-  ],
-  keyedByOrganization: true,
-  output: ConsentEvent,
-  createInput: ConsentEventCreate,
-  updateInput: ConsentEventUpdate,
-  methods: ["find", "get", "create", "patch", "remove"],
-  ownerField: "organization_id",
-  premiumFeature: "consents_api",
-  privateFields: { user_id: field.string, organization_user_id: field.optionalString },
-  queryable: ["user_id", "organization_user_id"],
-  references: [{ field: "user_id", table: "consent_users", onDelete: "cascade" }],
-  defaults: { status: "confirmed", regulation: DEFAULT_REGULATION, metadata: null },
+export const ConsentEventsResource = Events.with({
   hooks: {
     create: (_p, row, input) =>
       Effect.gen(function*() {
-        const u = input.user as EventUser
-        const { created, user } = yield* resolveUser(row.organization_id as string, u, {
-          status: row.status as string,
-          regulation: row.regulation as string,
-          consents: row.consents as EventConsents,
-          created_at: row.created_at as string
-        })
+        const u = input.user
+        const { created, user } = yield* resolveUser(row.organization_id, u, row)
         if (created) yield* Effect.flatMap(users(), (repo) => repo.create(created))
-        const eventUser: Row = { id: user.id }
-        if (user.organization_user_id !== null) eventUser.organization_user_id = user.organization_user_id
-        if (u.metadata != null) eventUser.metadata = u.metadata
-        if (u.country != null) eventUser.country = u.country
+        const eventUser: EventUser = {
+          id: user.id,
+          ...(user.organization_user_id !== null ? { organization_user_id: user.organization_user_id } : {}),
+          ...(u.metadata != null ? { metadata: u.metadata } : {}),
+          ...(u.country != null ? { country: u.country } : {})
+        }
         return {
-          row: { ...row, user: eventUser, user_id: user.id, organization_user_id: user.organization_user_id ?? null },
+          row: { ...row, user: eventUser, user_id: user.id, organization_user_id: user.organization_user_id },
           // The user as this transaction found or made it, so afterCreate need not read it again.
           carry: { user, createdUser: created !== undefined }
         }
       }),
     afterCreate: (_p, stored, carry) =>
       Effect.gen(function*() {
-        const regulation = stored.regulation as string
+        const regulation = stored.regulation
         const out: Array<OutgoingEvent> = [{ type: "event.created", regulation, parameters: { entity: eventOut(stored) } }]
         if (!carry) return yield* Effect.dieMessage("a consent event's create hook carries its user")
         const user = carry.user
@@ -222,7 +240,7 @@ export const ConsentEventsResource: ResourceDef<never, EventCarry> = defineResou
           if (r.choicesChanged) out.push(userUpdated(regulation, eventOut(stored), r.before, r.after))
         }
         // A pending event on an existing user changes nothing yet: no user.updated (spec 6.5).
-        yield* enqueue(stored.organization_id as string, out)
+        yield* enqueue(stored.organization_id, out)
       }),
     update: (_p, before, after) =>
       before.status === "confirmed" && after.status !== "confirmed"
@@ -232,7 +250,7 @@ export const ConsentEventsResource: ResourceDef<never, EventCarry> = defineResou
         : Effect.succeed(after),
     afterUpdate: (p, before, after) =>
       Effect.gen(function*() {
-        const regulation = after.regulation as string
+        const regulation = after.regulation
         const out: Array<OutgoingEvent> = [{
           type: "event.updated",
           regulation,
@@ -241,60 +259,44 @@ export const ConsentEventsResource: ResourceDef<never, EventCarry> = defineResou
         const counts = before.status === "confirmed" || after.status === "confirmed"
         const consentsChanged = JSON.stringify(before.consents) !== JSON.stringify(after.consents)
         if (counts && (consentsChanged || before.status !== after.status)) {
-          const user = yield* loadUser(after.organization_id as string, after.user_id as string)
+          const user = yield* loadUser(after.organization_id, after.user_id)
           // Confirming the newest event merges it on top; anything else is merged from scratch.
           const r = before.status !== "confirmed" && !consentsChanged
             ? yield* applyEvent(user, after)
             : yield* setState(user, regulation, yield* recompute(user, regulation))
           if (r.choicesChanged) out.push(userUpdated(regulation, eventOut(after), r.before, r.after))
         }
-        yield* enqueue(after.organization_id as string, out)
+        yield* enqueue(after.organization_id, out)
       }),
     afterRemove: (_p, removed) =>
       Effect.gen(function*() {
-        const regulation = removed.regulation as string
+        const regulation = removed.regulation
         const out: Array<OutgoingEvent> = [{ type: "event.deleted", regulation, parameters: { entity: eventOut(removed) } }]
         if (removed.status === "confirmed") {
           const user = yield* Effect.flatMap(users(), (repo) =>
-            repo.get({ organization_id: removed.organization_id as string, id: removed.user_id as string }))
+            repo.get({ organization_id: removed.organization_id, id: removed.user_id }))
           if (Option.isSome(user)) {
             const r = yield* setState(user.value, regulation, yield* recompute(user.value, regulation))
             if (r.choicesChanged) out.push(userUpdated(regulation, eventOut(removed), r.before, r.after))
           }
         }
-        yield* enqueue(removed.organization_id as string, out)
+        yield* enqueue(removed.organization_id, out)
       })
   }
 })
 
 // ---------------------------------------------------------------- users
 
-/** A user created with choices: the confirmed event that records them, written after the user. */
-type UserCarry = Row
-
-export const ConsentUsersResource: ResourceDef<never, UserCarry> = defineResource<never, UserCarry>({
-  name: "consent user",
-  path: "consents/users",
-  table: "consent_users",
-  indexes: [{ name: "consent_users_organization", columns: ["organization_id", "created_at"] }],
-  keyedByOrganization: true,
-  output: ConsentUser,
-  createInput: ConsentUserCreate,
-  updateInput: ConsentUserUpdate,
-  methods: ["find", "get", "create", "patch", "remove"],
-  ownerField: "organization_id",
-  premiumFeature: "consents_api",
-  unique: [["organization_id", "organization_user_id"]],
-  passthrough: ["$by_organization_user_id"],
-  defaults: { consents: {}, metadata: null, country: null, organization_user_id: null },
+export const ConsentUsersResource = Users.with({
   hooks: {
     create: (_p, row, input) =>
       Effect.gen(function*() {
-        if (input.consents === undefined) return { row: { ...row, consents: {} } }
+        const none: UserConsentsValue = {}
+        if (input.consents === undefined) return { row: { ...row, consents: none } }
         // Initial choices are recorded as one confirmed event, so the log explains the status.
         const eventId = yield* Effect.flatMap(Ids, (ids) => ids.next)
-        const consents = input.consents as EventConsents
-        const event: Row = {
+        const consents = input.consents
+        const event: EventRow = {
           id: eventId,
           organization_id: row.organization_id,
           status: "confirmed",
@@ -311,7 +313,7 @@ export const ConsentUsersResource: ResourceDef<never, UserCarry> = defineResourc
         return {
           row: {
             ...row,
-            consents: { [DEFAULT_REGULATION]: mergeEvent(emptyState, { consents, created_at: row.created_at as string }) }
+            consents: { [DEFAULT_REGULATION]: mergeEvent(emptyState, { consents, created_at: row.created_at }) }
           },
           carry: event
         }
@@ -323,13 +325,13 @@ export const ConsentUsersResource: ResourceDef<never, UserCarry> = defineResourc
           const created = yield* Effect.flatMap(events(), (repo) => repo.create(event))
           out.push({ type: "event.created", regulation: DEFAULT_REGULATION, parameters: { entity: eventOut(created) } })
         }
-        yield* enqueue(stored.organization_id as string, out)
+        yield* enqueue(stored.organization_id, out)
       }),
     afterUpdate: (_p, before, after) =>
-      enqueue(after.organization_id as string, [userUpdated(DEFAULT_REGULATION, null, before, after)]),
+      enqueue(after.organization_id, [userUpdated(DEFAULT_REGULATION, null, before, after)]),
     afterRemove: (_p, removed) =>
       // Erasure: the user's events refer to it and went with it.
-      enqueue(removed.organization_id as string, [
+      enqueue(removed.organization_id, [
         { type: "user.deleted", regulation: DEFAULT_REGULATION, parameters: { entity: userOut(removed) } }
       ])
   }

@@ -2,14 +2,14 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { Cookie, CookieCreate, CookieUpdate } from "../Domain/Property.js"
 import { InvalidInput } from "../Domain/Errors.js"
-import { type Row, Storage } from "../Ports.js"
+import { Storage } from "../Ports.js"
 import type { Principal } from "../Principal.js"
 import { defineResource, field } from "../Resource.js"
 import { loadOwnedProperty, ownerFromProperty } from "./Properties.js"
 import { VendorsResource } from "./Vendors.js"
 
 /** The host a property's cookies may be set on: its website's host, without a leading `www.`. */
-export const propertyDomain = (property: Row): string | undefined => {
+export const propertyDomain = (property: { readonly website?: string | null | undefined }): string | undefined => {
   if (typeof property.website !== "string") return undefined
   try {
     return new URL(property.website).hostname.toLowerCase().replace(/^www\./, "")
@@ -27,14 +27,14 @@ export const cookieDomainMatches = (cookieDomain: string, propertyHost: string) 
 const invalid = (field: string, message: string) =>
   new InvalidInput({ message: `Invalid ${field}: ${message}`, errors: { [field]: message } })
 
-const checkCookie = (principal: Principal, row: Row) =>
+const checkCookie = (principal: Principal, row: { readonly property_id: string; readonly domain: string; readonly vendor_id?: string | null | undefined }) =>
   Effect.gen(function*() {
     const property = yield* loadOwnedProperty(principal, row.property_id)
     const host = propertyDomain(property)
     if (host === undefined) {
       return yield* Effect.fail(invalid("domain", "the property has no website, so no domain to set cookies on"))
     }
-    if (!cookieDomainMatches(row.domain as string, host)) {
+    if (!cookieDomainMatches(row.domain, host)) {
       return yield* Effect.fail(invalid("domain", `must be ${host} or a sub-domain of it`))
     }
     if (typeof row.vendor_id === "string") {

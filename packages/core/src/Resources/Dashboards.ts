@@ -1,6 +1,5 @@
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as Option from "effect/Option"
 import { nowSeconds } from "../Clock.js"
 import { Dashboard, DashboardCreate, DashboardEntry, DashboardUpdate } from "../Domain/Analytics.js"
 import { UrlSigner } from "../OrganizationPorts.js"
@@ -72,14 +71,13 @@ export const findDashboardUrls = (principal: Principal, rawQuery: Record<string,
     if (Either.isLeft(parsed)) return yield* Effect.fail(parsed.left)
     const query = { ...parsed.right.query, where: [...parsed.right.query.where, ...dashboardScope(principal)] }
     const page = yield* (yield* Storage).repository(def.tableDef).find(query)
-    const signer = yield* Effect.serviceOption(UrlSigner)
-    if (Option.isNone(signer)) return yield* Effect.dieMessage("No UrlSigner is configured")
+    const signer = yield* UrlSigner
     const settings = yield* Settings
     const expires = (yield* nowSeconds) + (settings.dashboardUrlTtlSeconds ?? DEFAULT_DASHBOARD_URL_TTL_SECONDS)
     const data: Array<Row> = []
     for (const row of page.data) {
-      const url = yield* signer.value.sign(row.target_url as string, expires)
-      const out = toOutput(def, { ...row, url })
+      const url = yield* signer.sign(row.target_url, expires)
+      const out: Row = toOutput(def, row, { url })
       data.push(query.select ? Object.fromEntries(Object.entries(out).filter(([k]) => k === "id" || query.select!.includes(k))) : out)
     }
     return { ...page, data } satisfies Page<Row>

@@ -2,9 +2,9 @@ import * as Effect from "effect/Effect"
 import { Domain, DomainCreate, DomainUpdate } from "../Domain/Property.js"
 import { InvalidInput } from "../Domain/Errors.js"
 import { Provisioner } from "../OrganizationPorts.js"
-import { type Row, Storage } from "../Ports.js"
+import { Storage } from "../Ports.js"
 import { eq } from "../Query.js"
-import { defineResource, type ResourceDef } from "../Resource.js"
+import { declareResource, type StoredRow } from "../Resource.js"
 import { checkQuota } from "../Service.js"
 import { Settings } from "../Settings.js"
 
@@ -37,13 +37,7 @@ export const domainType = (fqdn: string, zone: string | undefined) => {
   return z && fqdn.endsWith(`.${z}`) ? "managed" : "custom"
 }
 
-const deploy = (domain: Row) =>
-  Effect.flatMap(Provisioner, (p) => p.deploy(domain))
-
-const undeploy = (domain: Row) =>
-  Effect.flatMap(Provisioner, (p) => p.undeploy(domain))
-
-export const DomainsResource: ResourceDef<Provisioner> = defineResource<Provisioner>({
+const Domains = declareResource({
   name: "domain",
   path: "domains",
   table: "domains",
@@ -56,15 +50,27 @@ export const DomainsResource: ResourceDef<Provisioner> = defineResource<Provisio
   defaults: { enabled: true, status: "draft" },
   // "Example.COM." is the domain example.com: trimmed, lower-cased, without the root dot, then validated.
   normalizeCreate: (body) =>
-    typeof body.id === "string" ? { ...body, id: body.id.trim().toLowerCase().replace(/\.$/, "") } : { ...body },
+    typeof body.id === "string" ? { ...body, id: body.id.trim().toLowerCase().replace(/\.$/, "") } : { ...body }
+})
+
+type DomainRow = StoredRow<typeof Domains>
+
+const deploy = (domain: DomainRow) =>
+  Effect.flatMap(Provisioner, (p) => p.deploy(domain))
+
+const undeploy = (domain: DomainRow) =>
+  Effect.flatMap(Provisioner, (p) => p.undeploy(domain))
+
+export const DomainsResource = Domains.with({
+  ports: [Provisioner],
   hooks: {
     create: (_principal, row) =>
       Effect.gen(function*() {
         const settings = yield* Settings
-        const type = domainType(row.id as string, settings.managedZone)
+        const type = domainType(row.id, settings.managedZone)
         // `domains_per_delivery_cloud` bounds the client's own (custom) domains: one delivery cloud per organization.
         if (type === "custom") {
-          yield* checkQuota({ ...DomainsResource, quota: "domains_per_delivery_cloud" }, row.organization_id as string, [
+          yield* checkQuota({ ...Domains, quota: "domains_per_delivery_cloud" }, row.organization_id, [
             eq("type", "custom")
           ])
         }
@@ -72,8 +78,8 @@ export const DomainsResource: ResourceDef<Provisioner> = defineResource<Provisio
       }),
     update: (_principal, before, after, input) =>
       Effect.gen(function*() {
-        const from = before.status as string
-        const asked = input.status as string | undefined
+        const from = before.status
+        const asked = input.status
         let status = from
         if (asked !== undefined && asked !== from) {
           if (!(clientMoves[from] ?? []).includes(asked)) return yield* Effect.fail(badMove(from, asked))
@@ -100,13 +106,13 @@ export const DomainsResource: ResourceDef<Provisioner> = defineResource<Provisio
         if (after.status !== "to_be_deleted") return
         // to_be_deleted → deleting → removed (the record goes) | failed.
         const done = yield* undeploy(after)
-        const repo = (yield* Storage).repository(DomainsResource.tableDef)
-        if (done === "removed") yield* Effect.orDie(repo.remove(after.id as string))
-        else yield* Effect.orDie(repo.patch(after.id as string, { status: done }, after.version as number))
+        const repo = (yield* Storage).repository(Domains.tableDef)
+        if (done === "removed") yield* Effect.orDie(repo.remove(after.id))
+        else yield* Effect.orDie(repo.patch(after.id, { status: done }, after.version))
       }),
     remove: (_principal, row) =>
       Effect.gen(function*() {
-        const status = row.status as string
+        const status = row.status
         if (["scheduled", "deploying", "to_be_deleted", "deleting"].includes(status)) {
           return yield* Effect.fail(new InvalidInput({
             message: `A domain in '${status}' cannot be removed while its provisioning is in progress`,

@@ -12,10 +12,10 @@ import {
   ExportRun,
   ExportRunInput
 } from "../Domain/Export.js"
-import { Ids, type Row, Storage } from "../Ports.js"
+import { Ids, type Row, Storage, type TableDef } from "../Ports.js"
 import { type Principal, requireOrganization } from "../Principal.js"
 import { type Condition, eq } from "../Query.js"
-import { defineResource, type ResourceDef } from "../Resource.js"
+import { declareResource, defineResource } from "../Resource.js"
 import { checkQuota, decode, loadVisible, requireFeature, toOutput } from "../Service.js"
 import { Settings } from "../Settings.js"
 import { Tables } from "../Tables.js"
@@ -73,9 +73,9 @@ const destinationsQuota = (organizationId: string, destinations: ReadonlyArray<E
 
 /** `exports_configs` counts the enabled configurations. */
 const enabledQuota = (organizationId: string) =>
-  checkQuota({ ...ExportConfigsResource, quota: "exports_configs" }, organizationId, [eq("enabled", true)])
+  checkQuota({ ...ExportConfigs, quota: "exports_configs" }, organizationId, [eq("enabled", true)])
 
-export const ExportConfigsResource: ResourceDef = defineResource({
+const ExportConfigs = declareResource({
   name: "export config",
   path: "exports/configs",
   table: "export_configs",
@@ -85,20 +85,23 @@ export const ExportConfigsResource: ResourceDef = defineResource({
   updateInput: ExportConfigUpdate,
   methods: ["find", "get", "create", "update", "patch", "remove"],
   ownerField: "organization_id",
-  defaults: { enabled: true },
+  defaults: { enabled: true }
+})
+
+export const ExportConfigsResource = ExportConfigs.with({
   hooks: {
     create: (_p, row) =>
       Effect.gen(function*() {
-        const org = row.organization_id as string
+        const org = row.organization_id
         if (row.enabled === true) yield* enabledQuota(org)
-        yield* destinationsQuota(org, row.destinations as ReadonlyArray<ExportDestination>)
+        yield* destinationsQuota(org, row.destinations)
         return { row }
       }),
     update: (_p, before, after, input) =>
       Effect.gen(function*() {
-        const org = after.organization_id as string
+        const org = after.organization_id
         if (after.enabled === true && before.enabled !== true) yield* enabledQuota(org)
-        if ("destinations" in input) yield* destinationsQuota(org, after.destinations as ReadonlyArray<ExportDestination>)
+        if ("destinations" in input) yield* destinationsQuota(org, after.destinations)
         return after
       })
   }
@@ -119,11 +122,11 @@ export const ExportRunsResource = defineResource({
 const PAGE = 500
 
 /** Pages through a table in `created_at, id` order: at most one page is held in memory. */
-const forEachPage = (
-  table: typeof ConsentEventsResource.tableDef,
+const forEachPage = <A extends Row>(
+  table: TableDef<A>,
   where: ReadonlyArray<Condition>,
   sortField: string,
-  each: (rows: ReadonlyArray<Row>) => Effect.Effect<void, ExportFailed>
+  each: (rows: ReadonlyArray<A>) => Effect.Effect<void, ExportFailed>
 ) =>
   Effect.gen(function*() {
     const repo = (yield* Storage).repository(table)
@@ -136,7 +139,7 @@ const forEachPage = (
     }
   })
 
-const lines = (type: string, rows: ReadonlyArray<Row>, out: (r: Row) => Row) =>
+const lines = <A>(type: string, rows: ReadonlyArray<A>, out: (r: A) => Row) =>
   rows.map((r) => JSON.stringify({ type, ...out(r) })).join("\n") + "\n"
 
 /** Gate of `exports/execute`: the premium feature `batch_exports_manual_run`. */
@@ -170,7 +173,7 @@ export const executeExport = (principal: Principal, body: unknown) =>
     const from = new Date(input.from).toISOString()
     const to = new Date(input.to).toISOString()
     const id = yield* Effect.flatMap(Ids, (ids) => ids.next)
-    const destinations = config.destinations as ReadonlyArray<ExportDestination>
+    const destinations = config.destinations
     const sink = yield* ExportSink
     const fileName = `export-${org}-${from.replace(/[:.]/g, "-")}-${id}.ndjson`
     const range = (f: string): Array<Condition> => [
@@ -200,7 +203,7 @@ export const executeExport = (principal: Principal, body: unknown) =>
     const outcome = yield* Effect.either(run)
     if (Either.isLeft(outcome)) yield* Effect.forEach(writers, (w) => w.abort, { discard: true })
     const now = yield* nowIso
-    const row: Row = {
+    const stored = yield* Effect.orDie((yield* Storage).repository(ExportRunsResource.tableDef).create({
       id,
       organization_id: org,
       export_config_id: config.id,
@@ -214,7 +217,6 @@ export const executeExport = (principal: Principal, body: unknown) =>
       created_at: now,
       updated_at: now,
       version: 1
-    }
-    const stored = yield* Effect.orDie((yield* Storage).repository(ExportRunsResource.tableDef).create(row))
+    }))
     return toOutput(ExportRunsResource, stored)
   })

@@ -24,7 +24,7 @@ import { buildSdkConfig, sdkInputErrors, templateAppErrors, type ApprovedText } 
 import { type Row, Storage, UnitOfWork } from "../Ports.js"
 import { isOperator, type Principal, requireOrganization } from "../Principal.js"
 import { eq } from "../Query.js"
-import { defineResource, type ResourceDef } from "../Resource.js"
+import { declareResource, defineResource, type StoredRow } from "../Resource.js"
 import { decode, loadVisible, type LookUp } from "../Service.js"
 import { ConsentEventsResource } from "./Consents.js"
 
@@ -47,13 +47,13 @@ const failOn = (errors: Record<string, string>) =>
  * `default` on every other default text of the organization sharing one of its platforms, in
  * the same transaction, serialised on `notice-default:<org>`.
  */
-const clearOtherDefaults = (row: Row) =>
+const clearOtherDefaults = (row: StoredRow<typeof Texts>) =>
   Effect.gen(function*() {
     if (row.default !== true) return
-    const org = row.organization_id as string
+    const org = row.organization_id
     yield* Effect.flatMap(UnitOfWork, (u) => u.lock(`notice-default:${org}`))
-    const repo = (yield* Storage).repository(NoticeTextsResource.tableDef)
-    const platforms = new Set(row.platforms as ReadonlyArray<string>)
+    const repo = (yield* Storage).repository(Texts.tableDef)
+    const platforms = new Set<string>(row.platforms)
     for (let skip = 0;; skip += 500) {
       const page = yield* repo.find({
         count: false,
@@ -64,14 +64,14 @@ const clearOtherDefaults = (row: Row) =>
       })
       for (const other of page.data) {
         if (other.id === row.id) continue
-        if (!(other.platforms as ReadonlyArray<string>).some((p) => platforms.has(p))) continue
-        yield* repo.patch(other.id as string, { default: false, updated_at: row.updated_at }, other.version as number)
+        if (!other.platforms.some((p) => platforms.has(p))) continue
+        yield* repo.patch(other.id, { default: false, updated_at: row.updated_at }, other.version)
       }
       if (page.data.length < 500) break
     }
   })
 
-export const NoticeTextsResource = defineResource({
+const Texts = declareResource({
   name: "notice text",
   path: "widgets/notices/texts",
   table: "notice_texts",
@@ -81,7 +81,10 @@ export const NoticeTextsResource = defineResource({
   updateInput: NoticeTextUpdate,
   methods: ["find", "get", "create", "update", "patch"],
   ownerField: "organization_id",
-  defaults: { platforms: [], default: false },
+  defaults: { platforms: [], default: false }
+})
+
+export const NoticeTextsResource = Texts.with({
   hooks: {
     create: (_p, row) => Effect.as(clearOtherDefaults(row), { row }),
     update: (_p, _before, after) => Effect.as(clearOtherDefaults(after), after)
@@ -90,13 +93,13 @@ export const NoticeTextsResource = defineResource({
 
 // ---------------------------------------------------------------- contents
 
-const approvedImmutable = (row: Row) =>
+const approvedImmutable = (row: { readonly id: string }) =>
   new Conflict({
     message: `Notice text content '${row.id}' is approved and cannot be changed: it is the proof of what users saw`,
     errors: { status: "is approved" }
   })
 
-export const NoticeTextContentsResource: ResourceDef = defineResource({
+const Contents = declareResource({
   name: "notice text content",
   path: "widgets/notices/texts-contents",
   table: "notice_text_contents",
@@ -111,12 +114,15 @@ export const NoticeTextContentsResource: ResourceDef = defineResource({
   methods: ["find", "get", "create", "update", "patch", "remove"],
   ownerField: "organization_id",
   unique: [["text_id", "content_version"]],
-  defaults: { includes_purposes: false, status: "submitted" },
+  defaults: { includes_purposes: false, status: "submitted" }
+})
+
+export const NoticeTextContentsResource = Contents.with({
   hooks: {
     create: (principal, row) =>
       Effect.gen(function*() {
         const text = yield* Effect.mapError(
-          loadVisible(NoticeTextsResource, principal, row.text_id as string),
+          loadVisible(NoticeTextsResource, principal, row.text_id),
           () => invalid({ text_id: "is not a notice text of this organization" })
         )
         if (text.organization_id !== row.organization_id) {
@@ -124,21 +130,21 @@ export const NoticeTextContentsResource: ResourceDef = defineResource({
         }
         // content_version = max + 1, serialised per text.
         yield* Effect.flatMap(UnitOfWork, (u) => u.lock(`notice-content:${text.id}`))
-        const last = yield* (yield* Storage).repository(NoticeTextContentsResource.tableDef).find({
+        const last = yield* (yield* Storage).repository(Contents.tableDef).find({
           count: false,
-          where: [eq("text_id", text.id as string)],
+          where: [eq("text_id", text.id)],
           sort: [{ field: "content_version", direction: -1 }],
           limit: 1,
           skip: 0
         })
-        const max = (last.data[0]?.content_version as number | undefined) ?? 0
-        return { row: { ...row, status: "submitted", content_version: max + 1 } }
+        const max = last.data[0]?.content_version ?? 0
+        return { row: { ...row, status: "submitted" as const, content_version: max + 1 } }
       }),
     update: (principal, before, after) =>
       Effect.gen(function*() {
         if (before.status === "approved") return yield* Effect.fail(approvedImmutable(before))
         // A client's change of the text is a new submission; only the operator sets the status.
-        if (!isOperator(principal) && after.content !== before.content) return { ...after, status: "submitted" }
+        if (!isOperator(principal) && after.content !== before.content) return { ...after, status: "submitted" as const }
         return after
       }),
     // Every content is kept forever: it is the proof of what users saw.
@@ -198,7 +204,7 @@ const approvedText = (principal: Principal, organizationId: string, textId: stri
     const noText = invalid({ text_id: "must name a notice text of the organization that has an approved content" })
     const text = yield* Effect.mapError(loadVisible(NoticeTextsResource, principal, textId), () => noText)
     if (text.organization_id !== organizationId) return yield* Effect.fail(noText)
-    const page = yield* (yield* Storage).repository(NoticeTextContentsResource.tableDef).find({
+    const page = yield* (yield* Storage).repository(Contents.tableDef).find({
       count: false,
       where: [eq("text_id", textId), eq("status", "approved")],
       sort: [{ field: "content_version", direction: -1 }],
@@ -209,9 +215,9 @@ const approvedText = (principal: Principal, organizationId: string, textId: stri
     if (!c) return yield* Effect.fail(noText)
     return {
       text_id: textId,
-      content_id: c.id as string,
-      content_version: c.content_version as number,
-      content: c.content as string,
+      content_id: c.id,
+      content_version: c.content_version,
+      content: c.content,
       includes_purposes: c.includes_purposes === true
     } satisfies ApprovedText
   })

@@ -26,7 +26,7 @@ export const PlatformIntegrationsResource = defineResource({
   hooks: {
     create: (_p, row) =>
       Effect.gen(function*() {
-        const token = `pit_${row.id as string}.${randomToken(32)}`
+        const token = `pit_${row.id}.${randomToken(32)}`
         const token_hash = yield* Effect.flatMap(SecretHasher, (h) => h.hash(token))
         return { row: { ...row, token_hash }, reveal: { token } }
       })
@@ -58,22 +58,22 @@ export const createPlatformIntegrationSession = (token: string | undefined, body
       return yield* Effect.fail(invalidToken())
     }
     const integration = found.value
-    if (!(yield* hasher.verify(token!.trim(), integration.token_hash as string)) || integration.enabled !== true) {
+    if (!(yield* hasher.verify(token!.trim(), integration.token_hash)) || integration.enabled !== true) {
       return yield* Effect.fail(invalidToken())
     }
     const settings = yield* Settings
     const iat = yield* nowSeconds
     const access_token = yield* (yield* TokenIssuer).issue({
-      sub: integration.id as string,
+      sub: integration.id,
       kind: "client",
-      org: integration.organization_id as string,
+      org: integration.organization_id,
       iat,
       exp: iat + settings.tokenTtlSeconds
     })
     return {
       type: "api-key",
-      key: integration.id as string,
+      key: integration.id,
       access_token,
-      platform_integration_id: integration.id as string
+      platform_integration_id: integration.id
     } satisfies PlatformIntegrationSession
   })

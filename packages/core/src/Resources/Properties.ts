@@ -2,7 +2,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { Property, PropertyCreate, PropertyUpdate } from "../Domain/Property.js"
 import { InvalidInput } from "../Domain/Errors.js"
-import { type Row, Storage } from "../Ports.js"
+import { Storage } from "../Ports.js"
 import { canAccess, type Principal } from "../Principal.js"
 import { defineResource } from "../Resource.js"
 
@@ -25,7 +25,7 @@ export const loadOwnedProperty = (principal: Principal, propertyId: unknown) =>
   Effect.gen(function*() {
     const found = typeof propertyId === "string"
       ? yield* (yield* Storage).repository(PropertiesResource.tableDef).get(propertyId)
-      : Option.none<Row>()
+      : Option.none()
     if (Option.isNone(found) || !canAccess(principal, found.value.organization_id)) {
       return yield* Effect.fail(
         new InvalidInput({
@@ -38,5 +38,5 @@ export const loadOwnedProperty = (principal: Principal, propertyId: unknown) =>
   })
 
 /** The owner of a cookie or vendor is its property's organization. */
-export const ownerFromProperty = (principal: Principal, input: Row) =>
-  Effect.map(loadOwnedProperty(principal, input.property_id), (p) => p.organization_id as string)
+export const ownerFromProperty = (principal: Principal, input: { readonly property_id: string }) =>
+  Effect.map(loadOwnedProperty(principal, input.property_id), (p) => p.organization_id)

@@ -22,7 +22,7 @@ const checkCertificate = (pem: string) =>
     }
   })
 
-export const SsoConnectionsResource = defineResource<CertificateValidator>({
+export const SsoConnectionsResource = defineResource({
   name: "SSO connection",
   path: "sso-connections",
   table: "sso_connections",
@@ -36,11 +36,12 @@ export const SsoConnectionsResource = defineResource<CertificateValidator>({
   privateFields: { version: field.number },
   unique: [["idp_connection_name"]],
   defaults: { idp_domain_aliases: [], idp_sign_saml_request: false },
+  ports: [CertificateValidator],
   hooks: {
     create: (_principal, row) =>
       Effect.gen(function*() {
-        yield* checkCertificate(row.idp_certificate as string)
-        const org = yield* (yield* Storage).repository(Tables.organizations).get(row.organization_id as string)
+        yield* checkCertificate(row.idp_certificate)
+        const org = yield* (yield* Storage).repository(Tables.organizations).get(row.organization_id)
         const suffix = randomToken(9).toLowerCase().replace(/[^a-z0-9]/g, "x")
         return {
           row: {
@@ -66,7 +67,7 @@ export const SsoConnectionsResource = defineResource<CertificateValidator>({
             errors: { organization_id: "must be the connection's organization (not updatable)" }
           }))
         }
-        if (input.idp_certificate !== undefined) yield* checkCertificate(input.idp_certificate as string)
+        if (input.idp_certificate !== undefined) yield* checkCertificate(input.idp_certificate)
         return after
       })
   }

@@ -8,16 +8,17 @@ import { Timestamp } from "../Domain/Common.js"
 import { Conflict, InvalidInput } from "../Domain/Errors.js"
 import {
   Webhook,
+  type WebhookAuthInput,
   WebhookCreate,
   WebhookDelivery,
   type WebhookEventType,
   WebhookUpdate
 } from "../Domain/Webhook.js"
-import { type Row, Storage } from "../Ports.js"
+import { Storage } from "../Ports.js"
 import type { Principal } from "../Principal.js"
 import { eq } from "../Query.js"
 import { sortableId } from "../Random.js"
-import { defineResource, field, ownedByOrganization } from "../Resource.js"
+import { declareResource, defineResource, defineTable, field, ownedByOrganization, type StoredRow } from "../Resource.js"
 import { decode, loadVisible, toOutput } from "../Service.js"
 import { Settings } from "../Settings.js"
 import { flattenPayload } from "../Webhooks/Flatten.js"
@@ -50,20 +51,7 @@ const signingSecret = () => {
   return `whsec_${btoa(String.fromCharCode(...bytes))}`
 }
 
-/** Splits write-only secrets out of the input into sealed private columns. */
-const sealAuth = (row: Row, input: Row) =>
-  Effect.gen(function*() {
-    if (!("auth" in input)) return row
-    const auth = input.auth as Record<string, unknown> | null
-    if (auth === null) return { ...row, auth: null, auth_client_secret_sealed: null }
-    const settings = yield* Settings
-    yield* checkReceiverUrl(auth.token_url as string, "auth.token_url", settings.webhookAllowHosts)
-    const { client_secret, ...shown } = auth
-    const sealed = yield* Effect.flatMap(SecretBox, (box) => box.seal(client_secret as string))
-    return { ...row, auth: shown, auth_client_secret_sealed: sealed }
-  })
-
-export const WebhooksResource = defineResource<Endpoints>({
+const Webhooks = declareResource({
   name: "webhook",
   path: "webhooks",
   table: "webhooks",
@@ -76,12 +64,29 @@ export const WebhooksResource = defineResource<Endpoints>({
   premiumFeature: "webhooks",
   transient: ["signing_secret"],
   privateFields: { signing_secret_sealed: field.string, auth_client_secret_sealed: field.optionalString },
-  defaults: { enabled: true, event_types: [], flatten: false, regulations: ["gdpr"], auth: null },
+  defaults: { enabled: true, event_types: [], flatten: false, regulations: ["gdpr"], auth: null }
+})
+
+/** Splits write-only secrets out of the input into sealed private columns. */
+const sealAuth = (row: StoredRow<typeof Webhooks>, input: { readonly auth?: WebhookAuthInput | null | undefined }) =>
+  Effect.gen(function*() {
+    const auth = input.auth
+    if (!("auth" in input) || auth === undefined) return row
+    if (auth === null) return { ...row, auth: null, auth_client_secret_sealed: null }
+    const settings = yield* Settings
+    yield* checkReceiverUrl(auth.token_url, "auth.token_url", settings.webhookAllowHosts)
+    const { client_secret, ...shown } = auth
+    const sealed = yield* Effect.flatMap(SecretBox, (box) => box.seal(client_secret))
+    return { ...row, auth: shown, auth_client_secret_sealed: sealed }
+  })
+
+export const WebhooksResource = Webhooks.with({
+  ports: [Endpoints],
   hooks: {
     create: (_p, row, input) =>
       Effect.gen(function*() {
         const settings = yield* Settings
-        yield* checkReceiverUrl(row.url as string, "url", settings.webhookAllowHosts)
+        yield* checkReceiverUrl(row.url, "url", settings.webhookAllowHosts)
         const secret = signingSecret()
         const sealed = yield* Effect.flatMap(SecretBox, (box) => box.seal(secret))
         const withAuth = yield* sealAuth({ ...row, signing_secret_sealed: sealed }, input)
@@ -90,7 +95,7 @@ export const WebhooksResource = defineResource<Endpoints>({
     update: (_p, _before, after, input) =>
       Effect.gen(function*() {
         const settings = yield* Settings
-        if ("url" in input) yield* checkReceiverUrl(after.url as string, "url", settings.webhookAllowHosts)
+        if ("url" in input) yield* checkReceiverUrl(after.url, "url", settings.webhookAllowHosts)
         return yield* sealAuth(after, input)
       }),
     afterCommit: (output) => forgetEndpoint(output.id)
@@ -128,7 +133,7 @@ export const DeliveriesResource = defineResource({
         Effect.flatMap(Storage, (s) =>
           s.repository(AttemptsTable).find({
             count: false,
-            where: [eq("delivery_id", row.id as string)],
+            where: [eq("delivery_id", row.id)],
             sort: [{ field: "attempted_at", direction: 1 }],
             limit: 1000,
             skip: 0
@@ -141,24 +146,21 @@ export const DeliveriesResource = defineResource({
   }
 })
 
-export const AttemptsTable = {
-  table: "webhook_attempts",
-  fields: {
-    id: field.string,
-    delivery_id: field.string,
-    organization_id: field.string,
-    attempted_at: field.timestamp,
-    status_code: { kind: "number", nullable: true },
-    duration_ms: field.number,
-    error: field.optionalString,
-    response_excerpt: field.optionalString
-  },
-  key: ["id"],
-  unique: [],
+/** The log of delivery attempts: private to the platform, read through a delivery's `get`. */
+export const AttemptsTable = defineTable("webhook_attempts", {
+  id: field.string,
+  delivery_id: field.string,
+  organization_id: field.string,
+  attempted_at: field.timestamp,
+  status_code: field.optionalNumber,
+  duration_ms: field.number,
+  error: field.optionalString,
+  response_excerpt: field.optionalString
+}, {
   indexes: [{ name: "webhook_attempts_delivery", columns: ["delivery_id", "attempted_at"] }],
   references: [ownedByOrganization],
   defaultSort: [{ field: "attempted_at", direction: 1 }]
-} as const
+})
 
 /**
  * Addresses the messages of a change to every enabled webhook of the organization whose
@@ -179,10 +181,10 @@ export const enqueue = (organizationId: string, events: ReadonlyArray<OutgoingEv
     })
     if (hooks.data.length === 0) return 0
     const now = yield* nowIso
-    const rows: Array<Row> = []
+    const rows: Array<StoredRow<typeof DeliveriesResource>> = []
     for (const hook of hooks.data) {
-      const types = hook.event_types as ReadonlyArray<string>
-      const regulations = (hook.regulations as ReadonlyArray<string> | null) ?? ["gdpr"]
+      const types = hook.event_types
+      const regulations = hook.regulations ?? ["gdpr"]
       for (const event of events) {
         if (types.length > 0 && !types.includes(event.type)) continue
         if (!regulations.includes(event.regulation)) continue
@@ -229,17 +231,17 @@ export const EndpointsLive = Effect.gen(function*() {
       const row = yield* repo.get(id)
       if (Option.isNone(row)) return Option.none<Endpoint>()
       const w = row.value
-      const auth = w.auth as Record<string, string> | null
+      const auth = w.auth
       return Option.some<Endpoint>({
-        id: w.id as string,
-        organization_id: w.organization_id as string,
-        url: w.url as string,
+        id: w.id,
+        organization_id: w.organization_id,
+        url: w.url,
         enabled: w.enabled === true,
-        signingSecret: yield* box.open(w.signing_secret_sealed as string),
+        signingSecret: yield* box.open(w.signing_secret_sealed),
         auth: auth && typeof w.auth_client_secret_sealed === "string"
           ? {
-            token_url: auth.token_url!,
-            client_id: auth.client_id!,
+            token_url: auth.token_url,
+            client_id: auth.client_id,
             client_secret: yield* box.open(w.auth_client_secret_sealed),
             scope: auth.scope,
             audience: auth.audience
@@ -266,7 +268,7 @@ export const EndpointsLive = Effect.gen(function*() {
         for (let i = 0; i < 5; i++) {
           const row = yield* repo.get(id)
           if (Option.isNone(row) || row.value.enabled === false) return
-          const done = yield* repo.patch(id, { enabled: false, updated_at: yield* nowIso }, row.value.version as number)
+          const done = yield* repo.patch(id, { enabled: false, updated_at: yield* nowIso }, row.value.version)
             .pipe(Effect.as(true), Effect.catchAll(() => Effect.succeed(false)))
           if (done) return
         }
@@ -292,7 +294,7 @@ export const replayDelivery = (principal: Principal, id: string) =>
       lease_until: null,
       leased_by: null,
       updated_at: now
-    }, row.version as number)
+    }, row.version)
     return toOutput(DeliveriesResource, stored)
   })
 
@@ -324,14 +326,14 @@ export const replayFailed = (principal: Principal, body: unknown) =>
       const page = yield* repo.find({ count: false, where, sort: [], limit: 500, skip: skipped })
       if (page.data.length === 0) break
       for (const d of page.data) {
-        const ok = yield* repo.patch(d.id as string, {
+        const ok = yield* repo.patch(d.id, {
           status: "pending",
           attempts_count: 0,
           next_attempt_at: now,
           lease_until: null,
           leased_by: null,
           updated_at: now
-        }, d.version as number).pipe(Effect.as(true), Effect.catchAll(() => Effect.succeed(false)))
+        }, d.version).pipe(Effect.as(true), Effect.catchAll(() => Effect.succeed(false)))
         if (ok) replayed++
         else skipped++
       }
