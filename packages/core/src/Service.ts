@@ -94,11 +94,11 @@ const decodeBody = (
   }
   const decoded = decode(schema, clean)
   if (Either.isLeft(decoded)) return Effect.fail(decoded.left)
-  let input = decoded.right as Row
+  let input: Row = decoded.right
   if (Object.keys(extra).length > 0 && def.operatorInput) {
     const op = decode(Schema.partial(def.operatorInput), extra)
     if (Either.isLeft(op)) return Effect.fail(op.left)
-    input = { ...input, ...(op.right as Row) }
+    input = { ...input, ...op.right }
   }
   return Effect.succeed({ input, version })
 }

@@ -17,11 +17,10 @@ import {
   NoticeTextContentUpdate,
   NoticeTextCreate,
   NoticeTextUpdate,
-  SdkConfigurationInput,
-  type TemplateApp
+  SdkConfigurationInput
 } from "../Domain/Notice.js"
 import { buildSdkConfig, sdkInputErrors, templateAppErrors, type ApprovedText } from "../Notices/Rules.js"
-import { type Row, Storage, UnitOfWork } from "../Ports.js"
+import { Storage, UnitOfWork } from "../Ports.js"
 import { isOperator, type Principal, requireOrganization } from "../Principal.js"
 import { eq } from "../Query.js"
 import { declareResource, defineResource, type StoredRow } from "../Resource.js"
@@ -173,12 +172,11 @@ export const NoticeConfigsResource = defineResource({
   methods: ["find", "get", "create", "update", "patch", "remove"],
   ownerField: "organization_id",
   hooks: {
-    create: (_p, row) => Effect.as(failOn(sdkInputErrors(row.config as object, "config.")), { row }),
-    update: (_p, _b, after) => Effect.as(failOn(sdkInputErrors(after.config as object, "config.")), after)
+    create: (_p, row) => Effect.as(failOn(sdkInputErrors(row.config, "config.")), { row }),
+    update: (_p, _b, after) => Effect.as(failOn(sdkInputErrors(after.config, "config.")), after)
   }
 })
 
-const appOf = (config: unknown) => (config as { app: TemplateApp }).app
 
 export const NoticeTemplateConfigsResource = defineResource({
   name: "notice template config",
@@ -191,8 +189,8 @@ export const NoticeTemplateConfigsResource = defineResource({
   methods: ["find", "get", "create", "update", "patch", "remove"],
   ownerField: "organization_id",
   hooks: {
-    create: (_p, row) => Effect.as(failOn(templateAppErrors(appOf(row.config))), { row }),
-    update: (_p, _b, after) => Effect.as(failOn(templateAppErrors(appOf(after.config))), after)
+    create: (_p, row) => Effect.as(failOn(templateAppErrors(row.config.app)), { row }),
+    update: (_p, _b, after) => Effect.as(failOn(templateAppErrors(after.config.app)), after)
   }
 })
 
@@ -257,8 +255,8 @@ const numeric = (ids: ReadonlyArray<string> | undefined, max: number) =>
   (ids ?? []).filter((s) => /^\d{1,6}$/.test(s)).map(Number).filter((n) => n >= 1 && n <= max)
 
 /** The TCF choices of an event: numeric purpose ids 1–11 and numeric vendor ids; others are not TCF. */
-export const tcChoicesOf = (event: Row): TcChoices => {
-  const c = event.consents as EventConsents
+export const tcChoicesOf = (event: { readonly consents: EventConsents; readonly created_at: string }): TcChoices => {
+  const c = event.consents
   const purposes = c.purposes ?? []
   const pid = (p: { id: string }) => numeric([p.id], 11)[0]
   return {
@@ -268,7 +266,7 @@ export const tcChoicesOf = (event: Row): TcChoices => {
     ),
     vendorConsents: numeric(c.vendors?.enabled, 65535),
     vendorLegitimateInterests: numeric(c.vendors?.enabled_li, 65535),
-    created: event.created_at as string
+    created: event.created_at
   }
 }
 
