@@ -76,6 +76,18 @@ const queryParameters = (def: RegisteredResource) => [
   }
 ]
 
+/**
+ * Ids chosen by clients are unique within an organization only: a principal that sees several
+ * names the one meant when the id is held by more than one of them.
+ */
+const organizationParam = {
+  name: "organization_id",
+  in: "query",
+  required: false,
+  description: "The organization of the record: required (400 without it) when the id is held by more than one of the organizations the caller sees",
+  schema: { type: "string" }
+}
+
 export const openApiDocument = (resources: ReadonlyArray<RegisteredResource>): Record<string, unknown> => {
   const schemas: Record<string, unknown> = { Error: errorSchema }
   const paths: Record<string, Record<string, unknown>> = {}
@@ -131,7 +143,10 @@ export const openApiDocument = (resources: ReadonlyArray<RegisteredResource>): R
     const tags = [def.path]
     const collection: Record<string, unknown> = {}
     const item: Record<string, unknown> = {}
-    const idParam = [{ name: "id", in: "path", required: true, schema: { type: "string" } }]
+    const idParam = [
+      { name: "id", in: "path", required: true, schema: { type: "string" } },
+      ...(def.tableDef.key.includes("organization_id") ? [organizationParam] : [])
+    ]
     const common = errorResponses(401, 403, 429)
     if (def.methods.includes("find")) {
       collection.get = {
@@ -244,7 +259,7 @@ export const openApiDocument = (resources: ReadonlyArray<RegisteredResource>): R
       operationId: "consents/events.tcstring",
       summary: "The event's choices as an IAB TCF v2 TC string, encoded by the server",
       security,
-      parameters: [{ name: "id", in: "path", required: true, schema: { type: "string" } }],
+      parameters: [{ name: "id", in: "path", required: true, schema: { type: "string" } }, organizationParam],
       responses: { "200": { description: "OK", content: json("TcString") }, ...errorResponses(400, 404, 401, 403, 429) }
     }
   }
