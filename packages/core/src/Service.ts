@@ -133,39 +133,50 @@ export interface LookUp {
   readonly organizationId?: string | undefined
 }
 
-const ambiguous = (def: AnyResource, id: string) =>
-  new InvalidInput({
-    message: `More than one of your organizations has a ${def.name} with id '${id}': name one with ?organization_id=`,
-    errors: { organization_id: "is required: the id is used in more than one of your organizations" }
-  })
-
 /**
- * The row with this id among the organizations the principal sees, or none. Where ids are
- * unique per organization, an id held by two of them is ambiguous until the look-up names one.
+ * The row whose `field` holds `value` among the organizations the principal sees (or the one
+ * the look-up names), or none. Where values are unique per organization only, two rows make
+ * the look-up ambiguous until it names the organization.
  */
-const findById = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, principal: Principal, id: string, at: LookUp) =>
+export const findWithin = <S extends Shape>(
+  def: Declared<S>,
+  principal: Principal,
+  field: string,
+  value: string,
+  at: LookUp
+) =>
   Effect.gen(function*() {
-    const repo = yield* repoOf(def)
-    if (at.organizationId !== undefined && !canAccess(principal, at.organizationId)) return Option.none<Row>()
-    if (def.tableDef.key.length === 1) {
-      const row = yield* repo.get(id)
-      const owner = Option.isSome(row) && def.ownerField !== undefined ? row.value[def.ownerField] : undefined
-      return at.organizationId !== undefined && def.ownerField !== undefined && owner !== at.organizationId
-        ? Option.none<Row>()
-        : row
-    }
-    if (at.organizationId !== undefined) return yield* repo.get({ organization_id: at.organizationId, id })
-    const orgs = organizationsOf(principal)
-    const page = yield* repo.find({
+    if (at.organizationId !== undefined && !canAccess(principal, at.organizationId)) return Option.none<S["stored"]>()
+    const orgs = at.organizationId !== undefined ? [at.organizationId] : organizationsOf(principal)
+    const page = yield* (yield* Storage).repository(def.tableDef).find({
       count: false,
-      where: [eq("id", id), ...(orgs === "all" ? [] : [inList("organization_id", orgs)])],
+      where: [eq(field, value), ...(orgs === "all" ? [] : [inList("organization_id", orgs)])],
       sort: [],
       ordered: false,
       limit: 2,
       skip: 0
     })
-    if (page.data.length > 1) return yield* Effect.fail(ambiguous(def, id))
+    if (page.data.length > 1) {
+      return yield* Effect.fail(
+        new InvalidInput({
+          message: `More than one of your organizations has a ${def.name} with ${field} '${value}': name one with ?organization_id=`,
+          errors: { organization_id: "is required: the id is used in more than one of your organizations" }
+        })
+      )
+    }
     return Option.fromNullable(page.data[0])
+  })
+
+/** The row with this id among the organizations the principal sees, or none. */
+const findById = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, principal: Principal, id: string, at: LookUp) =>
+  Effect.gen(function*() {
+    if (def.tableDef.key.length > 1) return yield* findWithin(def, principal, "id", id, at)
+    if (at.organizationId !== undefined && !canAccess(principal, at.organizationId)) return Option.none<S["stored"]>()
+    const row = yield* (yield* repoOf(def)).get(id)
+    const owner = Option.isSome(row) && def.ownerField !== undefined ? row.value[def.ownerField] : undefined
+    return at.organizationId !== undefined && def.ownerField !== undefined && owner !== at.organizationId
+      ? Option.none<S["stored"]>()
+      : row
   })
 
 /** Loads a row the principal may see, or fails with NotFound (never revealing existence). */

@@ -15,10 +15,10 @@ import {
 import { InvalidInput, NotFound } from "../Domain/Errors.js"
 import { emptyState, mergeAll, mergeEvent, sameConsents } from "../Consents/Merge.js"
 import { Ids, Storage } from "../Ports.js"
-import { canAccess, organizationsOf, type Principal } from "../Principal.js"
-import { eq, inList } from "../Query.js"
+import { canAccess, type Principal } from "../Principal.js"
+import { eq } from "../Query.js"
 import { declareResource, field, type StoredRow } from "../Resource.js"
-import { ensureMethodFor, type LookUp, requireFeature, toOutput } from "../Service.js"
+import { ensureMethodFor, findWithin, type LookUp, requireFeature, toOutput } from "../Service.js"
 import { enqueue, type OutgoingEvent } from "./Webhooks.js"
 
 /**
@@ -345,29 +345,10 @@ export const ConsentUsersResource = Users.with({
 export const getUserByOrganizationUserId = (principal: Principal, organizationUserId: string, at: LookUp = {}) =>
   Effect.gen(function*() {
     yield* ensureMethodFor(ConsentUsersResource, principal, "get")
-    const notFound = new NotFound({ message: `No consent user found for organization user id '${organizationUserId}'` })
-    if (at.organizationId !== undefined && !canAccess(principal, at.organizationId)) return yield* Effect.fail(notFound)
-    const orgs = at.organizationId !== undefined ? [at.organizationId] : organizationsOf(principal)
-    const repo = yield* users()
-    const page = yield* repo.find({
-      count: false,
-      where: [eq("organization_user_id", organizationUserId), ...(orgs === "all" ? [] : [inList("organization_id", orgs)])],
-      sort: [],
-      ordered: false,
-      limit: 2,
-      skip: 0
-    })
-    if (page.data.length > 1) {
-      return yield* Effect.fail(
-        new InvalidInput({
-          message:
-            `More than one of your organizations has a consent user with organization user id '${organizationUserId}': name one with ?organization_id=`,
-          errors: { organization_id: "is required: the id is used in more than one of your organizations" }
-        })
-      )
+    const row = yield* findWithin(Users, principal, "organization_user_id", organizationUserId, at)
+    if (Option.isNone(row) || !canAccess(principal, row.value.organization_id)) {
+      return yield* Effect.fail(new NotFound({ message: `No consent user found for organization user id '${organizationUserId}'` }))
     }
-    const row = page.data[0]
-    if (!row || !canAccess(principal, row.organization_id)) return yield* Effect.fail(notFound)
-    yield* requireFeature(ConsentUsersResource, principal, row.organization_id)
-    return userOut(row)
+    yield* requireFeature(ConsentUsersResource, principal, row.value.organization_id)
+    return userOut(row.value)
   })

@@ -202,6 +202,41 @@ describe("exports: execute", () => {
     expect(first.body.data[0]).toMatchObject({ id: r.body.id, export_config_id: c.id, users_count: 0 })
   })
 
+  it("two organizations using the same event and user ids each export their own, named by that id", async () => {
+    const tenants = [await tenant(), await tenant()]
+    const eventId = `order-${Math.random().toString(36).slice(2, 8)}`
+    for (const [i, t] of tenants.entries()) {
+      const r = await t.call("POST", "/v1/consents/events", {
+        body: {
+          id: eventId,
+          organization_id: t.org.id,
+          created_at: "2026-11-10T00:00:00.000Z",
+          user: { id: "customer-7" },
+          consents: { purposes: [{ id: "analytics", enabled: i === 0 }] }
+        }
+      })
+      expect(r.status, r.text).toBe(201)
+    }
+    for (const [i, t] of tenants.entries()) {
+      const sub = `same-${t.org.id}`
+      const c = await newConfig(t, [dir(sub)])
+      const r = await t.call("POST", "/v1/exports/execute", {
+        body: { organization_id: t.org.id, export_config_id: c.id, from: "2026-11-05T00:00:00Z", to: "2026-11-15T00:00:00Z" }
+      })
+      expect(r.status, r.text).toBe(201)
+      const [file] = fs.readdirSync(path.join(root, sub))
+      const lines = readNdjson(fs.readFileSync(path.join(root, sub, file!), "utf8"))
+      expect(lines).toHaveLength(1)
+      expect(lines[0]).toMatchObject({
+        type: "event",
+        id: eventId,
+        organization_id: t.org.id,
+        user: { id: "customer-7" },
+        consents: { purposes: [{ id: "analytics", enabled: i === 0 }] }
+      })
+    }
+  })
+
   it("pages through more rows than one page, in order", async () => {
     const t = await tenant()
     const n = 530
