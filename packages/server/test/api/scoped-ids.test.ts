@@ -251,4 +251,15 @@ describe("a principal seeing several organizations names one when the id is ambi
     expect400(await op.call("GET", `/v1/consents/events/${enc(eventId)}`))
     expect404(await op.call("GET", `/v1/consents/events/${enc(eventId)}?organization_id=${enc(b.org.id)}`))
   })
+
+  it("on other resources ?organization_id= only narrows: the record's own organization finds it, another one is a 404", async () => {
+    const keyId = a.key.id as string
+    const own = await op.call("GET", `/v1/keys/${enc(keyId)}?organization_id=${enc(a.org.id)}`)
+    expect(own.status, own.text).toBe(200)
+    expect(own.body.organization_id).toBe(a.org.id)
+    expect404(await op.call("GET", `/v1/keys/${enc(keyId)}?organization_id=${enc(b.org.id)}`))
+    expect404(await op.call("PATCH", `/v1/keys/${enc(keyId)}?organization_id=${enc(b.org.id)}`, { body: { description: "x" } }))
+    expect404(await a.call("GET", `/v1/keys/${enc(keyId)}?organization_id=${enc(b.org.id)}`))
+    expect((await a.call("GET", `/v1/keys/${enc(keyId)}`)).status).toBe(200)
+  })
 })
