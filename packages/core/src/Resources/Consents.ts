@@ -14,7 +14,7 @@ import {
 } from "../Domain/Consent.js"
 import { InvalidInput, NotFound } from "../Domain/Errors.js"
 import { emptyState, mergeAll, mergeEvent, sameConsents } from "../Consents/Merge.js"
-import { Ids, Storage } from "../Ports.js"
+import { Ids, keyOf, Storage } from "../Ports.js"
 import { canAccess, type Principal } from "../Principal.js"
 import { eq } from "../Query.js"
 import { declareResource, field, type StoredRow } from "../Resource.js"
@@ -86,12 +86,6 @@ const events = () => Effect.map(Storage, (s) => s.repository(Events.tableDef))
 const eventOut = (row: EventRow) => toOutput(Events, row)
 const userOut = (row: UserRow) => toOutput(Users, row)
 
-/** The key of a consent user or event: their ids are unique only within an organization. */
-const scopedKey = (row: { readonly organization_id: string; readonly id: string }) => ({
-  organization_id: row.organization_id,
-  id: row.id
-})
-
 /** Every confirmed event of a user for a regulation, merged from scratch. */
 const recompute = (user: UserRow, regulation: string) =>
   Effect.gen(function*() {
@@ -131,7 +125,7 @@ const setState = (user: UserRow, regulation: string, next: ConsentState | undefi
     if (next === undefined) delete consents[regulation]
     else consents[regulation] = next
     const repo = yield* users()
-    const after = yield* repo.patch(scopedKey(user), { consents, updated_at: yield* nowIso }, user.version)
+    const after = yield* repo.patch(keyOf(Users.tableDef, user), { consents, updated_at: yield* nowIso }, user.version)
     return { before: user, after, choicesChanged }
   })
 
