@@ -1,5 +1,6 @@
 /**
  * Adds the API to an existing Express app, next to the host's own routes, with one app.use.
+ * Listens on PORT (default 3002) and HOST (default 127.0.0.1).
  *   pnpm --filter @cmp/examples mount
  */
 import { createApi } from "@cmp/http-express"
@@ -26,10 +27,14 @@ app.post("/host/echo", (req, res) => {
   res.json(req.body)
 })
 
-const server = app.listen(3002, "127.0.0.1", () => {
-  console.log("host app on http://127.0.0.1:3002 — API under /consent-api/v1, docs under /consent-api/docs/")
+const port = Number(process.env.PORT || 3002)
+const host = process.env.HOST || "127.0.0.1"
+const server = app.listen(port, host, () => {
+  console.log(`host app on http://${host}:${port} — API under /consent-api/v1, docs under /consent-api/docs/`)
 })
-process.once("SIGINT", () => {
+const stop = () => {
   server.close()
   void api.dispose().then(() => process.exit(0))
-})
+}
+process.once("SIGINT", stop)
+process.once("SIGTERM", stop)

@@ -1,6 +1,7 @@
 /**
  * The API on Node's own `http` server, without Express: the framework-neutral layer takes a plain
- * request and gives a plain response, so any framework hosts it the same way.
+ * request and gives a plain response, so any framework hosts it the same way. Listens on PORT
+ * (default 3003) and HOST (default 127.0.0.1).
  *   pnpm --filter @cmp/examples node-http
  */
 import { fromNodeRequest, makeHttpApi, writeNodeResponse } from "@cmp/http"
@@ -19,9 +20,12 @@ const api = await makeHttpApi({
 const server = http.createServer((req, res) => {
   api.handle(fromNodeRequest(req)).then((response) => writeNodeResponse(res, response))
 })
-const port = Number(process.env.PORT ?? 3003)
-server.listen(port, "127.0.0.1", () => console.log(`API on http://127.0.0.1:${port}/v1, docs on http://127.0.0.1:${port}/docs/`))
-process.once("SIGINT", () => {
+const port = Number(process.env.PORT || 3003)
+const host = process.env.HOST || "127.0.0.1"
+server.listen(port, host, () => console.log(`API on http://${host}:${port}/v1, docs on http://${host}:${port}/docs/`))
+const stop = () => {
   server.close()
   void api.dispose().then(() => process.exit(0))
-})
+}
+process.once("SIGINT", stop)
+process.once("SIGTERM", stop)

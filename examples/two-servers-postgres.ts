@@ -1,6 +1,7 @@
 /**
  * Two API processes on two ports against one PostgreSQL, with nothing between them but the
- * database: a write through one is read back through the other.
+ * database: a write through one is read back through the other. They listen on PORT and the
+ * port after it (default 3101 and 3102), on HOST (default 127.0.0.1).
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres pnpm --filter @cmp/examples two-servers
  */
 import { type ChildProcess, spawn } from "node:child_process"
@@ -46,7 +47,8 @@ const call = async (url: string, method: string, body?: unknown, token?: string)
 }
 
 try {
-  const [a, b] = await Promise.all([start(3101), start(3102)])
+  const first = Number(process.env.PORT || 3101)
+  const [a, b] = await Promise.all([start(first), start(first + 1)])
   console.log(`server A: ${a}\nserver B: ${b}`)
   const { access_token } = await call(`${a}/v1/sessions`, "POST", { type: "api-key", ...admin })
   const created = await call(`${a}/v1/organizations`, "POST", { name: `Example ${Date.now()}` }, access_token)

@@ -6,13 +6,18 @@
  * (docs/benchmarks.md). Tests still run the sources. Native and asset packages stay outside the
  * bundle and are resolved from this package at run time. `dist/meta.json` records which sources
  * each output holds.
+ *
+ * The bundle is written beside `dist/` and then swapped in, so a process starting meanwhile (a
+ * test, a second `pnpm start`) finds a whole bundle, the old or the new one, never half of one.
  */
 import { build } from "esbuild"
 import * as fs from "node:fs"
 import * as path from "node:path"
 
 const here = import.meta.dirname
-const outdir = path.join(here, "dist")
+const dist = path.join(here, "dist")
+const staging = `dist.new-${process.pid}`
+const outdir = path.join(here, staging)
 fs.rmSync(outdir, { recursive: true, force: true })
 const result = await build({
   absWorkingDir: here,
@@ -32,4 +37,25 @@ const result = await build({
   sourcemap: "linked",
   logLevel: "warning"
 })
-fs.writeFileSync(path.join(outdir, "meta.json"), JSON.stringify(result.metafile))
+// Paths in meta.json name `dist/`, where the files end up.
+fs.writeFileSync(path.join(outdir, "meta.json"), JSON.stringify(result.metafile).replaceAll(`"${staging}/`, "\"dist/"))
+
+/** Moves `from` to `to`; false when `to` is taken (another build swapped its bundle in first). */
+const move = (from, to) => {
+  try {
+    fs.renameSync(from, to)
+  } catch (error) {
+    if (error.code === "ENOENT") return true
+    if (error.code === "ENOTEMPTY" || error.code === "EEXIST") return false
+    throw error
+  }
+  return true
+}
+const retired = []
+for (;;) {
+  const old = path.join(here, `dist.old-${process.pid}-${retired.length}`)
+  retired.push(old)
+  move(dist, old)
+  if (move(outdir, dist)) break
+}
+for (const old of retired) fs.rmSync(old, { recursive: true, force: true })

@@ -41,7 +41,11 @@ const REFRESH_MS = 5_000
 export class ApiUsage extends Context.Tag("@cmp/core/ApiUsage")<
   ApiUsage,
   {
-    readonly hit: (organizationId: string) => Effect.Effect<void, TooManyRequests>
+    /**
+     * Counts one request against each organization it acts in (a find over several counts once
+     * in each); refused, it counts nowhere, so no organization pays for a request it did not get.
+     */
+    readonly hit: (organizationIds: string | ReadonlyArray<string>) => Effect.Effect<void, TooManyRequests>
     readonly flush: Effect.Effect<void>
   }
 >() {
@@ -65,10 +69,9 @@ export class ApiUsage extends Context.Tag("@cmp/core/ApiUsage")<
         c.stored = yield* usage.add(organizationId, c.period, n)
       })
 
-    const hit = (organizationId: string) =>
+    /** The organization's counter for the current period, read again when stale. */
+    const counterOf = (organizationId: string, key: string, now: number) =>
       Effect.gen(function*() {
-        const now = yield* nowMillis
-        const { endsAt, key } = periodOf(settings.apiRequestsPeriod, now)
         let c = counters.get(organizationId)
         if (!c || c.period !== key || now - c.refreshedAt > REFRESH_MS) {
           if (c) yield* flushOne(organizationId, c)
@@ -77,15 +80,27 @@ export class ApiUsage extends Context.Tag("@cmp/core/ApiUsage")<
           c = { period: key, stored, pending: 0, limit, refreshedAt: now }
           counters.set(organizationId, c)
         }
-        if (c.stored + c.pending >= c.limit) {
+        return c
+      })
+
+    const hit = (organizationIds: string | ReadonlyArray<string>) =>
+      Effect.gen(function*() {
+        const now = yield* nowMillis
+        const { endsAt, key } = periodOf(settings.apiRequestsPeriod, now)
+        const ids = typeof organizationIds === "string" ? [organizationIds] : [...new Set(organizationIds)]
+        const cs: Array<Counter> = []
+        for (const id of ids) cs.push(yield* counterOf(id, key, now))
+        const exhausted = cs.find((c) => c.stored + c.pending >= c.limit)
+        if (exhausted) {
           return yield* Effect.fail(
             new TooManyRequests({
-              message: `Quota 'api_requests' of ${c.limit} requests per period is exhausted`,
+              message: `Quota 'api_requests' of ${exhausted.limit} requests per period is exhausted`,
               retryAfterSeconds: Math.max(1, Math.ceil((endsAt - now) / 1000))
             })
           )
         }
-        c.pending++
+        // Reading a counter may yield: count on the one the map holds now, not a replaced copy.
+        ids.forEach((id, i) => (counters.get(id) ?? cs[i]!).pending++)
       })
 
     const flush = Effect.suspend(() =>

@@ -78,3 +78,21 @@ export class LoginThrottle extends Context.Tag("@cmp/core/LoginThrottle")<
 
   static readonly layer = (options?: ThrottleOptions) => Layer.effect(LoginThrottle, LoginThrottle.make(options))
 }
+
+/**
+ * The throttle key of a client address on one credential endpoint. Each endpoint counts its
+ * own: failed invitation tokens do not lock the same office out of its logins.
+ */
+export const addressKeys = (endpoint: "session" | "invitation" | "integration", clientAddress: string | undefined): ReadonlyArray<string> =>
+  clientAddress ? [`addr:${endpoint}:${clientAddress}`] : []
+
+/**
+ * Runs one credential check under the throttle: refused at once while any key is blocked (so a
+ * blocked guess costs no hashing); a failure counts against every key, a success clears them.
+ */
+export const throttled = <A, E, R>(keys: ReadonlyArray<string>, attempt: Effect.Effect<A, E, R>) =>
+  Effect.flatMap(LoginThrottle, (throttle) =>
+    Effect.zipRight(
+      throttle.check(keys),
+      attempt.pipe(Effect.tapBoth({ onFailure: () => throttle.failed(keys), onSuccess: () => throttle.succeeded(keys) }))
+    ))

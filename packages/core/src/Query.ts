@@ -23,11 +23,24 @@ export interface SortKey {
   readonly direction: 1 | -1
 }
 
+/**
+ * Keyset paging: the rows in ascending order of `fields` (non-null columns whose last ones form
+ * the table's key, so no two rows tie), strictly after the position `after` when given (one
+ * value per field). A store pages by comparing with the position, never by skipping rows, so a
+ * walk stays correct while rows are added.
+ */
+export interface Keyset {
+  readonly fields: ReadonlyArray<string>
+  readonly after?: ReadonlyArray<Scalar> | undefined
+}
+
 export interface FindQuery {
   readonly where: ReadonlyArray<Condition>
   readonly sort: ReadonlyArray<SortKey>
   readonly limit: number
   readonly skip: number
+  /** When given, it is the order and the start of the page: `sort` and `skip` are not used. */
+  readonly keyset?: Keyset | undefined
   readonly select?: ReadonlyArray<string>
   /** `false` for internal look-ups that need no total: the store skips the count. */
   readonly count?: boolean
@@ -52,12 +65,21 @@ export interface ParseOptions {
   readonly fields: Readonly<Record<string, FieldInfo>>
   /** Extra `$`-parameters a service understands itself; they are returned, not rejected. */
   readonly passthrough?: ReadonlyArray<string>
+  /**
+   * View parameters: they choose how outputs look, so only `name=value` is allowed; they come
+   * back in `view`, never as conditions.
+   */
+  readonly views?: ReadonlyArray<string>
+  /** The fields `$select` may name (default: `fields`); outputs that are not columns too. */
+  readonly selectable?: ReadonlyArray<string>
   readonly maxLimit?: number
 }
 
 export interface ParsedQuery {
   readonly query: FindQuery
   readonly params: Readonly<Record<string, unknown>>
+  /** The view parameters given, as sent (their values are validated by the resource). */
+  readonly view: Readonly<Record<string, string>>
 }
 
 class QueryError {
@@ -84,6 +106,10 @@ const isPlainObject = (u: unknown): u is Record<string, unknown> =>
 /** Own fields only: `constructor`, `toString`... are inherited by every object, never fields. */
 const fieldOf = (options: ParseOptions, name: string): FieldInfo | undefined =>
   Object.hasOwn(options.fields, name) ? options.fields[name] : undefined
+
+const notAView = (options: ParseOptions, path: string, name: string) => {
+  if (options.views?.includes(name)) fail(path, `is a view parameter, not a field: only ${name}=<value> is allowed`)
+}
 
 /** qs turns `a[0]=x` into an array but large or sparse indices into an object: accept both. */
 const asList = (u: unknown): ReadonlyArray<unknown> | undefined => {
@@ -132,7 +158,8 @@ const parseConditions = (
   options: ParseOptions,
   prefix: string,
   depth: number,
-  params: Record<string, unknown> | undefined
+  params: Record<string, unknown> | undefined,
+  view?: Record<string, string>
 ): Array<Condition> => {
   if (depth > 4) fail(prefix || "$or", "is nested too deeply")
   const out: Array<Condition> = []
@@ -155,6 +182,11 @@ const parseConditions = (
       }
       fail(path, depth === 0 ? "is not a supported query parameter" : "is not allowed here")
     }
+    if (view && options.views?.includes(key) && typeof value === "string") {
+      view[key] = value
+      continue
+    }
+    notAView(options, path, key)
     const info = fieldOf(options, key)
     if (!info) fail(path, "is not a field of this resource")
     if (info!.kind === "json") fail(path, "cannot be used in a query")
@@ -194,6 +226,7 @@ const parseConditions = (
 const parseSort = (raw: unknown, options: ParseOptions): Array<SortKey> => {
   if (!isPlainObject(raw)) return fail("$sort", "must be of the form $sort[field]=1 or -1")
   return Object.entries(raw).map(([field, dir]) => {
+    notAView(options, `$sort.${field}`, field)
     const info = fieldOf(options, field)
     if (!info) fail(`$sort.${field}`, "is not a field of this resource")
     if (info!.kind === "json") fail(`$sort.${field}`, "cannot be sorted on")
@@ -208,7 +241,9 @@ const parseSelect = (raw: unknown, options: ParseOptions): Array<string> => {
   const list = typeof raw === "string" ? raw.split(",") : asList(raw)
   if (!list) return fail("$select", "must be a list of fields")
   return list!.map((f, i) => {
-    if (typeof f !== "string" || !fieldOf(options, f)) return fail(`$select.${i}`, "is not a field of this resource")
+    if (typeof f === "string") notAView(options, `$select.${i}`, f)
+    const known = typeof f === "string" && (options.selectable ? options.selectable.includes(f) : fieldOf(options, f) !== undefined)
+    if (!known) return fail(`$select.${i}`, "is not a field of this resource")
     return f
   })
 }
@@ -220,6 +255,7 @@ export const parseFindQuery = (
 ): Either.Either<ParsedQuery, InvalidInput> => {
   try {
     const params: Record<string, unknown> = {}
+    const view: Record<string, string> = {}
     const rest: Record<string, unknown> = {}
     let limit = DEFAULT_LIMIT
     let skip = 0
@@ -243,9 +279,9 @@ export const parseFindQuery = (
           rest[key] = value
       }
     }
-    const where = parseConditions(rest, options, "", 0, params)
+    const where = parseConditions(rest, options, "", 0, params, view)
     const query: FindQuery = select ? { where, sort, limit, skip, select } : { where, sort, limit, skip }
-    return Either.right({ query, params })
+    return Either.right({ query, params, view })
   } catch (e) {
     if (e instanceof QueryError) {
       return Either.left(

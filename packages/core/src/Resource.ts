@@ -12,6 +12,9 @@ import type { FeatureCache } from "./FeatureCache.js"
 import type { Principal } from "./Principal.js"
 import type { FindQuery, SortKey } from "./Query.js"
 
+/** The view parameters of a request, validated (`{ regulation: "ccpa" }`). */
+export type View = Readonly<Record<string, string>>
+
 export type Method = "find" | "get" | "create" | "update" | "patch" | "remove"
 
 /** What the generic use-cases and hooks may require. */
@@ -30,7 +33,8 @@ export type AnySchema = Schema.Schema<any, any, never>
 
 /** The value a stored column holds, from its `FieldInfo` (JSON columns are opaque here). */
 export type ColumnValue<F extends FieldInfo> =
-  | (F["kind"] extends "string" | "timestamp" ? string
+  | (F extends { readonly "~json"?: infer A } ? (unknown extends A ? unknown : A)
+    : F["kind"] extends "string" | "timestamp" ? string
     : F["kind"] extends "number" ? number
     : F["kind"] extends "boolean" ? boolean
     : unknown)
@@ -86,6 +90,24 @@ export interface Prepared<Stored, Carry = never> {
   readonly carry?: Carry
 }
 
+const CarriedTag: unique symbol = Symbol.for("@cmp/core/Resource/Carried")
+
+/** A row an `update` hook completed, with what `afterUpdate` needs of the preparation. */
+export interface Carried<Stored, Carry> {
+  readonly [CarriedTag]: true
+  readonly row: Stored
+  readonly carry: Carry
+}
+
+export const carrying = <Stored, Carry>(row: Stored, carry: Carry): Carried<Stored, Carry> => ({
+  [CarriedTag]: true,
+  row,
+  carry
+})
+
+export const isCarried = <A, C>(u: A | Carried<A, C>): u is Carried<A, C> =>
+  typeof u === "object" && u !== null && CarriedTag in u
+
 /**
  * The special behaviour of a resource, run inside the write's transaction, typed by the
  * resource's shape. `R`: the ports it needs beyond the core services; `Carry`: what `create`
@@ -115,20 +137,34 @@ export interface Hooks<S extends Shape = AnyShape, R = never, Carry = never> {
     row: S["stored"],
     carry: NoInfer<Carry> | undefined
   ): Effect.Effect<void, DomainError, CoreServices | R>
-  /** Checks or completes a changed row (state machines, derived fields). */
+  /**
+   * Checks or completes a changed row (state machines, derived fields); `carrying(row, carry)`
+   * hands data on to `afterUpdate` (the event a user's patch recorded).
+   */
   update?(
     principal: Principal,
     before: S["stored"],
     after: S["stored"],
     input: Partial<S["update"]>
-  ): Effect.Effect<S["stored"], DomainError, CoreServices | R>
+  ): Effect.Effect<S["stored"] | Carried<S["stored"], Carry>, DomainError, CoreServices | R>
   remove?(principal: Principal, row: S["stored"]): Effect.Effect<void, DomainError, CoreServices | R>
-  /** Runs after an update or patch, in its transaction. */
-  afterUpdate?(principal: Principal, before: S["stored"], after: S["stored"]): Effect.Effect<void, DomainError, CoreServices | R>
+  /** Runs after an update or patch, in its transaction; `input` is the validated body. */
+  afterUpdate?(
+    principal: Principal,
+    before: S["stored"],
+    after: S["stored"],
+    input: Partial<S["update"]>,
+    carry: NoInfer<Carry> | undefined
+  ): Effect.Effect<void, DomainError, CoreServices | R>
   /** Runs after a remove, in its transaction. */
   afterRemove?(principal: Principal, removed: S["stored"]): Effect.Effect<void, DomainError, CoreServices | R>
   /** Runs once the write's transaction has committed, with its output (to drop a cached copy). */
   afterCommit?(output: S["output"]): Effect.Effect<void, never, CoreServices | R>
+  /**
+   * Makes the output of a row when it depends on the request's view parameters (a consent
+   * user shows the state of one regulation); without it, the output is the row's own fields.
+   */
+  present?(row: S["stored"], view: View): S["output"]
   /** Adds related data to the output of a `get` (a delivery's attempts). */
   expand?(principal: Principal, row: S["stored"], output: S["output"]): Effect.Effect<S["output"], DomainError, CoreServices | R>
 }
@@ -158,6 +194,11 @@ export interface ResourceData<
   /** Output fields that are never stored (values shown once). */
   readonly transient?: ReadonlyArray<T>
   /**
+   * Which answers show a credential (a token, a secret), so that no cache on the way may keep
+   * them: `"create"` where one is shown once at creation, `"every"` where any answer may show one.
+   */
+  readonly revealsCredentials?: "create" | "every"
+  /**
    * Stored columns that are not part of the output (hashes, input-only fields), or that are
    * stored more precisely than the output says (a `version` the output may omit is never NULL).
    */
@@ -179,8 +220,19 @@ export interface ResourceData<
   readonly premiumFeature?: PremiumFeatureFlag
   /** Private columns that may still be used in a find query (`user_id` of events). */
   readonly queryable?: ReadonlyArray<string>
+  /**
+   * Query parameters that choose how each output looks, not which rows match (`regulation` of
+   * consent users): equality only, validated by their schema, passed to `present`. A create
+   * or patch body naming one also chooses the view of its answer.
+   */
+  readonly viewParams?: Readonly<Record<string, Schema.Schema<string, string, never>>>
   /** Query parameters the service reads itself (`$by_organization_user_id`). */
   readonly passthrough?: ReadonlyArray<string>
+  /**
+   * Find also pages by cursor (`$cursor`): keyset paging in `created_at` then key order, for
+   * tables a client walks end to end while rows keep arriving (consent events and users).
+   */
+  readonly cursorPaging?: boolean
   /** Normalizes a create body before validation (a domain name is trimmed and lower-cased). */
   readonly normalizeCreate?: (body: Readonly<Record<string, unknown>>) => Record<string, unknown>
 }
@@ -258,6 +310,9 @@ const declare = <S extends Shape>(options: ResourceData): Declaration<S> => {
       ...(options.references ?? [])
     ],
     defaultSort: "created_at" in columns ? [{ field: "created_at", direction: 1 }] : []
+  }
+  if (options.cursorPaging && columns.created_at?.nullable !== false) {
+    throw new Error(`${options.path}: cursor paging orders by created_at, which must be a non-null column`)
   }
   const data: Omit<ResourceDef<S>, "hooks" | "ownerFrom"> = {
     ...options,
@@ -353,6 +408,17 @@ export const field = {
   boolean: { kind: "boolean", nullable: false },
   json: { kind: "json", nullable: true }
 } as const satisfies Record<string, FieldInfo>
+
+/** A JSON column whose value has a known type (a private column the output does not show). */
+export interface JsonField<A> extends FieldInfo {
+  readonly kind: "json"
+  readonly nullable: false
+  /** The value's type, for the compiler only. */
+  readonly "~json"?: A
+}
+
+/** A NOT NULL JSON column holding an `A`. */
+export const jsonField = <A>(): JsonField<A> => ({ kind: "json", nullable: false })
 
 /** A declaration of any resource, whatever its ports and carried data. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

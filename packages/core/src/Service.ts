@@ -9,7 +9,8 @@ import type { DomainError } from "./Domain/Errors.js"
 import { Ids, keyOf, type Page, type Row, Storage, UnitOfWork } from "./Ports.js"
 import { canAccess, isOperator, organizationsOf, type Principal, requireOrganization } from "./Principal.js"
 import { type Condition, eq, type FindQuery, inList, parseFindQuery } from "./Query.js"
-import type { AnyResource, AnySchema, CoreServices, Declared, Method, Prepared, ResourceDef, Shape } from "./Resource.js"
+import { cursorAfter, type CursorPage, keysetFields, readCursor } from "./Cursor.js"
+import { type AnyResource, type AnySchema, type CoreServices, type Declared, isCarried, type Method, type Prepared, type ResourceDef, type Shape, type View } from "./Resource.js"
 import { organizationRow, Tables } from "./Tables.js"
 import { readFeatures } from "./FeatureCache.js"
 import { cascade } from "./Relations.js"
@@ -85,7 +86,8 @@ const decodeBody = (
         if (typeof v !== "number" || !Number.isInteger(v) || v < 1) errors.version = "must be a positive integer"
         else version = v
       }
-    } else if (Object.hasOwn(def.outputFields, k) || def.operatorFields.has(k)) errors[k] = "is output only and cannot be set"
+    } else if (def.operatorFields.has(k)) errors[k] = "may only be set by the operator"
+    else if (Object.hasOwn(def.outputFields, k)) errors[k] = "is output only and cannot be set"
     else errors[k] = "is not a field of this resource"
   }
   if (Object.keys(errors).length > 0) {
@@ -116,7 +118,38 @@ export const toOutput = <S extends Shape>(def: Declared<S>, row: S["stored"], re
   return out as S["output"]
 }
 
-const select = (row: Row, fields: ReadonlyArray<string> | undefined): Row => {
+/** The output of a row in a request's view: the resource's own `present`, or its fields. */
+const outputOf = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, row: S["stored"], view: View, reveal?: Row): S["output"] =>
+  def.hooks.present ? def.hooks.present(row, view) : toOutput(def, row, reveal)
+
+const badView = (name: string, message: string) =>
+  new InvalidInput({ message: `Invalid query: ${name} ${message}`, errors: { [name]: message } })
+
+/**
+ * The view parameters of a request, from its query and, on a write, from its body (a consent
+ * user created for `ccpa` is answered in its `ccpa` state).
+ */
+export const resolveView = (
+  def: AnyResource,
+  query: Readonly<Record<string, unknown>> | undefined,
+  body?: Readonly<Record<string, unknown>>
+): Effect.Effect<View, InvalidInput> => {
+  if (!def.viewParams) return Effect.succeed({})
+  const out: Record<string, string> = {}
+  for (const [name, schema] of Object.entries(def.viewParams)) {
+    const raw = body !== undefined && typeof body[name] === "string" ? body[name] : query?.[name]
+    if (raw === undefined) continue
+    if (typeof raw !== "string") {
+      return Effect.fail(badView(name, `is a view parameter, not a field: only ${name}=<value> is allowed`))
+    }
+    const decoded = decode(schema, raw)
+    if (Either.isLeft(decoded)) return Effect.fail(badView(name, decoded.left.errors?.body ?? "is not valid"))
+    out[name] = decoded.right
+  }
+  return Effect.succeed(out)
+}
+
+const selectFields = (row: Row, fields: ReadonlyArray<string> | undefined): Row => {
   if (!fields) return row
   const out: Row = { id: row.id }
   for (const f of fields) if (f in row) out[f] = row[f]
@@ -131,6 +164,8 @@ const repoOf = (def: AnyResource) => Effect.map(Storage, (s) => s.repository(def
  */
 export interface LookUp {
   readonly organizationId?: string | undefined
+  /** The rest of the request's query: the resource's view parameters are read from it. */
+  readonly query?: Readonly<Record<string, unknown>> | undefined
 }
 
 /**
@@ -209,6 +244,27 @@ export const requireFeature = (def: AnyResource, principal: Principal, organizat
     if (!(yield* hasFeature(def, organizationId))) return yield* Effect.fail(featureOff(def))
   })
 
+/**
+ * The premium-feature gate of a write, before its body is validated: an organization without
+ * the feature hears 403 whatever else is wrong with the body. The organization is the one the
+ * body names in `ownerKey` (one the principal acts in, 403 otherwise); where the body names none,
+ * or the owner comes from another input, the principal's organizations: when none of them has
+ * the feature, no body could succeed. The operator is never gated.
+ */
+export const requireFeatureBeforeBody = (def: AnyResource, principal: Principal, body: unknown, ownerKey: string | undefined) =>
+  Effect.gen(function*() {
+    if (!def.premiumFeature || isOperator(principal)) return
+    const named = ownerKey !== undefined && isPlainObject(body) ? body[ownerKey] : undefined
+    if (typeof named === "string" && named !== "") {
+      yield* requireOrganization(principal, named)
+      return yield* requireFeature(def, principal, named)
+    }
+    const orgs = organizationsOf(principal)
+    if (orgs === "all") return
+    for (const org of orgs) if (yield* hasFeature(def, org)) return
+    return yield* Effect.fail(featureOff(def))
+  })
+
 /** The organizations of a find that have the service's premium feature. */
 const featureScope = (def: AnyResource, principal: Principal) =>
   Effect.gen(function*() {
@@ -242,26 +298,87 @@ const scopeQuery = (
   return Effect.succeed({ ...query, where: [...query.where, inList(owner, orgs)] })
 }
 
+/** The parsed and scoped query of a find, and how its rows become outputs (its view, `$select`). */
+const prepareFind = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, principal: Principal, rawQuery: Record<string, unknown>) =>
+  Effect.gen(function*() {
+    const parsed = parseFindQuery(rawQuery, {
+      fields: def.queryFields,
+      passthrough: def.passthrough ?? [],
+      views: Object.keys(def.viewParams ?? {}),
+      // Values shown once are never selectable; outputs a resource presents itself are.
+      selectable: Object.keys(def.hooks.present ? def.outputFields : def.queryFields).filter((f) =>
+        !Object.hasOwn(def.viewParams ?? {}, f)
+      )
+    })
+    if (Either.isLeft(parsed)) return yield* Effect.fail(parsed.left)
+    const view = yield* resolveView(def, parsed.right.view)
+    let query = yield* scopeQuery(def, yield* featureScope(def, principal), parsed.right.query)
+    if (def.hooks.find) query = yield* def.hooks.find(principal, query, parsed.right.params)
+    const select = query.select
+    const output = (rows: ReadonlyArray<S["stored"]>) => rows.map((r) => selectFields(outputOf(def, r, view), select))
+    return { query, output }
+  })
+
+/** A find: a page of `{ total, limit, skip, data }`. */
 export const find = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, principal: Principal, rawQuery: Record<string, unknown>) =>
   Effect.gen(function*() {
     yield* ensureMethod(def, principal, "find")
-    const parsed = parseFindQuery(rawQuery, { fields: def.queryFields, passthrough: def.passthrough ?? [] })
-    if (Either.isLeft(parsed)) return yield* Effect.fail(parsed.left)
-    let query = yield* scopeQuery(def, yield* featureScope(def, principal), parsed.right.query)
-    if (def.hooks.find) query = yield* def.hooks.find(principal, query, parsed.right.params)
-    const repo = yield* repoOf(def)
-    const page = yield* repo.find(query)
-    return {
-      ...page,
-      data: page.data.map((r) => select(toOutput(def, r), query.select))
-    } satisfies Page<Row>
+    const { output, query } = yield* prepareFind(def, principal, rawQuery)
+    const page = yield* (yield* repoOf(def)).find(query)
+    return { ...page, data: output(page.data) } satisfies Page<Row>
   })
+
+/**
+ * A find by cursor (`$cursor`, on a resource that pages by cursor): `{ data, limit, cursor }`,
+ * through the same scope, hooks and output as `find`.
+ */
+export const findByCursor = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, principal: Principal, rawQuery: Record<string, unknown>) =>
+  Effect.gen(function*() {
+    yield* ensureMethod(def, principal, "find")
+    if (!def.cursorPaging) {
+      return yield* Effect.fail(new InvalidInput({
+        message: "Invalid query: $cursor is not a supported query parameter",
+        errors: { $cursor: "is not a supported query parameter" }
+      }))
+    }
+    const cursor = yield* readCursor(def.path, def.tableDef, rawQuery)
+    const { output, query } = yield* prepareFind(def, principal, cursor.query)
+    if (query.limit === 0) {
+      return yield* Effect.fail(new InvalidInput({
+        message: "Invalid query: $limit must be at least 1 with $cursor",
+        errors: { $limit: "must be at least 1 with $cursor" }
+      }))
+    }
+    // One row beyond the page tells whether another page follows, without counting.
+    const page = yield* (yield* repoOf(def)).find({
+      ...query,
+      limit: query.limit + 1,
+      count: false,
+      keyset: { fields: keysetFields(def.tableDef), after: cursor.after }
+    })
+    const rows = page.data.slice(0, query.limit)
+    const more = page.data.length > query.limit
+    return {
+      data: output(rows),
+      limit: query.limit,
+      cursor: more ? cursorAfter(def.tableDef, cursor.binding, rows[rows.length - 1]!) : null
+    } satisfies CursorPage<Row>
+  })
+
+/** The find a request asks for: by cursor when it sends `$cursor` to a resource that pages by cursor. */
+export const findAsRequested = <S extends Shape, R, C>(
+  def: ResourceDef<S, R, C>,
+  principal: Principal,
+  rawQuery: Record<string, unknown>
+): Effect.Effect<Page<Row> | CursorPage<Row>, DomainError, CoreServices | R> =>
+  def.cursorPaging && Object.hasOwn(rawQuery, "$cursor") ? findByCursor(def, principal, rawQuery) : find(def, principal, rawQuery)
 
 export const get = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, principal: Principal, id: string, at: LookUp = {}) =>
   Effect.gen(function*() {
     yield* ensureMethod(def, principal, "get")
+    const view = yield* resolveView(def, at.query)
     const row = yield* loadVisible(def, principal, id, at)
-    const output = toOutput(def, row)
+    const output = outputOf(def, row, view)
     return def.hooks.expand ? yield* def.hooks.expand(principal, row, output) : output
   })
 
@@ -321,15 +438,23 @@ export const requireExistingOrganization = (organizationId: string) =>
 const committed = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, output: Row) =>
   Effect.zipRight(signalOutbox, def.hooks.afterCommit ? def.hooks.afterCommit(output) : Effect.void)
 
-export const create = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, principal: Principal, body: unknown) =>
+export const create = <S extends Shape, R, C>(
+  def: ResourceDef<S, R, C>,
+  principal: Principal,
+  body: unknown,
+  at: Pick<LookUp, "query"> = {}
+) =>
   Effect.gen(function*() {
     yield* ensureMethod(def, principal, "create")
     if (!def.createInput) return yield* Effect.fail(methodNotAllowed(def, "create"))
     const normalized = def.normalizeCreate && isPlainObject(body) ? def.normalizeCreate(body) : body
+    const named = def.ownerFrom || def.ownerField === "id" ? undefined : def.ownerField
+    yield* requireFeatureBeforeBody(def, principal, normalized, named)
     const decoded = yield* decodeBody(def, principal, def.createInput, def.createFields, normalized, "create")
     const input = def.ownerFrom && def.ownerField !== undefined
       ? { ...decoded.input, [def.ownerField]: yield* def.ownerFrom(principal, decoded.input) }
       : decoded.input
+    const view = yield* resolveView(def, at.query, input)
     const owner = def.ownerField === undefined ? undefined : input[def.ownerField]
     if (def.ownerField !== undefined && def.ownerField !== "id") yield* requireOrganization(principal, owner)
     yield* requireFeature(def, principal, owner)
@@ -353,7 +478,7 @@ export const create = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, princip
         const repo = yield* repoOf(def)
         const stored = yield* repo.create(prepared.row)
         if (def.hooks.afterCreate) yield* def.hooks.afterCreate(principal, stored, prepared.carry)
-        return toOutput(def, stored, prepared.reveal)
+        return outputOf(def, stored, view, prepared.reveal)
       })
     ).pipe(Effect.tap((out) => committed(def, out)))
   })
@@ -371,6 +496,7 @@ const write = <S extends Shape, R, C>(
     if (!def.updateInput) return yield* Effect.fail(methodNotAllowed(def, method))
     const schema = method === "patch" ? Schema.partial(def.updateInput) : def.updateInput
     const { input, version } = yield* decodeBody(def, principal, schema, def.updateFields, body, "write")
+    const view = yield* resolveView(def, at.query, input)
     const uow = yield* UnitOfWork
     return yield* uow.transaction(
       Effect.gen(function*() {
@@ -379,7 +505,14 @@ const write = <S extends Shape, R, C>(
         // A full replace: updatable fields the body leaves out go back to their default, or null.
         const replaced = method === "update" ? replacedFields(def) : {}
         let after: Row = { ...before, ...replaced, ...input, updated_at: now }
-        if (def.hooks.update) after = yield* def.hooks.update(principal, before, after, input)
+        let carry: C | undefined
+        if (def.hooks.update) {
+          const updated = yield* def.hooks.update(principal, before, after, input)
+          if (isCarried(updated)) {
+            after = updated.row
+            carry = updated.carry
+          } else after = updated
+        }
         const expected = version ?? (before.version as number)
         const repo = yield* repoOf(def)
         const changes: Row = {}
@@ -390,8 +523,8 @@ const write = <S extends Shape, R, C>(
         const stored = method === "update"
           ? yield* repo.update(key, after, expected)
           : yield* repo.patch(key, changes, expected)
-        if (def.hooks.afterUpdate) yield* def.hooks.afterUpdate(principal, before, stored)
-        return toOutput(def, stored)
+        if (def.hooks.afterUpdate) yield* def.hooks.afterUpdate(principal, before, stored, input, carry)
+        return outputOf(def, stored, view)
       })
     ).pipe(Effect.tap((out) => committed(def, out)))
   })
@@ -405,6 +538,7 @@ export const patch = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, principa
 export const remove = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, principal: Principal, id: string, at: LookUp = {}) =>
   Effect.gen(function*() {
     yield* ensureMethod(def, principal, "remove")
+    const view = yield* resolveView(def, at.query)
     const uow = yield* UnitOfWork
     return yield* uow.transaction(
       Effect.gen(function*() {
@@ -415,7 +549,7 @@ export const remove = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, princip
         if (Option.isNone(removed)) return yield* Effect.fail(notFoundError(def, id))
         yield* cascade(def.tableDef, removed.value)
         if (def.hooks.afterRemove) yield* def.hooks.afterRemove(principal, removed.value)
-        return toOutput(def, removed.value)
+        return outputOf(def, removed.value, view)
       })
     ).pipe(Effect.tap((out) => committed(def, out)))
   })

@@ -7,7 +7,7 @@ import { InvalidInput, NotAuthenticated } from "./Domain/Errors.js"
 import { Ids, SecretHasher, Storage, TokenIssuer, UnitOfWork } from "./Ports.js"
 import type { Principal } from "./Principal.js"
 import { findPersonByEmail, membershipsOf } from "./Resources/Account.js"
-import { LoginThrottle } from "./LoginThrottle.js"
+import { addressKeys, throttled } from "./LoginThrottle.js"
 import { decode } from "./Service.js"
 import { Settings } from "./Settings.js"
 import { Tables } from "./Tables.js"
@@ -26,13 +26,11 @@ export const createSession = (body: unknown, clientAddress?: string) =>
     if (Either.isLeft(decoded)) return yield* Effect.fail(decoded.left)
     const input = decoded.right
     // Repeated failures for one key, or from one address, are slowed down.
-    const throttle = yield* LoginThrottle
-    const keys = [`${input.type}:${input.key.trim().toLowerCase()}`, ...(clientAddress ? [`addr:${clientAddress}`] : [])]
-    yield* throttle.check(keys)
-    return yield* authenticateCredentials(input).pipe(
-      Effect.tapBoth({ onFailure: () => throttle.failed(keys), onSuccess: () => throttle.succeeded(keys) })
-    )
+    return yield* throttled([personKey(input.type, input.key), ...addressKeys("session", clientAddress)], authenticateCredentials(input))
   })
+
+/** The throttle key of a login name: an invitation proving a person's password counts there too. */
+const personKey = (type: string, key: string) => `${type}:${key.trim().toLowerCase()}`
 
 const authenticateCredentials = (input: SessionInput) =>
   Effect.gen(function*() {
@@ -126,13 +124,19 @@ const invalidInvitation = () =>
  * it (so an inviter holding the token cannot take over an existing account). Answers with an
  * email session, like `POST /v1/sessions`.
  */
-export const acceptInvitation = (body: unknown) =>
+export const acceptInvitation = (body: unknown, clientAddress?: string) =>
   Effect.gen(function*() {
     const decoded = decode(InvitationAcceptInput, body)
     if (Either.isLeft(decoded)) return yield* Effect.fail(decoded.left)
     const { password, token } = decoded.right
     const m = /^inv_([^.]+)\.(.+)$/.exec(token)
-    if (!m) return yield* Effect.fail(invalidInvitation())
+    // Guessing tokens, or a person's password through an invitation, is slowed like logins.
+    const keys = [...(m ? [`inv:${m[1]}`] : []), ...addressKeys("invitation", clientAddress)]
+    return yield* throttled(keys, m ? redeemInvitation(m[1]!, m[2]!, password) : Effect.fail(invalidInvitation()))
+  })
+
+const redeemInvitation = (invitationId: string, secret: string, password: string) =>
+  Effect.gen(function*() {
     const storage = yield* Storage
     const hasher = yield* SecretHasher
     const settings = yield* Settings
@@ -140,14 +144,14 @@ export const acceptInvitation = (body: unknown) =>
     const persons = storage.repository(Tables.persons)
     const uow = yield* UnitOfWork
     return yield* uow.transaction(Effect.gen(function*() {
-      const invitation = yield* invitations.get(m[1]!)
+      const invitation = yield* invitations.get(invitationId)
       if (Option.isNone(invitation)) {
-        yield* hasher.hash(m[2]!)
+        yield* hasher.hash(secret)
         return yield* Effect.fail(invalidInvitation())
       }
       const inv = invitation.value
       const now = yield* nowIso
-      const ok = yield* hasher.verify(m[2]!, inv.token_hash)
+      const ok = yield* hasher.verify(secret, inv.token_hash)
       if (!ok || inv.accepted_at !== null || (inv.expires_at) <= now) {
         return yield* Effect.fail(invalidInvitation())
       }
@@ -155,14 +159,13 @@ export const acceptInvitation = (body: unknown) =>
       if (Option.isNone(person)) return yield* Effect.fail(invalidInvitation())
       const p = person.value
       if (typeof p.password_hash === "string") {
-        if (!(yield* hasher.verify(password, p.password_hash))) {
-          return yield* Effect.fail(
-            new InvalidInput({
-              message: "This person already has a password: accept with it",
-              errors: { password: "does not match the existing password" }
-            })
-          )
-        }
+        // A guess at the person's password here counts with the guesses by email login.
+        const proof = Effect.filterOrFail(hasher.verify(password, p.password_hash), (matches) => matches, () =>
+          new InvalidInput({
+            message: "This person already has a password: accept with it",
+            errors: { password: "does not match the existing password" }
+          }))
+        yield* throttled([personKey("email", p.email)], proof)
       } else {
         const password_hash = yield* hasher.hash(password)
         yield* persons.patch(p.id, { password_hash, updated_at: now }, p.version).pipe(

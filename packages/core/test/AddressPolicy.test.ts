@@ -156,7 +156,10 @@ describe("AddressPolicy", () => {
         assert.isTrue(Either.isRight(yield* Effect.either(checkReceiverUrl(url, "url", []))), url)
       }
       const http = yield* Effect.either(checkReceiverUrl("http://example.com/", "url", []))
-      assert.isTrue(Either.isLeft(http) && http.left.message === "Invalid url: must be an https URL")
+      assert.isTrue(
+        Either.isLeft(http) &&
+          http.left.message === "Invalid url: plain http is only allowed for hosts listed in WEBHOOK_ALLOW_HOSTS; use https"
+      )
       const creds = yield* Effect.either(checkReceiverUrl("https://u:p@example.com/", "url", []))
       assert.isTrue(Either.isLeft(creds) && creds.left.message === "Invalid url: must not carry credentials")
     }))

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { buildSdkConfig, deepMerge, templateAppErrors } from "../src/Notices/Rules.js"
+import { buildSdkConfig, completeTemplateApp, deepMerge, templateAppErrors } from "../src/Notices/Rules.js"
 
 describe("notice rules", () => {
   it("deepMerge merges objects, replaces arrays and scalars, ignores __proto__", () => {
@@ -24,6 +24,18 @@ describe("notice rules", () => {
       "config.app.vendors.iab.exclude",
       "config.app.vendors.iab.restrictions.0.purposeId",
       "config.app.vendors.iab.restrictions.0.vendors.ids"
+    ])
+  })
+
+  it("completeTemplateApp fills the lists left out, keeps what is given and invents no object", () => {
+    expect(completeTemplateApp(undefined)).toEqual({ essentialPurposes: [], vendors: { include: [] } })
+    expect(completeTemplateApp({ essentialPurposes: ["c1"], vendors: { iab: { all: true, stacks: {} } } })).toEqual({
+      essentialPurposes: ["c1"],
+      vendors: { include: [], iab: { all: true, include: [], exclude: [], restrictions: [], stacks: { ids: [] } } }
+    })
+    const r = { id: "r", purposeId: ["2"], restrictionType: "allow" as const, vendors: { restrictionType: "list" as const, ids: [3] } }
+    expect(completeTemplateApp({ vendors: { iab: { restrictions: [r] } } }).vendors?.iab?.restrictions).toEqual([
+      { ...r, vendors: { restrictionType: "list", ids: [3], purposeId: [] } }
     ])
   })
 

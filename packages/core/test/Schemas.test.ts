@@ -400,10 +400,11 @@ describe("NoticeTemplateConfig", () => {
     bad(Notice.NoticeTemplateConfigCreate, withIab({ all: "yes" }))
     bad(Notice.NoticeTemplateConfigCreate, withIab({ stacks: { auto: true, ids: [1] } }))
   })
-  it("requires app, organization_id and config", () => {
-    expect(bad(Notice.NoticeTemplateConfigCreate, { organization_id: "o1", config: { preferences: {} } })).toContain(
-      "config.app"
-    )
+  it("requires organization_id and config; no field of config.app is required", () => {
+    ok(Notice.NoticeTemplateConfigCreate, { organization_id: "o1", config: { preferences: {} } })
+    ok(Notice.NoticeTemplateConfigCreate, { organization_id: "o1", config: { app: {} } })
+    ok(Notice.NoticeTemplateConfigCreate, { organization_id: "o1", config: { app: { vendors: { iab: { all: true } } } } })
+    expect(bad(Notice.NoticeTemplateConfigCreate, { organization_id: "o1", config: { app: null } })).toContain("config.app")
     expect(bad(Notice.NoticeTemplateConfigCreate, { config })).toContain("organization_id")
     expect(bad(Notice.NoticeTemplateConfigCreate, { organization_id: "o1" })).toContain("config")
   })
@@ -475,11 +476,10 @@ describe("Consent events", () => {
 })
 
 describe("Consent users", () => {
-  const state = {
+  const consents = {
     purposes: [{ id: "analytics", enabled: true }],
-    vendors: { enabled: ["v1"] },
-    tcfcs: "CP...",
-    updated_at: "2026-11-22T10:00:00.000Z"
+    vendors: { enabled: ["v1"], disabled: [], enabled_li: [], disabled_li: [] },
+    tcfcs: "CP..."
   }
   const user = {
     id: "u1",
@@ -487,7 +487,8 @@ describe("Consent users", () => {
     organization_user_id: "u-42",
     metadata: null,
     country: "DE",
-    consents: { gdpr: state, cpra: { purposes: [], vendors: {} } },
+    regulation: "gdpr",
+    consents,
     ...audit
   }
 
@@ -502,17 +503,20 @@ describe("Consent users", () => {
       consents: { purposes: [{ id: "a", enabled: true }] }
     })
     ok(Consent.ConsentUserUpdate, { organization_user_id: null, metadata: {}, country: "GB" })
+    ok(Consent.ConsentUserUpdate, { regulation: "ccpa", consents: { purposes: [{ id: "a", enabled: false }] } })
   })
-  it("the effective status is keyed by regulation and each state is complete", () => {
-    expect(bad(Consent.ConsentUser, { ...user, consents: { gdpr: { vendors: {} } } })).toContain("consents.gdpr.purposes")
-    bad(Consent.ConsentUser, { ...user, consents: { GDPR: state } })
-    expect(bad(Consent.ConsentUser, { ...user, consents: { gdpr: { ...state, extra: 1 } } })).toContain("extra")
+  it("the effective status is one regulation's, with the fields of an event's consents, every list present", () => {
+    expect(bad(Consent.ConsentUser, { ...user, consents: { vendors: consents.vendors } })).toContain("consents.purposes")
+    expect(bad(Consent.ConsentUser, { ...user, consents: { ...consents, vendors: { enabled: [] } } })).toContain("consents.vendors.disabled")
+    expect(bad(Consent.ConsentUser, { ...user, consents: { gdpr: consents } })).toContain("consents")
+    expect(bad(Consent.ConsentUser, { ...user, consents: { ...consents, updated_at: "2026-11-22T10:00:00.000Z" } })).toContain("updated_at")
+    expect(bad(Consent.ConsentUser, { ...user, regulation: "GDPR" })).toContain("regulation")
   })
   it("rejects missing organization_id, bad country, and output-only fields on input", () => {
     expect(bad(Consent.ConsentUserCreate, {})).toContain("organization_id")
     bad(Consent.ConsentUserCreate, { organization_id: "o1", country: "Germany" })
     expect(bad(Consent.ConsentUserCreate, { organization_id: "o1", id: "u1" })).toContain("id")
-    expect(bad(Consent.ConsentUserUpdate, { consents: {} })).toContain("consents")
+    expect(bad(Consent.ConsentUserUpdate, { consents: { purposes: "all" } })).toContain("consents.purposes")
     expect(bad(Consent.ConsentUserUpdate, { organization_id: "o2" })).toContain("organization_id")
   })
 })

@@ -1,4 +1,4 @@
-import { type ApiRequest, fromNodeRequest, fromRuntime, type HandlerOptions, type HttpApi, type HttpApiOptions, makeHttpApi, writeNodeResponse } from "@cmp/http"
+import { type ApiRequest, errorResponse, fromNodeRequest, fromRuntime, type HandlerOptions, type HttpApi, type HttpApiOptions, makeHttpApi, writeNodeResponse } from "@cmp/http"
 import type { PlatformRuntime } from "@cmp/platform"
 import express from "express"
 
@@ -17,12 +17,15 @@ const requestOf = (req: express.Request): ApiRequest => {
   return req.readableEnded && req.body !== undefined ? { ...request, body: JSON.stringify(req.body) } : request
 }
 
+/** `handle` answers every error itself; should it still throw, the host's error page is not ours to send. */
+const internalError = errorResponse(500, "An internal error occurred", {}, { "x-content-type-options": "nosniff" })
+
 const routerOf = (api: HttpApi): express.Router => {
   const router = express.Router()
   router.use((req, res, next) => {
     // Paths outside the API (`/v1`, `/openapi.json`, `/docs`) stay the host's.
     if (!api.owns(req.url)) return next()
-    api.handle(requestOf(req)).then((response) => writeNodeResponse(res, response), next)
+    api.handle(requestOf(req)).then((response) => writeNodeResponse(res, response), () => writeNodeResponse(res, internalError))
   })
   return router
 }

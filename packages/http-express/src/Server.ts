@@ -1,8 +1,10 @@
-import { fromNodeRequest, writeNodeResponse } from "@cmp/http"
+import { errorBody, fromNodeRequest, writeNodeResponse } from "@cmp/http"
 import express from "express"
 import * as http from "node:http"
 import * as https from "node:https"
 import type { AddressInfo } from "node:net"
+import type { Duplex } from "node:stream"
+import { drainable } from "./Drain.js"
 import type { Api } from "./Router.js"
 
 export interface ListenOptions {
@@ -18,8 +20,30 @@ export interface RunningServer {
   readonly api: Api
   readonly server: http.Server
   readonly url: string
-  /** Stops listening, then disposes of the API's platform. */
-  readonly close: () => Promise<void>
+  /**
+   * Stops accepting connections, lets the requests in flight finish (cut after `graceMs`,
+   * default 10 s), then disposes of the API's platform, which lets webhook calls in flight finish.
+   */
+  readonly close: (options?: { readonly graceMs?: number | undefined }) => Promise<void>
+}
+
+/**
+ * A request Node cannot parse never reaches the API; Node's own answer to it is a bare 400.
+ * This one has the contract's body and headers, like every other answer.
+ */
+const answerClientError = (error: Error & { code?: string }, socket: Duplex) => {
+  if (error.code === "ECONNRESET" || !socket.writable) return socket.destroy()
+  const tooLarge = error.code === "HPE_HEADER_OVERFLOW"
+  const body = JSON.stringify(errorBody(400, tooLarge ? "The request headers are too large" : "The request is not valid HTTP"))
+  socket.end([
+    "HTTP/1.1 400 Bad Request",
+    "content-type: application/json; charset=utf-8",
+    `content-length: ${Buffer.byteLength(body)}`,
+    "x-content-type-options: nosniff",
+    "connection: close",
+    "",
+    body
+  ].join("\r\n"))
 }
 
 /** A standalone server: an Express app with the API at its root; every other path answers the API's 404. */
@@ -35,6 +59,8 @@ export const listen = async (api: Api, options: ListenOptions = {}): Promise<Run
     ? https.createServer({ cert: options.tls.cert, key: options.tls.key }, app)
     : http.createServer(app)
   server.keepAliveTimeout = 65_000
+  server.on("clientError", answerClientError)
+  const drain = drainable(server)
   try {
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject)
@@ -47,11 +73,8 @@ export const listen = async (api: Api, options: ListenOptions = {}): Promise<Run
   const address = server.address() as AddressInfo
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address
   const url = `${options.tls ? "https" : "http"}://${host}:${address.port}`
-  const close = async () => {
-    await new Promise<void>((resolve) => {
-      server.close(() => resolve())
-      server.closeAllConnections()
-    })
+  const close = async (closeOptions: { readonly graceMs?: number | undefined } = {}) => {
+    await drain.close(closeOptions.graceMs)
     await api.dispose()
   }
   return { api, server, url, close }

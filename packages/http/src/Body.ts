@@ -60,8 +60,9 @@ export const readJson = (request: ApiRequest, limit: number): Effect.Effect<unkn
     const bytes = yield* readBytes(request.body, limit)
     if (bytes.byteLength === 0) return isJsonType(mediaType ?? "") ? {} : undefined
     if (!isJsonType(mediaType ?? "")) {
-      return yield* Effect.fail(errorResponse(415, "The request body must be application/json", {
-        "content-type": "must be application/json"
+      const received = mediaType ? `a ${mediaType} body` : "a body without a content type"
+      return yield* Effect.fail(errorResponse(415, `Unsupported media type: received ${received}, expected application/json`, {
+        "content-type": `must be application/json, not ${mediaType || "missing"}`
       }))
     }
     const charset = params.find((p) => p.startsWith("charset="))?.slice(8).replace(/"/g, "")
@@ -75,13 +76,18 @@ export const readJson = (request: ApiRequest, limit: number): Effect.Effect<unkn
       }))
     }
     const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8").replace(/^\uFEFF/, "")
-    const first = /\S/.exec(text)?.[0]
     let value: unknown
     try {
-      if (first !== "{" && first !== "[") throw new Error("not an object or array")
       value = JSON.parse(text)
     } catch {
       return yield* Effect.fail(errorResponse(400, "The request body is not valid JSON", { body: "is not valid JSON" }))
+    }
+    // Valid JSON, but not what any route takes: say so rather than call it invalid.
+    if (typeof value !== "object" || value === null) {
+      const kind = value === null ? "null" : typeof value
+      return yield* Effect.fail(errorResponse(400, `The request body must be a JSON object, not ${kind}`, {
+        body: `must be a JSON object, not ${kind}`
+      }))
     }
     if (nestedTooDeep(value)) {
       return yield* Effect.fail(errorResponse(400, "The request body is nested too deeply", {

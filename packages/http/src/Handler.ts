@@ -11,7 +11,8 @@ import { errorResponse, fromDomainError, unavailableResponse } from "./Errors.js
 import { type ApiRequest, type ApiResponse, header, json } from "./Message.js"
 import { docsAsset } from "./Docs.js"
 import { openApiDocument } from "./OpenApi.js"
-import { actionOnly, actions, type Context, matchRoute, methodsOf, nobody, resourceRoute, type Route, type Use } from "./Routes.js"
+import { actionMethods, type Context, matchRoute, methodsOf, nobody, resourceRoute, type Route, type Use } from "./Routes.js"
+import { countedOrganizations } from "./Usage.js"
 
 export interface HandlerOptions {
   /** Serve plain HTTP instead of answering 301 to the https URL (development only). */
@@ -42,6 +43,12 @@ const bearer = (request: ApiRequest): string | undefined => {
   const m = /^Bearer\s+(\S+)\s*$/i.exec(h)
   return m ? m[1] : ""
 }
+
+/** An answer that shows a credential must not be kept by any cache on its way. */
+const noStore = (response: ApiResponse): ApiResponse => ({
+  ...response,
+  headers: { ...response.headers, "cache-control": "no-store" }
+})
 
 /** Every answer says not to sniff its type; the rest are per answer. */
 const finish = (response: ApiResponse, requestId: string): ApiResponse => ({
@@ -102,6 +109,18 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
     counted: boolean,
     requestId: string
   ): Promise<ApiResponse> => {
+    const response = await runRoute(request, found, params, rawQuery, counted, requestId)
+    return found.noStore ? noStore(response) : response
+  }
+
+  const runRoute = async (
+    request: ApiRequest,
+    found: Route,
+    params: ReadonlyArray<string>,
+    rawQuery: string,
+    counted: boolean,
+    requestId: string
+  ): Promise<ApiResponse> => {
     let body: unknown
     if (found.body) {
       const read = await Effect.runPromise(Effect.either(readJson(request, bodyLimit)))
@@ -112,8 +131,9 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
     if (found.auth === "none") return respond(found.run(context, nobody), found.status, requestId)
     const effect = Effect.gen(function*() {
       const principal = yield* authenticate(bearer(request))
-      if (principal._tag === "Client" && counted) {
-        yield* Effect.flatMap(ApiUsage, (usage) => usage.hit(principal.organizationId))
+      if (counted) {
+        const organizations = yield* countedOrganizations(principal, found, context)
+        if (organizations.length > 0) yield* Effect.flatMap(ApiUsage, (usage) => usage.hit(organizations))
       }
       return yield* found.run(context, principal)
     })
@@ -134,10 +154,12 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
     const counted = !lower.startsWith("consents/")
     const action = matchRoute(segments, method)
     if (action) return run(request, action.route, action.params, rawQuery, counted, requestId)
+    const onAction = actionMethods(segments)
     // Every declared resource behind one map from path to declaration.
     let def = byPath.get(lower)
     let id: string | undefined
-    if (!def) {
+    // An action's own path (`platform-integrations/sessions`) is never an id of its parent service.
+    if (!def && onAction.length === 0) {
       const slash = trimmed.lastIndexOf("/")
       def = slash > 0 ? byPath.get(lower.slice(0, slash)) : undefined
       if (def) id = segments[segments.length - 1]
@@ -145,14 +167,11 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
     if (def) {
       const found = resourceRoute(def, method, id)
       if (found) return run(request, found, [], rawQuery, counted, requestId)
-      // A known service answers an unsupported method with 405, as Feathers does.
-      return errorResponse(405, `Method ${request.method} is not supported by ${def.path}`, {}, {
-        allow: methodsOf(def, id !== undefined).join(", ")
-      })
     }
-    if (actionOnly.has(lower)) {
-      const allow = actions.filter((r) => r.path.join("/") === lower).flatMap((r) => (r.method === "GET" ? ["GET", "HEAD"] : [r.method]))
-      return errorResponse(405, `Method ${request.method} is not supported by ${lower}`, {}, { allow: allow.join(", ") })
+    // A known path answers an unsupported method with 405 and what it allows, as Feathers does.
+    const allow = [...new Set([...(def ? methodsOf(def, id !== undefined) : []), ...onAction])]
+    if (allow.length > 0) {
+      return errorResponse(405, `Method ${request.method} is not supported by ${def?.path ?? lower}`, {}, { allow: allow.join(", ") })
     }
     return errorResponse(404, `Page not found: ${request.method} ${base}/v1${path}`)
   }
@@ -180,9 +199,9 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
       return readOnly ? json(200, openapi) : errorResponse(405, `Method ${request.method} is not supported by openapi.json`, {}, { allow: "GET, HEAD" })
     }
     if (lower === "/docs") return { status: 301, headers: { location: `${base}/docs/` }, body: "" }
-    if (lower.startsWith("/docs/") && readOnly) {
+    if (lower.startsWith("/docs/")) {
       const found = docsAsset(path.slice("/docs/".length))
-      if (found) return found
+      if (found) return readOnly ? found : errorResponse(405, `Method ${request.method} is not supported by ${base}${path}`, {}, { allow: "GET, HEAD" })
     }
     return errorResponse(404, `Page not found: ${request.method} ${base}${path}`)
   }

@@ -51,9 +51,32 @@ const ReplayResult = Schema.Struct({ webhook_id: Schema.String, replayed: Schema
 const pascal = (p: string) =>
   p.split(/[^a-zA-Z0-9]+/).filter(Boolean).map((w) => w[0]!.toUpperCase() + w.slice(1)).join("")
 
+const cursorParameter = {
+  name: "$cursor",
+  in: "query",
+  description: "Pages by cursor instead of by offset: empty for the first page, then the `cursor` of the previous " +
+    "page. Pages are in ascending `created_at`, then key order, and stay exact while records are added. Send the " +
+    "same filters and `$limit` with every page (a cursor used with another query is a 400); `$sort` and `$skip` " +
+    "cannot be combined with it. The answer is `{ data, limit, cursor }`, `cursor` null after the last page.",
+  schema: { type: "string" }
+}
+
+/** View parameters choose how each record is shown (a consent user's regulation), never which match. */
+const viewParameters = (def: RegisteredResource) =>
+  Object.keys(def.viewParams ?? {}).map((name) => ({
+    name,
+    in: "query",
+    required: false,
+    description: `Shows each ${def.name} in this ${name} (the default when absent is documented on the field); a view, not a filter: \`${name}=<value>\` only, ` +
+      `no operators, $sort, $select or $or on it. A create or patch body naming ${name} chooses the view of its answer.`,
+    schema: { type: "string" }
+  }))
+
 const queryParameters = (def: RegisteredResource) => [
+  ...viewParameters(def),
   { name: "$limit", in: "query", schema: { type: "integer", minimum: 0, maximum: 1000, default: 100 } },
   { name: "$skip", in: "query", schema: { type: "integer", minimum: 0, default: 0 } },
+  ...(def.cursorPaging ? [cursorParameter] : []),
   {
     name: "$sort",
     in: "query",
@@ -75,6 +98,24 @@ const queryParameters = (def: RegisteredResource) => [
     schema: { type: "object" }
   }
 ]
+
+/** The answer of a find: an offset page, or on a resource that pages by cursor, either kind. */
+const findPage = (def: RegisteredResource, name: string) => {
+  const data = { type: "array", items: { $ref: `#/components/schemas/${name}` } }
+  const offset = {
+    type: "object",
+    required: ["total", "limit", "skip", "data"],
+    properties: { total: { type: "integer" }, limit: { type: "integer" }, skip: { type: "integer" }, data }
+  }
+  if (!def.cursorPaging) return offset
+  const cursor = {
+    type: "object",
+    description: "With `$cursor`: no `total`; `cursor` is the opaque cursor of the next page, null after the last",
+    required: ["data", "limit", "cursor"],
+    properties: { data, limit: { type: "integer" }, cursor: { type: ["string", "null"] } }
+  }
+  return { oneOf: [offset, cursor] }
+}
 
 /**
  * Ids chosen by clients are unique within an organization only: a principal that sees several
@@ -111,7 +152,8 @@ export const openApiDocument = (resources: ReadonlyArray<RegisteredResource>): R
       requestBody: { required: true, content: json(input) },
       responses: {
         [String(options.status ?? 201)]: { description: options.status === 200 ? "OK" : "Created", content: json(output) },
-        ...(options.open ? errorResponses(400) : { ...errorResponses(400, 404, 409), ...errorResponses(401, 403, 429) })
+        // A credential exchange answers 429 while failed attempts are slowed down.
+        ...(options.open ? errorResponses(400, 429) : { ...errorResponses(400, 404, 409), ...errorResponses(401, 403, 429) })
       }
     }
   })
@@ -145,7 +187,8 @@ export const openApiDocument = (resources: ReadonlyArray<RegisteredResource>): R
     const item: Record<string, unknown> = {}
     const idParam = [
       { name: "id", in: "path", required: true, schema: { type: "string" } },
-      ...(def.tableDef.key.includes("organization_id") ? [organizationParam] : [])
+      ...(def.tableDef.key.includes("organization_id") ? [organizationParam] : []),
+      ...viewParameters(def)
     ]
     const common = errorResponses(401, 403, 429)
     if (def.methods.includes("find")) {
@@ -157,21 +200,8 @@ export const openApiDocument = (resources: ReadonlyArray<RegisteredResource>): R
         parameters: queryParameters(def),
         responses: {
           "200": {
-            description: "A page",
-            content: {
-              "application/json": {
-                schema: {
-                  type: "object",
-                  required: ["total", "limit", "skip", "data"],
-                  properties: {
-                    total: { type: "integer" },
-                    limit: { type: "integer" },
-                    skip: { type: "integer" },
-                    data: { type: "array", items: { $ref: `#/components/schemas/${name}` } }
-                  }
-                }
-              }
-            }
+            description: def.cursorPaging ? "A page; with `$cursor`, a page of a cursor walk" : "A page",
+            content: { "application/json": { schema: findPage(def, name) } }
           },
           ...errorResponses(400),
           ...common
@@ -184,6 +214,7 @@ export const openApiDocument = (resources: ReadonlyArray<RegisteredResource>): R
         operationId: `${def.path}.create`,
         summary: `Create a ${def.name}`,
         security,
+        ...(def.viewParams ? { parameters: viewParameters(def) } : {}),
         requestBody: { required: true, content: json(`${name}Create`) },
         responses: { "201": { description: "Created", content: json(name) }, ...errorResponses(400, 409, 413), ...common }
       }
@@ -275,13 +306,25 @@ export const openApiDocument = (resources: ReadonlyArray<RegisteredResource>): R
         "the access token acts as a client of the integration's organization",
       parameters: [{ name: "x-platform-authorization", in: "header", required: true, schema: { type: "string" } }],
       requestBody: { required: false, content: json("PlatformIntegrationSessionInput") },
-      responses: { "201": { description: "Created", content: json("PlatformIntegrationSession") }, ...errorResponses(400) }
+      responses: { "201": { description: "Created", content: json("PlatformIntegrationSession") }, ...errorResponses(400, 429) }
     }
   }
   const urls = paths["/v1/analytics/dashboards-urls"]?.get as Record<string, unknown> | undefined
   if (urls) {
-    urls.summary = "Find the organization's dashboards (its own and the platform's), each `url` signed by the server: " +
-      "`expires` (Unix seconds, 15 minutes ahead by default) and `signature` = base64url HMAC-SHA256 of the URL with `expires`"
+    urls.summary = "Find the organization's dashboards (its own and the platform's), each `url` signed by the server for " +
+      "that organization: `organization_id`, `expires` (Unix seconds, 15 minutes ahead by default) and `signature` = " +
+      "base64url HMAC-SHA256 of the URL with both"
+    urls.parameters = [
+      ...(urls.parameters as ReadonlyArray<unknown> ?? []),
+      {
+        name: "organization_id",
+        in: "query",
+        required: false,
+        description: "The organization whose links are signed: implied for a caller of one organization, " +
+          "required (400 without it) for the operator and a member of several; another organization is 403",
+        schema: { type: "string" }
+      }
+    ]
   }
   schemas.Languages = jsonSchema(Languages)
   paths["/v1/languages"] = {

@@ -3,6 +3,8 @@ import {
   ConsentUsersResource,
   createPlatformIntegrationSession,
   createSession,
+  DashboardUrlsResource,
+  DeliveriesResource,
   type DomainError,
   executeExport,
   findDashboardUrls,
@@ -15,7 +17,8 @@ import {
   replayFailed,
   type RegisteredResource,
   ResourceService,
-  tcStringOfEvent
+  tcStringOfEvent,
+  WebhooksResource
 } from "@cmp/core"
 import type { PlatformServices } from "@cmp/platform"
 import * as Effect from "effect/Effect"
@@ -38,6 +41,12 @@ export interface Context {
   readonly address: string | undefined
 }
 
+/** The one stored object a request works on, named by its path or its body. */
+export interface Target {
+  readonly def: RegisteredResource
+  readonly id: string
+}
+
 export interface Route {
   readonly method: string
   /** Lower-case path segments after `/v1`; `:` is a parameter. */
@@ -46,23 +55,36 @@ export interface Route {
   readonly auth: "bearer" | "none"
   readonly body: boolean
   readonly status: number
+  /** Its answers show a credential (a token, a secret): `Cache-Control: no-store`. */
+  readonly noStore: boolean
+  /** The object it works on, whose organization a member's request is counted against. */
+  readonly target?: ((context: Context) => Target | undefined) | undefined
   readonly run: (context: Context, principal: Principal) => Use
 }
 
-const route = (
-  method: string,
-  path: string,
-  auth: Route["auth"],
-  run: Route["run"],
-  options: { readonly body?: boolean; readonly status?: number } = {}
-): Route => ({
+interface RouteOptions {
+  readonly body?: boolean
+  readonly status?: number
+  readonly noStore?: boolean
+  readonly target?: Route["target"]
+}
+
+const route = (method: string, path: string, auth: Route["auth"], run: Route["run"], options: RouteOptions = {}): Route => ({
   method,
   path: path.split("/").filter(Boolean),
   auth,
   body: options.body ?? (method === "POST" || method === "PUT" || method === "PATCH"),
   status: options.status ?? 200,
+  noStore: options.noStore ?? false,
+  target: options.target,
   run
 })
+
+/** `webhook_id` of a body that names one webhook. */
+const webhookOfBody = (c: Context): Target | undefined => {
+  const id = typeof c.body === "object" && c.body !== null ? (c.body as Record<string, unknown>).webhook_id : undefined
+  return typeof id === "string" ? { def: WebhooksResource as RegisteredResource, id } : undefined
+}
 
 /** No principal: routes without a bearer token get none. */
 export const nobody = undefined as unknown as Principal
@@ -73,14 +95,14 @@ const withQuery = (context: Context, use: (query: Record<string, unknown>) => Us
 /** `?organization_id=` of a look-up by id: which of the principal's organizations is meant. */
 const lookUpOf = (q: Record<string, unknown>): Effect.Effect<ResourceService.LookUp, InvalidInput> => {
   const organizationId = q.organization_id
-  if (organizationId === undefined) return Effect.succeed({})
+  if (organizationId === undefined) return Effect.succeed({ query: q })
   if (typeof organizationId !== "string" || organizationId === "") {
     return Effect.fail(new InvalidInput({
       message: "Invalid query: organization_id must be one organization id",
       errors: { organization_id: "must be one organization id" }
     }))
   }
-  return Effect.succeed({ organizationId })
+  return Effect.succeed({ organizationId, query: q })
 }
 
 /** A route on one record: its query may name the organization (`?organization_id=`). */
@@ -98,7 +120,9 @@ const getUser = (def: RegisteredResource, context: Context, principal: Principal
         errors: { $by_organization_user_id: "must be true or false" }
       }))
     }
-    const rest = Object.keys(q).filter((k) => k !== "$by_organization_user_id" && k !== "organization_id")
+    const rest = Object.keys(q).filter((k) =>
+      k !== "$by_organization_user_id" && k !== "organization_id" && !Object.hasOwn(def.viewParams ?? {}, k)
+    )
     if (rest.length > 0) {
       return Effect.fail(new InvalidInput({
         message: `Invalid query: ${rest[0]} is not supported here`,
@@ -110,39 +134,51 @@ const getUser = (def: RegisteredResource, context: Context, principal: Principal
 
 /** The routes that are not generic resource methods: sessions and actions. */
 export const actions: ReadonlyArray<Route> = [
-  route("POST", "sessions", "none", (c) => createSession(c.body, c.address), { status: 201 }),
+  route("POST", "sessions", "none", (c) => createSession(c.body, c.address), { status: 201, noStore: true }),
   // The invitation token itself is the credential; answers with an email session.
-  route("POST", "invitations/accept", "none", (c) => acceptInvitation(c.body), { status: 201 }),
+  route("POST", "invitations/accept", "none", (c) => acceptInvitation(c.body, c.address), { status: 201, noStore: true }),
   // The integration's own token (`x-platform-authorization`) is the credential.
   route("POST", "platform-integrations/sessions", "none", (c) => {
     const given = header(c.request.headers, "x-platform-authorization")
-    return createPlatformIntegrationSession(given?.replace(/^Bearer\s+/i, ""), c.body)
-  }, { status: 201 }),
-  route("POST", "webhooks/deliveries/replay", "bearer", (c, p) => replayFailed(p, c.body)),
-  route("POST", "webhooks/deliveries/:/replay", "bearer", (c, p) => replayDelivery(p, c.params[0]!), { body: false }),
+    return createPlatformIntegrationSession(given?.replace(/^Bearer\s+/i, ""), c.body, c.address)
+  }, { status: 201, noStore: true }),
+  route("POST", "webhooks/deliveries/replay", "bearer", (c, p) => replayFailed(p, c.body), { target: webhookOfBody }),
+  route("POST", "webhooks/deliveries/:/replay", "bearer", (c, p) => replayDelivery(p, c.params[0]!), {
+    body: false,
+    target: (c) => ({ def: DeliveriesResource as RegisteredResource, id: c.params[0]! })
+  }),
   route("POST", "widgets/notices/generators/sdk", "bearer", (c, p) => generateSdkConfig(p, c.body), { status: 201 }),
   route("POST", "exports/execute", "bearer", (c, p) => executeExport(p, c.body), { status: 201 }),
   route("GET", "consents/events/:/tcstring", "bearer", (c, p) => withLookUp(c, (at) => tcStringOfEvent(p, c.params[0]!, at))),
-  route("GET", "analytics/dashboards-urls", "bearer", (c, p) => withQuery(c, (q) => findDashboardUrls(p, q))),
+  route("GET", "analytics/dashboards-urls", "bearer", (c, p) => withQuery(c, (q) => findDashboardUrls(p, q)), {
+    noStore: DashboardUrlsResource.revealsCredentials !== undefined
+  }),
   route("GET", "languages", "bearer", (_c, p) => getLanguages(p))
 ]
 
-/** Paths that only answer the methods of their actions; any other method is a 405. */
-export const actionOnly = new Set(["sessions", "platform-integrations/sessions", "widgets/notices/generators/sdk", "exports/execute", "languages"])
+/** The parameters of a path the action's path matches, or undefined. */
+const paramsOf = (r: Route, segments: ReadonlyArray<string>): Array<string> | undefined => {
+  if (r.path.length !== segments.length) return undefined
+  const params: Array<string> = []
+  for (let i = 0; i < r.path.length; i++) {
+    if (r.path[i] === ":") params.push(segments[i]!)
+    else if (r.path[i] !== segments[i]!.toLowerCase()) return undefined
+  }
+  return params
+}
 
 export const matchRoute = (segments: ReadonlyArray<string>, method: string): { route: Route; params: Array<string> } | undefined => {
   for (const r of actions) {
-    if (r.method !== method || r.path.length !== segments.length) continue
-    const params: Array<string> = []
-    let ok = true
-    for (let i = 0; i < r.path.length && ok; i++) {
-      if (r.path[i] === ":") params.push(segments[i]!)
-      else ok = r.path[i] === segments[i]!.toLowerCase()
-    }
-    if (ok) return { route: r, params }
+    if (r.method !== method) continue
+    const params = paramsOf(r, segments)
+    if (params) return { route: r, params }
   }
   return undefined
 }
+
+/** The methods the actions answer on a path (for the `Allow` of a 405); GET answers HEAD too. */
+export const actionMethods = (segments: ReadonlyArray<string>): Array<string> =>
+  actions.filter((r) => paramsOf(r, segments) !== undefined).flatMap((r) => (r.method === "GET" ? ["GET", "HEAD"] : [r.method]))
 
 export const methodsOf = (def: RegisteredResource, withId: boolean): Array<string> => {
   const m = def.methods
@@ -162,13 +198,20 @@ export const methodsOf = (def: RegisteredResource, withId: boolean): Array<strin
 /** The generic method of a resource, or undefined when the resource does not have it. */
 export const resourceRoute = (def: RegisteredResource, method: string, id: string | undefined): Route | undefined => {
   const m = def.methods
+  const credentials = def.revealsCredentials
   const r = (verb: string, run: Route["run"], status = 200) =>
-    route(verb, def.path, "bearer", run, { status })
+    route(verb, def.path, "bearer", run, {
+      status,
+      noStore: credentials === "every" || (credentials === "create" && id === undefined && verb === "POST"),
+      target: id === undefined ? undefined : () => ({ def, id })
+    })
   if (id === undefined) {
     if (method === "GET" && m.includes("find")) {
-      return r("GET", (c, p) => withQuery(c, (q) => ResourceService.find(def, p, q)))
+      return r("GET", (c, p) => withQuery(c, (q) => ResourceService.findAsRequested(def, p, q)))
     }
-    if (method === "POST" && m.includes("create")) return r("POST", (c, p) => ResourceService.create(def, p, c.body), 201)
+    if (method === "POST" && m.includes("create")) {
+      return r("POST", (c, p) => withQuery(c, (query) => ResourceService.create(def, p, c.body, { query })), 201)
+    }
     return undefined
   }
   if (method === "GET" && m.includes("get")) {

@@ -129,7 +129,8 @@ export const store = Config.all({
   sqlitePath: Config.map(raw("SQLITE_PATH"), Option.getOrElse(() => "./data/consent.db")),
   base: baseDirectory
 }).pipe(Config.mapOrFail(({ base, poolSize, sqlitePath, url }): Either.Either<StoreSettings, ConfigError.ConfigError> => {
-  if (Option.isNone(url)) return Either.right(sqlite({ filename: path.resolve(base, sqlitePath) }))
+  // `:memory:` is SQLite's in-memory database, not a file name to resolve.
+  if (Option.isNone(url)) return Either.right(sqlite({ filename: sqlitePath === ":memory:" ? sqlitePath : path.resolve(base, sqlitePath) }))
   if (!/^postgres(ql)?:\/\//.test(url.value)) {
     return Either.left(invalid("DATABASE_URL", "DATABASE_URL must be a postgres:// or postgresql:// URL"))
   }

@@ -646,14 +646,14 @@ describe("organizations", () => {
       expect((yield* RS.get(OrganizationsResource, again, org.id as string)).name).toBe("Ann's")
       // A member may not set the operator's flags.
       const e = yield* Effect.flip(RS.create(OrganizationsResource, member, { name: "Two", allow_chat_support: true }))
-      expect(e._tag === "InvalidInput" && e.errors).toEqual({ allow_chat_support: "is output only and cannot be set" })
+      expect(e._tag === "InvalidInput" && e.errors).toEqual({ allow_chat_support: "may only be set by the operator" })
     }).pipe(Effect.provide(testLayer())))
 
   it.effect("output-only organization fields: refused from a client, operator flags allowed to the operator, self_register to nobody", () =>
     Effect.gen(function*() {
       const w = yield* world()
       const e = yield* Effect.flip(RS.patch(OrganizationsResource, w.clientA, w.orgA, { validate_purpose_id: true }))
-      expect(e._tag === "InvalidInput" && e.errors).toEqual({ validate_purpose_id: "is output only and cannot be set" })
+      expect(e._tag === "InvalidInput" && e.errors).toEqual({ validate_purpose_id: "may only be set by the operator" })
       const e2 = yield* Effect.flip(RS.patch(OrganizationsResource, w.clientA, w.orgA, { public_api_key: "pk_x" }))
       expect(e2._tag === "InvalidInput" && e2.errors).toEqual({ public_api_key: "is output only and cannot be set" })
       const e3 = yield* Effect.flip(RS.create(OrganizationsResource, w.operator, { name: "X", self_register: true }))

@@ -2,11 +2,12 @@ import { type ChildProcess, execFile, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { afterAll, describe, expect, it } from "vitest"
 
 /**
  * The real commands of the README, as child processes on a temporary SQLite file: what
- * `pnpm start`, `pnpm bootstrap` and `pnpm worker` run, the bundle `build.mjs` writes.
+ * `pnpm start`, `pnpm bootstrap` and `pnpm worker` run, the bundle `build.mjs` writes (once per
+ * test run, `build-dist.ts`).
  */
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "cmp-cli-"))
 // The SQLite default: a DATABASE_URL of the CI machine must not switch these runs to PostgreSQL.
@@ -15,13 +16,6 @@ const env = { ...inherited, SQLITE_PATH: path.join(dir, "consent.db"), ALLOW_HTT
 const packageDir = path.join(import.meta.dirname, "..")
 const main = path.join(packageDir, "dist", "main.mjs")
 const children: Array<ChildProcess> = []
-
-beforeAll(async () => {
-  const built = await new Promise<number>((resolve) => {
-    execFile(process.execPath, [path.join(packageDir, "build.mjs")], (error) => resolve(error ? 1 : 0))
-  })
-  expect(built).toBe(0)
-}, 60_000)
 
 afterAll(() => {
   for (const c of children) c.kill("SIGTERM")

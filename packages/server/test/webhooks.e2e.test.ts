@@ -99,7 +99,7 @@ describe(`webhooks end to end (${storeKind})`, () => {
     server.clock.advance(1000)
     const e2 = await createEvent(t, ouid, purposes(["ads", true]))
     const u2 = await getUser(e1.user.id)
-    expect(u2.consents.gdpr.purposes).toEqual(purposes(["analytics", true], ["ads", true]))
+    expect(u2.consents.purposes).toEqual(purposes(["analytics", true], ["ads", true]))
     await arrived(2)
 
     // user.updated without an event: source null.
@@ -113,7 +113,7 @@ describe(`webhooks end to end (${storeKind})`, () => {
     const e2removed = await t.call("DELETE", `/v1/consents/events/${e2.id}`)
     expect(e2removed.status, e2removed.text).toBe(200)
     const u4 = await getUser(e1.user.id)
-    expect(u4.consents.gdpr.purposes).toEqual(purposes(["analytics", true], ["ads", false]))
+    expect(u4.consents.purposes).toEqual(purposes(["analytics", true], ["ads", false]))
     await arrived(2)
 
     // user.deleted.
@@ -166,8 +166,11 @@ describe(`webhooks end to end (${storeKind})`, () => {
     const flatUser = flatBodies.find((b) => b.type === "user.created")
     expect(flatUser).toMatchObject({
       parameters__entity__id: e1.user.id,
-      parameters__entity__consents__gdpr__purposes__analytics__enabled: true,
-      parameters__entity__consents__gdpr__purposes__ads__enabled: false
+      parameters__entity__regulation: "gdpr",
+      parameters__entity__consents__purposes__analytics__enabled: true,
+      parameters__entity__consents__purposes__ads__enabled: false,
+      parameters__entity__consents__vendors__enabled__0: "v1",
+      parameters__entity__consents__vendors__disabled__0: "v2"
     })
     // event.updated: only new_entity, under parameters__entity__.
     const flatUpdated = flatBodies.find((b) => b.type === "event.updated")
@@ -241,7 +244,7 @@ describe(`webhooks end to end (${storeKind})`, () => {
     const confirmed = await t.call("PATCH", `/v1/consents/events/${pending.id}`, { body: { status: "confirmed" } })
     expect(confirmed.status, confirmed.text).toBe(200)
     const userAfter = (await t.call("GET", `/v1/consents/users/${first.user.id}`)).body
-    expect(userAfter.consents.gdpr.purposes).toEqual(purposes(["p1", false]))
+    expect(userAfter.consents.purposes).toEqual(purposes(["p1", false]))
     await r.waitFor(7)
     await settled(t, hook.id, 7)
     await sleep(200)
@@ -284,6 +287,10 @@ describe(`webhooks end to end (${storeKind})`, () => {
     expect(seen(rCcpa!)).toEqual(["event.created/ccpa"])
     expect(rCcpa!.bodies()[0].parameters.entity).toEqual(c)
     expect(rDefault!.bodies().find((b) => b.type === "event.created").parameters.entity).toEqual(g)
+    // A user entity shows the state of its message's regulation.
+    const ccpaUser = rMulti!.bodies().find((b) => b.type === "user.created" && b.regulation === "ccpa").parameters.entity
+    expect(ccpaUser).toMatchObject({ id: c.user.id, regulation: "ccpa", consents: { purposes: purposes(["p", false]) } })
+    expect(ccpaUser).toEqual((await t.call("GET", `/v1/consents/users/${c.user.id}?regulation=ccpa`)).body)
   }, 20_000)
 
   it("5. OAuth2 client credentials: a bearer token from the authorization server, reused, refreshed once on 401", async () => {

@@ -94,6 +94,7 @@ export type Operation =
   }
   | { readonly _tag: "DropIndex"; readonly name: string }
   | { readonly _tag: "AddColumn"; readonly table: string; readonly name: string; readonly column: Column }
+  | { readonly _tag: "RenameColumn"; readonly table: string; readonly from: string; readonly to: string }
   | { readonly _tag: "ChangePrimaryKey"; readonly table: Table; readonly primaryKey: ReadonlyArray<string> }
   | { readonly _tag: "Only"; readonly dialect: Dialect; readonly operations: ReadonlyArray<Operation> }
 
@@ -114,6 +115,14 @@ export const addColumn = (tableName: string, name: string, c: Column): Operation
   table: tableName,
   name,
   column: c
+})
+
+/** Keeps the column's data, type and constraints; indexes follow it on both dialects. */
+export const renameColumn = (tableName: string, from: string, to: string): Operation => ({
+  _tag: "RenameColumn",
+  table: tableName,
+  from,
+  to
 })
 
 /**
@@ -249,6 +258,8 @@ export const statements = (dialect: Dialect, op: Operation): ReadonlyArray<strin
       return [`DROP INDEX ${identifier(op.name)}`]
     case "AddColumn":
       return [`ALTER TABLE ${identifier(op.table)} ADD COLUMN ${columnDefinition(dialect, op.name, op.column)}`]
+    case "RenameColumn":
+      return [`ALTER TABLE ${identifier(op.table)} RENAME COLUMN ${identifier(op.from)} TO ${identifier(op.to)}`]
     case "ChangePrimaryKey": {
       checkColumns(op.table, op.primaryKey)
       if (dialect === "sqlite") throw new Error("Ddl: SQLite changes a primary key by rebuilding the table (use run)")

@@ -8,6 +8,7 @@ import {
   Conflict,
   type FieldInfo,
   type FindQuery,
+  type Keyset,
   NotFound,
   type Page,
   type Repository,
@@ -183,22 +184,44 @@ export const make = Effect.gen(function*() {
       }))
     }
 
-    const count = (where: ReadonlyArray<Condition>) =>
-      sql<{ total: unknown }>`SELECT COUNT(*) AS total FROM ${t} WHERE ${conjunction(where)}`.pipe(
+    /**
+     * Rows after a keyset position, as one row-value comparison (both dialects have them), which
+     * an index on the same columns can seek to. Every field must be a non-null column: a
+     * comparison with NULL is never true, and the row would silently drop out of the walk.
+     */
+    const keysetAfter = (k: Keyset): Statement.Fragment => {
+      for (const f of k.fields) {
+        if (table.fields[f]?.nullable !== false) throw new Error(`Keyset field ${table.table}.${f} must be a non-null column`)
+      }
+      if (k.after === undefined) return sql`1=1`
+      if (k.after.length !== k.fields.length) throw new Error(`A keyset position on ${table.table} needs one value per field`)
+      return sql`(${sql.csv(k.fields.map((f) => sql`${col(f)}`))}) > ${sql.in(k.after.map((v, i) => param(k.fields[i]!, v)))}`
+    }
+    const filter = (q: FindQuery): Statement.Fragment =>
+      q.keyset === undefined ? conjunction(q.where) : sql.and([conjunction(q.where), keysetAfter(q.keyset)])
+
+    const count = (where: ReadonlyArray<Condition>) => countWhere(conjunction(where))
+    const countWhere = (where: Statement.Fragment) =>
+      sql<{ total: unknown }>`SELECT COUNT(*) AS total FROM ${t} WHERE ${where}`.pipe(
         Effect.map((rows) => Number(rows[0]?.total ?? 0)),
         Unavailable.orDie
       )
 
     const find = (q: FindQuery) =>
       Effect.gen(function*() {
-        const where = conjunction(q.where)
+        const where = filter(q)
+        const skip = q.keyset ? 0 : q.skip
         // An unordered look-up (one row by a unique key) saves SQLite a sorter per call.
-        const order = q.ordered === false ? sql`` : sql`ORDER BY ${orderBy(q)}`
+        const order = q.keyset
+          ? sql`ORDER BY ${sql.csv(q.keyset.fields.map((f) => sql`${col(f)} ASC`))}`
+          : q.ordered === false
+          ? sql``
+          : sql`ORDER BY ${orderBy(q)}`
         const rows = q.limit === 0
           ? []
-          : yield* sql<Record<string, unknown>>`SELECT * FROM ${t} WHERE ${where} ${order} LIMIT ${q.limit} OFFSET ${q.skip}`
-        const total = q.count === false ? q.skip + rows.length : yield* count(q.where)
-        return { total, limit: q.limit, skip: q.skip, data: rows.map(dec) } satisfies Page<Row>
+          : yield* sql<Record<string, unknown>>`SELECT * FROM ${t} WHERE ${where} ${order} LIMIT ${q.limit} OFFSET ${skip}`
+        const total = q.count === false ? skip + rows.length : yield* countWhere(where)
+        return { total, limit: q.limit, skip, data: rows.map(dec) } satisfies Page<Row>
       }).pipe(Unavailable.orDie)
 
     /**

@@ -252,6 +252,7 @@ const migrate = (migrations: Migrations, through: number) =>
   })
 
 const ORGANIZATION_SCOPED_IDS = 6
+const CONSENT_USER_STATES = 7
 
 /**
  * The store's migrations on a database that has data: `makeClient()` is a client on a new,
@@ -305,7 +306,7 @@ export const migrationSuite = (name: string, options: {
         ])
         const before = yield* snapshot
 
-        yield* migrate(options.migrations, Number.MAX_SAFE_INTEGER)
+        yield* migrate(options.migrations, ORGANIZATION_SCOPED_IDS)
         assert.deepStrictEqual(yield* snapshot, before)
 
         // The same id in another organization is a different row; in the same one, a conflict.
@@ -317,6 +318,33 @@ export const migrationSuite = (name: string, options: {
         assert.isTrue(yield* duplicate(sql`INSERT INTO consent_events ${sql.insert(event("o1", "e1", "u1", 9))}`))
         // The organization's own user ids stay unique within it.
         assert.isTrue(yield* duplicate(sql`INSERT INTO consent_users ${sql.insert(user("o1", "u9", "crm-1", 9))}`))
+
+      }).pipe(Effect.provide(options.makeClient())), { timeout: 60_000 })
+
+    it.effect("a consent user's states keep their JSON, every regulation's, under consent_states", () =>
+      Effect.gen(function*() {
+        const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+        yield* migrate(options.migrations, CONSENT_USER_STATES - 1)
+        yield* sql`INSERT INTO consent_users ${sql.insert([user("o1", "u1", "crm-1", 1), user("o2", "u1", null, 2)])}`
+        const parsed = (v: unknown): unknown => (typeof v === "string" ? JSON.parse(v) : v)
+        const rows = (statement: Effect.Effect<ReadonlyArray<Record<string, unknown>>, unknown>) =>
+          Effect.map(statement, (list) =>
+            list.map(({ consents, consent_states, ...rest }) => ({
+              ...rest,
+              // SQLite keeps JSON as text, PostgreSQL as jsonb: compare the values.
+              states: parsed(consent_states ?? consents)
+            })))
+        const before = yield* rows(sql`SELECT * FROM consent_users ORDER BY organization_id, id`)
+        assert.deepStrictEqual(before[0]!.states, { gdpr: { analytics: true } })
+
+        yield* migrate(options.migrations, Number.MAX_SAFE_INTEGER)
+        assert.deepStrictEqual(yield* rows(sql`SELECT * FROM consent_users ORDER BY organization_id, id`), before)
+        const columns = yield* sql.onDialectOrElse({
+          pg: () => sql<{ name: string }>`SELECT column_name AS name FROM information_schema.columns WHERE table_name = 'consent_users'`,
+          orElse: () => sql<{ name: string }>`SELECT name FROM pragma_table_info('consent_users')`
+        })
+        assert.includeMembers(columns.map((c) => c.name), ["consent_states"])
+        assert.notInclude(columns.map((c) => c.name), "consents")
 
         const applied = yield* sql<{ migration_id: number }>`SELECT migration_id FROM effect_sql_migrations ORDER BY migration_id`
         assert.deepStrictEqual(

@@ -80,6 +80,32 @@ export const createItemsTable = Effect.gen(function*() {
 )`)
 }).pipe(Effect.orDie)
 
+/** A table keyed by `(organization_id, id)`, as consent events and users are (keyset paging). */
+export const KeyedItems = defineTable("contract_keyed_items", {
+  organization_id: field.string,
+  id: field.string,
+  name: field.string,
+  note: field.optionalString,
+  created_at: field.timestamp,
+  updated_at: field.timestamp,
+  version: field.number
+}, { key: ["organization_id", "id"] })
+
+const createKeyedItemsTable = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const time = sql.onDialectOrElse({ pg: () => "TIMESTAMPTZ", orElse: () => "TEXT" })
+  yield* sql.unsafe(`CREATE TABLE contract_keyed_items (
+  organization_id TEXT NOT NULL,
+  id TEXT NOT NULL,
+  name TEXT NOT NULL,
+  note TEXT,
+  created_at ${time} NOT NULL,
+  updated_at ${time} NOT NULL,
+  version INTEGER NOT NULL,
+  PRIMARY KEY (organization_id, id)
+)`)
+}).pipe(Effect.orDie)
+
 // ---------------------------------------------------------------- helpers
 
 /** `2024-01-01T00:00:<n>.000Z`: distinct, ordered creation times. */
@@ -510,6 +536,131 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
           assert.deepStrictEqual(yield* idsOf({ sort: [desc("score")] }), ["r1", "r2", "r3", "r4", "r5"])
           const pages = yield* Effect.forEach([0, 2, 4], (skip) => idsOf({ sort: [asc("score")], limit: 2, skip }))
           assert.deepStrictEqual(pages, [["r1", "r2"], ["r3", "r4"], ["r5"]])
+        })))
+    })
+
+    describe("keyset paging", () => {
+      const fields = ["created_at", "organization_id", "id"]
+      const keyed = Effect.map(Storage, (s) => s.repository<Row>(KeyedItems))
+      const T = "2024-01-01T00:00:00"
+      const row = (organization_id: string, id: string, created_at: string): Row => ({
+        organization_id,
+        id,
+        name: `${organization_id}/${id}`,
+        note: null,
+        created_at,
+        updated_at: created_at,
+        version: 1
+      })
+      /**
+       * Inserted out of order. Three rows share one instant (ties go to organization, then id),
+       * an id is used by two organizations, and instants a millisecond apart must not compare
+       * by spelling.
+       */
+      const rows = [
+        row("o2", "a", `${T}.000Z`),
+        row("o1", "d", `${T}.100Z`),
+        row("o1", "b", `${T}.000Z`),
+        row("o3", "a", `${T}.010Z`),
+        row("o1", "a", `${T}.000Z`),
+        row("o1", "c", `${T}.001Z`),
+        row("o2", "b", `${T}.010Z`),
+        row("o1", "e", "2023-12-31T23:59:59.999Z")
+      ]
+      const inOrder = ["o1/e", "o1/a", "o1/b", "o2/a", "o1/c", "o2/b", "o3/a", "o1/d"]
+      const setUp = Effect.gen(function*() {
+        yield* createKeyedItemsTable
+        const repo = yield* keyed
+        yield* Effect.forEach(rows, (r) => repo.create(r), { discard: true })
+        return repo
+      })
+      const positionOf = (r: Row) => fields.map((f) => r[f] as string)
+      /**
+       * Every page of `limit` rows, each continuing after the last row of the one before;
+       * `between(n)` runs after the n-th page (1-based), before the next is read.
+       */
+      const walk = (
+        q: Partial<FindQuery>,
+        limit: number,
+        between: (n: number) => Effect.Effect<void, unknown, StoreServices> = () => Effect.void
+      ) =>
+        Effect.gen(function*() {
+          const repo = yield* keyed
+          const seen: Array<string> = []
+          let after: ReadonlyArray<string> | undefined
+          for (let n = 1; n <= 100; n++) {
+            const page = yield* repo.find(query({ ...q, limit, count: false, keyset: { fields, after } }))
+            assert.isAtMost(page.data.length, limit)
+            seen.push(...page.data.map((r) => r.name as string))
+            if (page.data.length < limit) return seen
+            after = positionOf(page.data[page.data.length - 1]!)
+            yield* between(n)
+          }
+          return assert.fail("the walk did not end")
+        })
+
+      it.effect("pages follow created_at, then organization and id; every row comes once, whatever the page size", () =>
+        run(Effect.gen(function*() {
+          yield* setUp
+          for (const limit of [1, 2, 3, 7, 8, 100]) {
+            assert.deepStrictEqual(yield* walk({}, limit), inOrder, `pages of ${limit}`)
+          }
+          // The keyset is the order and the start: a sort or an offset given with it does nothing.
+          assert.deepStrictEqual(yield* walk({ sort: [desc("id")], skip: 3 }, 3), inOrder)
+        })))
+
+      it.effect("the position is a bound, not an offset: rows added behind it never come, rows ahead of it do", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* setUp
+          const added = yield* walk({}, 2, (n) =>
+            n === 1
+              // The first page ended at o1/a (the first of the three ties).
+              ? Effect.forEach([
+                row("o0", "z", `${T}.000Z`), // the same instant, but ordered before the position
+                row("o1", "0", `${T}.000Z`), // the same instant and organization, an id before it
+                row("o0", "y", "2023-06-01T00:00:00.000Z"), // earlier
+                row("o1", "aa", `${T}.000Z`), // the same instant and organization, an id after it
+                row("o0", "x", `${T}.050Z`), // later, in the middle of what is left
+                row("o9", "z", "2025-01-01T00:00:00.000Z") // after everything
+              ], (r) => repo.create(r), { discard: true })
+              : Effect.void)
+          assert.deepStrictEqual(added, ["o1/e", "o1/a", "o1/aa", "o1/b", "o2/a", "o1/c", "o2/b", "o3/a", "o0/x", "o1/d", "o9/z"])
+        })))
+
+      it.effect("conditions hold on every page, and a count counts only the rows after the position", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* setUp
+          const where = [isIn("organization_id", ["o1", "o3"])]
+          assert.deepStrictEqual(yield* walk({ where }, 2), ["o1/e", "o1/a", "o1/b", "o1/c", "o3/a", "o1/d"])
+          const after = positionOf(rows.find((r) => r.name === "o1/b")!)
+          const page = yield* repo.find(query({ where, limit: 1, keyset: { fields, after } }))
+          assert.deepStrictEqual(page.data.map((r) => r.name), ["o1/c"])
+          assert.strictEqual(page.total, 3)
+        })))
+
+      it.effect("on a table keyed by id alone the keyset is created_at, then id", () =>
+        run(Effect.gen(function*() {
+          yield* seed
+          const repo = yield* items
+          const ids: Array<string> = []
+          let after: ReadonlyArray<string> | undefined
+          for (;;) {
+            const page = yield* repo.find(query({ limit: 2, count: false, keyset: { fields: ["created_at", "id"], after } }))
+            ids.push(...page.data.map((r) => r.id as string))
+            if (page.data.length < 2) break
+            const last = page.data[page.data.length - 1]!
+            after = [last.created_at as string, last.id as string]
+          }
+          assert.deepStrictEqual(ids, ["b", "d", "a", "e", "c"])
+        })))
+
+      it.effect("a keyset over a nullable column is refused: a NULL would drop its row from the walk", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* setUp
+          for (const after of [undefined, ["x", "a"]]) {
+            const exit = yield* Effect.exit(repo.find(query({ keyset: { fields: ["note", "id"], after } })))
+            assert.isTrue(Exit.isFailure(exit) && Cause.isDie(exit.cause))
+          }
         })))
     })
 

@@ -2,7 +2,9 @@ import { type DeliveryRecord, DeliveryQueue, type Endpoint, Endpoints, OutboxSig
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
@@ -92,6 +94,10 @@ const build = (config: DispatcherConfig) =>
     const tokens: TokenCache = yield* makeTokenCache({ timeoutMs, allowHosts, localAddress, userAgent })
     // One pending wake-up is enough: it makes the loop poll again, which sees every new message.
     const wake = yield* Queue.sliding<void>(1)
+    // Set when the layer closes: the loop claims nothing more and ends once its round is done.
+    const stopping = yield* Deferred.make<void>()
+    /** Waits `ms`, or less when the dispatcher is stopping. */
+    const pause = (ms: number) => Effect.raceFirst(Effect.sleep(ms), Deferred.await(stopping))
 
     /**
      * One HTTP call's budget: the configured timeout, shortened so the call ends before the
@@ -159,6 +165,10 @@ const build = (config: DispatcherConfig) =>
 
     const processOne = (message: DeliveryRecord, leaseUntilMs: number) =>
       Effect.gen(function*() {
+        if (yield* Deferred.isDone(stopping)) {
+          // Claimed but not started when the dispatcher began stopping: its lease brings it back.
+          return
+        }
         const attemptedAtMs = yield* Clock.currentTimeMillis
         if (attemptedAtMs >= leaseUntilMs) {
           // Waited too long behind other messages of the batch; another worker may own it now.
@@ -226,22 +236,26 @@ const build = (config: DispatcherConfig) =>
       const next = yield* queue.nextDueAt
       const dueIn = Option.isSome(next) ? Date.parse(next.value) - nowMs : Number.NaN
       const waitMs = Number.isNaN(dueIn) ? pollIntervalMs : Math.max(MIN_IDLE_MS, Math.min(pollIntervalMs, dueIn))
-      yield* Effect.raceFirst(Effect.sleep(waitMs), Queue.take(wake))
+      yield* Effect.raceFirst(pause(waitMs), Queue.take(wake))
     })
 
-    const loop: Effect.Effect<never> = runOnce.pipe(
+    const round = runOnce.pipe(
       Effect.flatMap((n) => (n > 0 ? Effect.void : idle)),
       Effect.catchAllCause((cause) =>
         Cause.isInterruptedOnly(cause)
           ? Effect.failCause(cause)
-          : Effect.logError("webhook dispatcher round failed", cause).pipe(Effect.zipRight(Effect.sleep(pollIntervalMs)))
-      ),
-      Effect.forever,
-      Effect.annotateLogs({ worker_id: workerId })
+          : Effect.logError("webhook dispatcher round failed", cause).pipe(Effect.zipRight(pause(pollIntervalMs)))
+      )
     )
 
+    /** Rounds until `stop`: a round in progress finishes its calls in flight and records their attempts. */
+    const loop: Effect.Effect<void> = Effect.gen(function*() {
+      while (!(yield* Deferred.isDone(stopping))) yield* round
+    }).pipe(Effect.annotateLogs({ worker_id: workerId }))
+
+    const stop = Effect.asVoid(Deferred.succeed(stopping, undefined))
     const service: DispatcherService = { workerId, runOnce, notify: Effect.asVoid(Queue.offer(wake, undefined)) }
-    return { service, loop }
+    return { service, loop, stop }
   })
 
 /** A dispatcher without its loop: `runOnce` is called by hand (tests, or an external scheduler). */
@@ -253,14 +267,21 @@ export class Dispatcher extends Context.Tag("@cmp/webhooks/Dispatcher")<Dispatch
   /**
    * The dispatcher with its loop running until the layer's scope closes. It also provides core's
    * `OutboxSignal`, so `signalOutbox` after a committed change wakes this loop.
+   *
+   * Closing drains: no new claims, and the calls in flight finish (each within `timeoutMs`, and
+   * before its lease ends) and record their attempts before the layers below, such as the store,
+   * are released. Messages claimed in that round but not yet sent stay leased and come back when
+   * the lease runs out, as after a crash.
    */
   static readonly layer = (
     config: DispatcherConfig = {}
   ): Layer.Layer<Dispatcher | OutboxSignal, never, DeliveryQueue | Endpoints> =>
     Layer.scopedContext(
       Effect.gen(function*() {
-        const { loop, service } = yield* build(config)
-        yield* Effect.forkScoped(loop)
+        const { loop, service, stop } = yield* build(config)
+        const fiber = yield* Effect.forkScoped(loop)
+        // Added after the fork, so it runs before the fork's own finalizer interrupts the loop.
+        yield* Effect.addFinalizer(() => Effect.zipRight(stop, Fiber.await(fiber)))
         return Context.make(Dispatcher, service).pipe(Context.add(OutboxSignal, OutboxSignal.of({ notify: service.notify })))
       })
     )

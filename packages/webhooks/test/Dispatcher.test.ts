@@ -5,6 +5,8 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Scope from "effect/Scope"
 import * as TestClock from "effect/TestClock"
 import { Dispatcher, type DispatcherConfig } from "../src/Dispatcher.js"
 import { oauthServer } from "./OAuthServer.js"
@@ -478,6 +480,35 @@ describe("Dispatcher", () => {
       assert.strictEqual(yield* status, "pending")
       yield* TestClock.adjust("1 second")
       assert.isTrue(yield* eventually(Effect.map(status, (s) => s === "delivered")))
+    }))
+
+  it.scoped("closing the layer drains: the call in flight is answered and recorded, nothing more is sent", () =>
+    Effect.gen(function*() {
+      let answer: (() => void) | undefined
+      const r = yield* receiver((_req, res) => {
+        answer = () => res.writeHead(200).end("ok")
+      })
+      const { msg, out } = yield* setup(r.url)
+      const second = yield* out.enqueue({ webhookId: "wh_1", payload, now: iso(T0) })
+      const scope = yield* Scope.make()
+      yield* Layer.buildWithScope(
+        Dispatcher.layer({ allowHosts: ["127.0.0.1"], concurrency: 1 }).pipe(Layer.provide(out.layer)),
+        scope
+      )
+      assert.isTrue(yield* waitFor(() => r.requests.length === 1))
+      const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+      yield* realSleep(50)
+      // The call is still unanswered, so closing waits for it.
+      assert.isTrue(Option.isNone(yield* Fiber.poll(closing)))
+      answer!()
+      yield* Fiber.join(closing)
+
+      const delivered = yield* out.message(msg.id)
+      assert.deepStrictEqual([delivered.status, delivered.attempts_count], ["delivered", 1])
+      // Claimed in the same round but not started: left leased, as after a crash, and never sent.
+      const left = yield* out.message(second.id)
+      assert.deepStrictEqual([left.status, left.attempts_count], ["delivering", 0])
+      assert.strictEqual(r.requests.length, 1)
     }))
 
   it.scoped("an invalid configuration is refused", () =>

@@ -117,8 +117,21 @@ export const ConsentState = Schema.Struct({
 })
 export type ConsentState = typeof ConsentState.Type
 
-/** A user's `consents`: regulation code → effective status, e.g. `{ "gdpr": ConsentState }`. */
-export const UserConsents = Schema.Record({ key: Regulation, value: ConsentState })
+/** What a user keeps: regulation code → effective status, e.g. `{ "gdpr": ConsentState }`. */
+export const UserConsentStates = Schema.Record({ key: Regulation, value: ConsentState })
+export type UserConsentStates = typeof UserConsentStates.Type
+
+const VendorList = Schema.Array(Id)
+
+/**
+ * A user's `consents` as clients see it: the fields of an event's `consents`, for one
+ * regulation, every list present (empty when the user never chose).
+ */
+export const UserConsents = Schema.Struct({
+  purposes: Schema.Array(ConsentPurpose),
+  vendors: Schema.Struct({ enabled: VendorList, disabled: VendorList, enabled_li: VendorList, disabled_li: VendorList }),
+  tcfcs: Schema.optional(Tcfcs)
+})
 export type UserConsents = typeof UserConsents.Type
 
 export const ConsentUser = Schema.Struct({
@@ -127,25 +140,31 @@ export const ConsentUser = Schema.Struct({
   organization_user_id: opt(Id),
   metadata: opt(JsonObject),
   country: opt(CountryCode),
-  /** The effective status per regulation (output only). */
+  /** The regulation `consents` shows: `?regulation=` on a read, else `gdpr` (output only). */
+  regulation: Regulation,
+  /** The effective status for `regulation` (output only). */
   consents: UserConsents,
   ...Audit
 })
 export type ConsentUser = typeof ConsentUser.Type
 
 /**
- * `consents`, when given, has the shape of an event's consents: creating the user then records
- * one event (default status and regulation) whose merge becomes the user's effective status.
+ * `consents`, when given, has the shape of an event's consents: creating or patching the user
+ * then records one confirmed event of `regulation` (default `gdpr`), whose merge becomes the
+ * user's effective status.
  */
 export const ConsentUserCreate = Schema.Struct({
   organization_id: Id,
   organization_user_id: opt(Id),
   metadata: opt(JsonObject),
   country: opt(CountryCode),
+  regulation: Schema.optional(Regulation),
   consents: Schema.optional(EventConsents)
 })
 export const ConsentUserUpdate = Schema.Struct({
   organization_user_id: opt(Id),
   metadata: opt(JsonObject),
-  country: opt(CountryCode)
+  country: opt(CountryCode),
+  regulation: Schema.optional(Regulation),
+  consents: Schema.optional(EventConsents)
 })

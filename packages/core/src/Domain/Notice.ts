@@ -179,13 +179,14 @@ const IabVendorIds = Schema.Array(NonNegativeInt)
 
 export const RestrictionType = Schema.Literal("allow", "disallow", "req-consent", "req-li")
 
+/** A restriction says what it restricts: its id, purposes, type and vendor scope stay required. */
 export const TcfRestriction = Schema.Struct({
   id: Schema.String.pipe(Schema.maxLength(255)),
   purposeId: StringIds,
   restrictionType: RestrictionType,
   vendors: Schema.Struct({
     restrictionType: Schema.Literal("list", "all"),
-    /** IAB vendor ids, required when restrictionType is `list`. */
+    /** IAB vendor ids, required (non-empty) when restrictionType is `list`. */
     ids: Schema.optional(IabVendorIds),
     purposeId: Schema.optional(StringIds)
   })
@@ -204,28 +205,35 @@ export const IabVendors = Schema.Struct({
   enabled: Schema.optional(Schema.Boolean),
   version: Schema.optional(TcfVersion),
   restrictions: Schema.optional(Schema.Array(TcfRestriction)),
-  stacks: Schema.optional(
+  stacks: Schema.optionalWith(
     Schema.Struct({
       auto: Schema.optional(Schema.Boolean),
       ids: Schema.optional(StringIds)
-    })
+    }),
+    { exact: true }
   )
 })
 
-/** `config.app` of a template config, as in the spec. */
+const TemplateVendors = Schema.Struct({
+  include: Schema.optional(StringIds),
+  iab: Schema.optionalWith(IabVendors, { exact: true })
+})
+
+/**
+ * `config.app` of a template config, as in the spec: no field is required. A list left out is
+ * stored empty (`completeTemplateApp`), so the stored config shows what the TCF rules checked.
+ */
 export const TemplateApp = Schema.Struct({
   /** Custom purpose IDs. */
-  essentialPurposes: StringIds,
-  vendors: Schema.Struct({
-    include: Schema.optional(StringIds),
-    iab: Schema.optional(IabVendors)
-  })
+  essentialPurposes: Schema.optional(StringIds),
+  vendors: Schema.optionalWith(TemplateVendors, { exact: true })
 })
 export type TemplateApp = typeof TemplateApp.Type
 
 /** `app` is validated; the sections after it (preferences and later) are kept as they are. */
 export const TemplateConfigBody = Schema.Struct(
-  { app: TemplateApp },
+  // Exact optionals of objects: a non-exact one also reports "expected undefined" for a wrong value.
+  { app: Schema.optionalWith(TemplateApp, { exact: true }) },
   Schema.Record({ key: Schema.String, value: Schema.Unknown })
 )
 export type TemplateConfigBody = typeof TemplateConfigBody.Type

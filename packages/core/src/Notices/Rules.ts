@@ -12,10 +12,39 @@ const isObject = (u: unknown): u is Json => typeof u === "object" && u !== null 
 /** TCF purposes for which legitimate interest is not an allowed legal basis (TCF v2.2 policy). */
 export const PURPOSES_WITHOUT_LI: ReadonlyArray<number> = [1, 3, 4, 5, 6]
 
+/**
+ * `config.app` with every list the spec leaves optional filled in (empty); objects left out stay
+ * out. What is stored and answered is then what the TCF rules were checked against.
+ */
+export const completeTemplateApp = (app: TemplateApp | undefined): TemplateApp => {
+  const vendors = app?.vendors
+  const iab = vendors?.iab
+  return {
+    ...app,
+    essentialPurposes: app?.essentialPurposes ?? [],
+    vendors: {
+      ...vendors,
+      include: vendors?.include ?? [],
+      ...(iab === undefined ? {} : {
+        iab: {
+          ...iab,
+          include: iab.include ?? [],
+          exclude: iab.exclude ?? [],
+          restrictions: (iab.restrictions ?? []).map((r) => ({
+            ...r,
+            vendors: { ...r.vendors, ids: r.vendors.ids ?? [], purposeId: r.vendors.purposeId ?? [] }
+          })),
+          ...(iab.stacks === undefined ? {} : { stacks: { ...iab.stacks, ids: iab.stacks.ids ?? [] } })
+        }
+      })
+    }
+  }
+}
+
 /** Field-named errors of a template's `config.app`; empty when it is acceptable. */
 export const templateAppErrors = (app: TemplateApp, prefix = "config.app"): Record<string, string> => {
   const errors: Record<string, string> = {}
-  const iab = app.vendors.iab
+  const iab = app.vendors?.iab
   if (!iab) return errors
   const base = `${prefix}.vendors.iab`
   if (iab.exclude !== undefined && iab.exclude.length > 0 && iab.all !== true) {

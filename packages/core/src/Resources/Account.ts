@@ -184,6 +184,7 @@ export const ApiKeysResource = defineResource({
   methods: ["find", "get", "create", "update", "patch", "remove"],
   ownerField: "organization_id",
   transient: ["secret"],
+  revealsCredentials: "create",
   privateFields: { secret_hash: field.string },
   unique: [["organization_id", "name"]],
   defaults: { enabled: true, is_internal: false },
@@ -215,6 +216,8 @@ export const SecretsResource = defineResource({
   methods: ["find", "get", "create", "update", "patch", "remove"],
   ownerField: "organization_id",
   transient: ["secret"],
+  // Every answer, not only the one showing the value: the whole service is about credentials.
+  revealsCredentials: "every",
   privateFields: { secret_hash: field.string },
   quota: "secrets",
   hooks: {
@@ -244,6 +247,8 @@ const Members = declareResource({
   methods: ["find", "get", "create", "patch", "remove"],
   ownerField: "organization_id",
   transient: ["invitation"],
+  // The invitation token in the answer to an invite opens a session.
+  revealsCredentials: "create",
   unique: [["organization_id", "user_id"]],
   defaults: { authentication_method: "email_password", saml_active: false, role_id: null }
 })

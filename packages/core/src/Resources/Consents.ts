@@ -10,15 +10,18 @@ import {
   ConsentUserCreate,
   ConsentUserUpdate,
   type EventConsents,
-  type EventUser
+  type EventUser,
+  Regulation,
+  type UserConsents,
+  type UserConsentStates
 } from "../Domain/Consent.js"
 import { InvalidInput, NotFound } from "../Domain/Errors.js"
 import { emptyState, mergeAll, mergeEvent, sameConsents } from "../Consents/Merge.js"
 import { Ids, keyOf, Storage } from "../Ports.js"
 import { canAccess, type Principal } from "../Principal.js"
 import { eq } from "../Query.js"
-import { declareResource, field, type StoredRow } from "../Resource.js"
-import { ensureMethodFor, findWithin, type LookUp, requireFeature, toOutput } from "../Service.js"
+import { carrying, declareResource, field, jsonField, type StoredRow } from "../Resource.js"
+import { ensureMethodFor, findWithin, type LookUp, requireFeature, resolveView, toOutput } from "../Service.js"
 import { enqueue, type OutgoingEvent } from "./Webhooks.js"
 
 /**
@@ -30,6 +33,9 @@ import { enqueue, type OutgoingEvent } from "./Webhooks.js"
 const DEFAULT_REGULATION = "gdpr"
 
 type UserConsentsValue = Record<string, ConsentState>
+
+/** Where `regulation` and `consents` of a user come from: the view, not a column. */
+const userView = ["regulation", "consents"] as const
 
 /** The data of the two declarations; their behaviour is added below, once the helpers exist. */
 const Events = declareResource({
@@ -49,6 +55,7 @@ const Events = declareResource({
   methods: ["find", "get", "create", "patch", "remove"],
   ownerField: "organization_id",
   premiumFeature: "consents_api",
+  cursorPaging: true,
   privateFields: { user_id: field.string, organization_user_id: field.optionalString },
   queryable: ["user_id", "organization_user_id"],
   references: [{ field: "user_id", table: "consent_users", onDelete: "cascade" }],
@@ -62,15 +69,20 @@ const Users = declareResource({
   table: "consent_users",
   indexes: [{ name: "consent_users_organization", columns: ["organization_id", "created_at"] }],
   keyedByOrganization: true,
+  transient: userView,
+  // Every regulation's effective status; the output shows one of them.
+  privateFields: { consent_states: jsonField<UserConsentStates>() },
+  viewParams: { regulation: Regulation },
   output: ConsentUser,
   createInput: ConsentUserCreate,
   updateInput: ConsentUserUpdate,
   methods: ["find", "get", "create", "patch", "remove"],
   ownerField: "organization_id",
   premiumFeature: "consents_api",
+  cursorPaging: true,
   unique: [["organization_id", "organization_user_id"]],
   passthrough: ["$by_organization_user_id"],
-  defaults: { consents: {}, metadata: null, country: null, organization_user_id: null },
+  defaults: { consent_states: {}, metadata: null, country: null, organization_user_id: null },
 })
 
 type EventRow = StoredRow<typeof Events>
@@ -84,7 +96,26 @@ const users = () => Effect.map(Storage, (s) => s.repository(Users.tableDef))
 const events = () => Effect.map(Storage, (s) => s.repository(Events.tableDef))
 
 const eventOut = (row: EventRow) => toOutput(Events, row)
-const userOut = (row: UserRow) => toOutput(Users, row)
+
+/** An effective status with the shape of an event's `consents`, every list present. */
+const consentsView = (state: ConsentState | undefined): UserConsents => {
+  const v = state?.vendors ?? {}
+  return {
+    purposes: state?.purposes ?? [],
+    vendors: { enabled: v.enabled ?? [], disabled: v.disabled ?? [], enabled_li: v.enabled_li ?? [], disabled_li: v.disabled_li ?? [] },
+    ...(state?.tcfcs !== undefined ? { tcfcs: state.tcfcs } : {})
+  }
+}
+
+/** A user as clients see it: its effective status for one regulation. */
+export const userOut = (row: UserRow, regulation: string = DEFAULT_REGULATION) =>
+  toOutput(Users, row, { regulation, consents: consentsView(row.consent_states[regulation]) })
+
+/** The regulations a user has a status for (`gdpr` when none): what a change of the user concerns. */
+export const regulationsOf = (row: UserRow): ReadonlyArray<string> => {
+  const known = Object.keys(row.consent_states)
+  return known.length > 0 ? known : [DEFAULT_REGULATION]
+}
 
 /** Every confirmed event of a user for a regulation, merged from scratch. */
 const recompute = (user: UserRow, regulation: string) =>
@@ -112,33 +143,46 @@ const recompute = (user: UserRow, regulation: string) =>
     return all.length === 0 ? undefined : mergeAll(all)
   })
 
+const withState = (states: UserConsentStates, regulation: string, next: ConsentState | undefined): UserConsentsValue => {
+  const out: UserConsentsValue = { ...states }
+  if (next === undefined) delete out[regulation]
+  else out[regulation] = next
+  return out
+}
+
+/**
+ * A user's status once a newly confirmed event counts: merged on top when it is the newest,
+ * else from scratch (the event must be stored by then).
+ */
+const stateWith = (user: UserRow, event: { regulation: string; consents: EventConsents; created_at: string }) => {
+  const current = user.consent_states[event.regulation]
+  return current === undefined || (current.updated_at ?? "") <= event.created_at
+    ? Effect.succeed<ConsentState | undefined>(mergeEvent(current ?? emptyState, event))
+    : recompute(user, event.regulation)
+}
+
 /**
  * Writes a user's new state for one regulation when it differs; answers the user before and
  * after, and whether the choices (not just the time) changed.
  */
 const setState = (user: UserRow, regulation: string, next: ConsentState | undefined) =>
   Effect.gen(function*() {
-    const current = user.consents[regulation]
+    const current = user.consent_states[regulation]
     const choicesChanged = !sameConsents(current, next)
     if (!choicesChanged && current?.updated_at === next?.updated_at) return { before: user, after: user, choicesChanged }
-    const consents: UserConsentsValue = { ...user.consents }
-    if (next === undefined) delete consents[regulation]
-    else consents[regulation] = next
     const repo = yield* users()
-    const after = yield* repo.patch(keyOf(Users.tableDef, user), { consents, updated_at: yield* nowIso }, user.version)
+    const after = yield* repo.patch(
+      keyOf(Users.tableDef, user),
+      { consent_states: withState(user.consent_states, regulation, next), updated_at: yield* nowIso },
+      user.version
+    )
     return { before: user, after, choicesChanged }
   })
 
 /** Applies a newly confirmed event: incrementally when it is the newest, else from scratch. */
 const applyEvent = (user: UserRow, event: EventRow) =>
   Effect.gen(function*() {
-    const regulation = event.regulation
-    const current = user.consents[regulation]
-    const e = { consents: event.consents, created_at: event.created_at }
-    const next = current === undefined || (current.updated_at ?? "") <= e.created_at
-      ? mergeEvent(current ?? emptyState, e)
-      : yield* recompute(user, regulation)
-    return yield* setState(user, regulation, next)
+    return yield* setState(user, event.regulation, yield* stateWith(user, event))
   })
 
 const loadUser = (organizationId: string, id: string) =>
@@ -151,7 +195,7 @@ const loadUser = (organizationId: string, id: string) =>
 const userUpdated = (regulation: string, source: unknown, before: UserRow, after: UserRow): OutgoingEvent => ({
   type: "user.updated",
   regulation,
-  parameters: { source, old_entity: userOut(before), new_entity: userOut(after) }
+  parameters: { source, old_entity: userOut(before, regulation), new_entity: userOut(after, regulation) }
 })
 
 // ---------------------------------------------------------------- events
@@ -185,7 +229,7 @@ const resolveUser = (organizationId: string, u: EventUser, event: { status: stri
     }
     const now = yield* nowIso
     // A new user created by a confirmed event starts with that event's choices (version 1).
-    const consents: UserConsentsValue = event.status === "confirmed"
+    const consentStates: UserConsentsValue = event.status === "confirmed"
       ? { [event.regulation]: mergeEvent(emptyState, event) }
       : {}
     const created: UserRow = {
@@ -194,7 +238,7 @@ const resolveUser = (organizationId: string, u: EventUser, event: { status: stri
       organization_user_id: u.organization_user_id ?? null,
       metadata: u.metadata ?? null,
       country: u.country ?? null,
-      consents,
+      consent_states: consentStates,
       created_at: now,
       updated_at: now,
       version: 1
@@ -228,7 +272,7 @@ export const ConsentEventsResource = Events.with({
         if (!carry) return yield* Effect.dieMessage("a consent event's create hook carries its user")
         const user = carry.user
         if (carry.createdUser) {
-          out.push({ type: "user.created", regulation, parameters: { entity: userOut(user) } })
+          out.push({ type: "user.created", regulation, parameters: { entity: userOut(user, regulation) } })
         } else if (stored.status === "confirmed") {
           const r = yield* applyEvent(user, stored)
           if (r.choicesChanged) out.push(userUpdated(regulation, eventOut(stored), r.before, r.after))
@@ -281,53 +325,86 @@ export const ConsentEventsResource = Events.with({
 
 // ---------------------------------------------------------------- users
 
-export const ConsentUsersResource = Users.with({
+/** The confirmed event that records choices given with a user's create or patch. */
+const choicesEvent = (user: UserRow, regulation: string, consents: EventConsents, at: string) =>
+  Effect.map(Effect.flatMap(Ids, (ids) => ids.next), (id): EventRow => ({
+    id,
+    organization_id: user.organization_id,
+    status: "confirmed",
+    regulation,
+    metadata: null,
+    user: { id: user.id, ...(user.organization_user_id !== null ? { organization_user_id: user.organization_user_id } : {}) },
+    consents,
+    user_id: user.id,
+    organization_user_id: user.organization_user_id,
+    created_at: at,
+    updated_at: at,
+    version: 1
+  }))
+
+/** What a user's create or patch hands on: the regulation named and the event its choices became. */
+interface UserCarry {
+  readonly regulation: string
+  readonly event?: EventRow
+}
+
+export const ConsentUsersResource = Users.with<never, UserCarry>({
   hooks: {
+    present: (row, view) => userOut(row, view.regulation ?? DEFAULT_REGULATION),
     create: (_p, row, input) =>
       Effect.gen(function*() {
-        const none: UserConsentsValue = {}
-        if (input.consents === undefined) return { row: { ...row, consents: none } }
+        const regulation = input.regulation ?? DEFAULT_REGULATION
+        if (input.consents === undefined) return { row: { ...row, consent_states: {} }, carry: { regulation } }
         // Initial choices are recorded as one confirmed event, so the log explains the status.
-        const eventId = yield* Effect.flatMap(Ids, (ids) => ids.next)
-        const consents = input.consents
-        const event: EventRow = {
-          id: eventId,
-          organization_id: row.organization_id,
-          status: "confirmed",
-          regulation: DEFAULT_REGULATION,
-          metadata: null,
-          user: { id: row.id, ...(row.organization_user_id ? { organization_user_id: row.organization_user_id } : {}) },
-          consents,
-          user_id: row.id,
-          organization_user_id: row.organization_user_id ?? null,
-          created_at: row.created_at,
-          updated_at: row.updated_at,
-          version: 1
-        }
+        const event = yield* choicesEvent(row, regulation, input.consents, row.created_at)
         return {
-          row: {
-            ...row,
-            consents: { [DEFAULT_REGULATION]: mergeEvent(emptyState, { consents, created_at: row.created_at }) }
-          },
-          carry: event
+          row: { ...row, consent_states: { [regulation]: mergeEvent(emptyState, event) } },
+          carry: { regulation, event }
         }
       }),
-    afterCreate: (_p, stored, event) =>
+    afterCreate: (_p, stored, carry) =>
       Effect.gen(function*() {
-        const out: Array<OutgoingEvent> = [{ type: "user.created", regulation: DEFAULT_REGULATION, parameters: { entity: userOut(stored) } }]
-        if (event) {
-          const created = yield* Effect.flatMap(events(), (repo) => repo.create(event))
-          out.push({ type: "event.created", regulation: DEFAULT_REGULATION, parameters: { entity: eventOut(created) } })
+        const regulation = carry?.regulation ?? DEFAULT_REGULATION
+        const out: Array<OutgoingEvent> = [{ type: "user.created", regulation, parameters: { entity: userOut(stored, regulation) } }]
+        if (carry?.event) {
+          const created = yield* Effect.flatMap(events(), (repo) => repo.create(carry.event!))
+          out.push({ type: "event.created", regulation, parameters: { entity: eventOut(created) } })
         }
         yield* enqueue(stored.organization_id, out)
       }),
-    afterUpdate: (_p, before, after) =>
-      enqueue(after.organization_id, [userUpdated(DEFAULT_REGULATION, null, before, after)]),
+    update: (_p, _before, after, input) =>
+      Effect.gen(function*() {
+        const regulation = input.regulation ?? DEFAULT_REGULATION
+        if (input.consents === undefined) return carrying(after, { regulation })
+        // The choices become a confirmed event first, so a status merged from scratch sees it.
+        const event = yield* Effect.flatMap(events(), (repo) =>
+          Effect.flatMap(choicesEvent(after, regulation, input.consents!, after.updated_at), repo.create))
+        const next = yield* stateWith(after, event)
+        return carrying({ ...after, consent_states: withState(after.consent_states, regulation, next) }, { regulation, event })
+      }),
+    afterUpdate: (_p, before, after, _input, carry) =>
+      Effect.gen(function*() {
+        const out: Array<OutgoingEvent> = []
+        if (carry?.event) out.push({ type: "event.created", regulation: carry.regulation, parameters: { entity: eventOut(carry.event) } })
+        // The new choices concern their regulation; other fields concern every regulation the user has.
+        const named = carry?.event ? [carry.regulation] : []
+        const fieldsChanged = before.organization_user_id !== after.organization_user_id ||
+          before.country !== after.country || JSON.stringify(before.metadata) !== JSON.stringify(after.metadata)
+        const concerned = fieldsChanged || named.length === 0 ? [...new Set([...named, ...regulationsOf(after)])] : named
+        const source = carry?.event ? eventOut(carry.event) : null
+        for (const regulation of concerned) out.push(userUpdated(regulation, source, before, after))
+        yield* enqueue(after.organization_id, out)
+      }),
     afterRemove: (_p, removed) =>
       // Erasure: the user's events refer to it and went with it.
-      enqueue(removed.organization_id, [
-        { type: "user.deleted", regulation: DEFAULT_REGULATION, parameters: { entity: userOut(removed) } }
-      ])
+      enqueue(
+        removed.organization_id,
+        regulationsOf(removed).map((regulation) => ({
+          type: "user.deleted",
+          regulation,
+          parameters: { entity: userOut(removed, regulation) }
+        }))
+      )
   }
 })
 
@@ -339,10 +416,11 @@ export const ConsentUsersResource = Users.with({
 export const getUserByOrganizationUserId = (principal: Principal, organizationUserId: string, at: LookUp = {}) =>
   Effect.gen(function*() {
     yield* ensureMethodFor(ConsentUsersResource, principal, "get")
+    const view = yield* resolveView(ConsentUsersResource, at.query)
     const row = yield* findWithin(Users, principal, "organization_user_id", organizationUserId, at)
     if (Option.isNone(row) || !canAccess(principal, row.value.organization_id)) {
       return yield* Effect.fail(new NotFound({ message: `No consent user found for organization user id '${organizationUserId}'` }))
     }
     yield* requireFeature(ConsentUsersResource, principal, row.value.organization_id)
-    return userOut(row.value)
+    return userOut(row.value, view.regulation)
   })

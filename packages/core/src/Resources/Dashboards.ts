@@ -2,9 +2,10 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { nowSeconds } from "../Clock.js"
 import { Dashboard, DashboardCreate, DashboardEntry, DashboardUpdate } from "../Domain/Analytics.js"
+import { Forbidden, InvalidInput } from "../Domain/Errors.js"
 import { UrlSigner } from "../OrganizationPorts.js"
 import { type Page, type Row, Storage } from "../Ports.js"
-import { organizationsOf, type Principal } from "../Principal.js"
+import { canAccess, isOperator, organizationsOf, type Principal } from "../Principal.js"
 import { type Condition, eq, inList, parseFindQuery } from "../Query.js"
 import { defineResource, field } from "../Resource.js"
 import { ensureMethodFor, requireExistingOrganization, toOutput } from "../Service.js"
@@ -41,6 +42,8 @@ export const DashboardUrlsResource = defineResource({
   output: Dashboard,
   methods: ["find"],
   transient: ["url"],
+  // A signed url opens the dashboard until it expires.
+  revealsCredentials: "every",
   privateFields: {
     order: field.optionalReal,
     target_url: field.string,
@@ -60,6 +63,38 @@ const dashboardScope = (principal: Principal): ReadonlyArray<Condition> => {
   return [{ _tag: "Or", branches: [[eq("organization_id", null)], [inList("organization_id", orgs)]] }]
 }
 
+const organizationRequired = (message: string) =>
+  new InvalidInput({ message: `Invalid query: organization_id ${message}`, errors: { organization_id: message } })
+
+/**
+ * The organization whose links a find signs: `?organization_id=`, or the only one the principal
+ * acts in. The operator and a member of several name it (a link opens one organization's
+ * dashboard); one the principal cannot see is 403, as a find naming it is elsewhere.
+ */
+const linksOrganization = (principal: Principal, named: unknown) =>
+  Effect.gen(function*() {
+    if (named === undefined) {
+      const orgs = organizationsOf(principal)
+      if (orgs !== "all" && orgs.length === 1) return orgs[0]!
+      return yield* Effect.fail(organizationRequired("is required: name the organization whose links are signed"))
+    }
+    if (typeof named !== "string" || named === "") {
+      return yield* Effect.fail(organizationRequired("must be one organization id: links are signed for one organization"))
+    }
+    if (!canAccess(principal, named)) {
+      return yield* Effect.fail(new Forbidden({ message: "You are not allowed to read another organization's data" }))
+    }
+    if (isOperator(principal)) yield* requireExistingOrganization(named)
+    return named
+  })
+
+/** The organization goes into the signed URL, so the dashboard host knows whose data to show. */
+const withOrganization = (target: string, organizationId: string): string => {
+  const url = new URL(target)
+  url.searchParams.set("organization_id", organizationId)
+  return url.toString()
+}
+
 export const DEFAULT_DASHBOARD_URL_TTL_SECONDS = 900
 
 /** `url` = target + `expires` + `signature` (HMAC-SHA256 by the adapter's `UrlSigner`). */
@@ -67,16 +102,20 @@ export const findDashboardUrls = (principal: Principal, rawQuery: Record<string,
   Effect.gen(function*() {
     const def = DashboardUrlsResource
     yield* ensureMethodFor(def, principal, "find")
-    const parsed = parseFindQuery(rawQuery, { fields: def.queryFields })
+    const { organization_id: named, ...rest } = rawQuery
+    const organizationId = yield* linksOrganization(principal, named)
+    const parsed = parseFindQuery(rest, { fields: def.queryFields })
     if (Either.isLeft(parsed)) return yield* Effect.fail(parsed.left)
-    const query = { ...parsed.right.query, where: [...parsed.right.query.where, ...dashboardScope(principal)] }
+    // Its own entries and the platform's.
+    const offered: Condition = { _tag: "Or", branches: [[eq("organization_id", null)], [eq("organization_id", organizationId)]] }
+    const query = { ...parsed.right.query, where: [...parsed.right.query.where, offered] }
     const page = yield* (yield* Storage).repository(def.tableDef).find(query)
     const signer = yield* UrlSigner
     const settings = yield* Settings
     const expires = (yield* nowSeconds) + (settings.dashboardUrlTtlSeconds ?? DEFAULT_DASHBOARD_URL_TTL_SECONDS)
     const data: Array<Row> = []
     for (const row of page.data) {
-      const url = yield* signer.sign(row.target_url, expires)
+      const url = yield* signer.sign(withOrganization(row.target_url, organizationId), expires)
       const out: Row = toOutput(def, row, { url })
       data.push(query.select ? Object.fromEntries(Object.entries(out).filter(([k]) => k === "id" || query.select!.includes(k))) : out)
     }

@@ -16,10 +16,10 @@ import { Ids, type Row, Storage, type TableDef } from "../Ports.js"
 import { type Principal, requireOrganization } from "../Principal.js"
 import { type Condition, eq } from "../Query.js"
 import { declareResource, defineResource } from "../Resource.js"
-import { checkQuota, decode, loadVisible, requireFeature, toOutput } from "../Service.js"
+import { checkQuota, decode, loadVisible, requireFeature, requireFeatureBeforeBody, toOutput } from "../Service.js"
 import { Settings } from "../Settings.js"
 import { Tables } from "../Tables.js"
-import { ConsentEventsResource, ConsentUsersResource } from "./Consents.js"
+import { ConsentEventsResource, ConsentUsersResource, regulationsOf, userOut } from "./Consents.js"
 import { checkReceiverUrl } from "./Webhooks.js"
 
 /**
@@ -152,6 +152,7 @@ const ExecuteGate = { ...ExportRunsResource, premiumFeature: "batch_exports_manu
  */
 export const executeExport = (principal: Principal, body: unknown) =>
   Effect.gen(function*() {
+    yield* requireFeatureBeforeBody(ExecuteGate, principal, body, "organization_id")
     const decoded = decode(ExportRunInput, body)
     if (Either.isLeft(decoded)) return yield* Effect.fail(decoded.left)
     const input = decoded.right
@@ -195,7 +196,8 @@ export const executeExport = (principal: Principal, body: unknown) =>
         ConsentUsersResource.tableDef,
         range("updated_at"),
         "updated_at",
-        (rows) => writeAll(lines("user", rows, (r) => toOutput(ConsentUsersResource, r)))
+        // A line per regulation the user has a status for, each as the API shows it.
+        (rows) => writeAll(lines("user", rows.flatMap((r) => regulationsOf(r).map((regulation) => userOut(r, regulation))), (u) => u))
       )
       yield* Effect.forEach(writers, (w) => w.close, { discard: true })
       return { events, users }

@@ -17,9 +17,10 @@ import {
   NoticeTextContentUpdate,
   NoticeTextCreate,
   NoticeTextUpdate,
-  SdkConfigurationInput
+  SdkConfigurationInput,
+  type TemplateConfigBody
 } from "../Domain/Notice.js"
-import { buildSdkConfig, sdkInputErrors, templateAppErrors, type ApprovedText } from "../Notices/Rules.js"
+import { buildSdkConfig, completeTemplateApp, sdkInputErrors, templateAppErrors, type ApprovedText } from "../Notices/Rules.js"
 import { Storage, UnitOfWork } from "../Ports.js"
 import { isOperator, type Principal, requireOrganization } from "../Principal.js"
 import { eq } from "../Query.js"
@@ -178,6 +179,8 @@ export const NoticeConfigsResource = defineResource({
 })
 
 
+const completeConfig = (config: TemplateConfigBody) => ({ ...config, app: completeTemplateApp(config.app) })
+
 export const NoticeTemplateConfigsResource = defineResource({
   name: "notice template config",
   path: "widgets/notices/templates/configs",
@@ -189,8 +192,14 @@ export const NoticeTemplateConfigsResource = defineResource({
   methods: ["find", "get", "create", "update", "patch", "remove"],
   ownerField: "organization_id",
   hooks: {
-    create: (_p, row) => Effect.as(failOn(templateAppErrors(row.config.app)), { row }),
-    update: (_p, _b, after) => Effect.as(failOn(templateAppErrors(after.config.app)), after)
+    create: (_p, row) => {
+      const config = completeConfig(row.config)
+      return Effect.as(failOn(templateAppErrors(config.app)), { row: { ...row, config } })
+    },
+    update: (_p, _b, after) => {
+      const config = completeConfig(after.config)
+      return Effect.as(failOn(templateAppErrors(config.app)), { ...after, config })
+    }
   }
 })
 

@@ -3,6 +3,7 @@ import * as Option from "effect/Option"
 import { nowSeconds } from "../Clock.js"
 import { PlatformIntegration, PlatformIntegrationCreate, PlatformIntegrationUpdate, type PlatformIntegrationSession } from "../Domain/Account.js"
 import { InvalidInput } from "../Domain/Errors.js"
+import { addressKeys, throttled } from "../LoginThrottle.js"
 import { SecretHasher, Storage, TokenIssuer } from "../Ports.js"
 import { randomToken } from "../Random.js"
 import { defineResource, field } from "../Resource.js"
@@ -21,6 +22,7 @@ export const PlatformIntegrationsResource = defineResource({
   operatorOnly: ["find", "get", "create", "patch", "remove"],
   ownerField: "organization_id",
   transient: ["token"],
+  revealsCredentials: "create",
   privateFields: { token_hash: field.string },
   defaults: { enabled: true },
   hooks: {
@@ -43,22 +45,30 @@ const invalidToken = () =>
  * `POST /v1/platform-integrations/sessions`: the integration's token (header
  * `x-platform-authorization`) buys an access token acting as a client of its organization.
  */
-export const createPlatformIntegrationSession = (token: string | undefined, body: unknown) =>
+export const createPlatformIntegrationSession = (token: string | undefined, body: unknown, clientAddress?: string) =>
   Effect.gen(function*() {
     if (body !== undefined && body !== null && (typeof body !== "object" || Array.isArray(body) || Object.keys(body).length > 0)) {
       return yield* Effect.fail(new InvalidInput({ message: "The body must be an empty object", errors: { body: "must be an empty object" } }))
     }
+    const given = token?.trim() ?? ""
+    const m = /^pit_([^.]+)\.(.+)$/.exec(given)
+    // Guessing tokens is slowed like failed logins: per integration and per client address.
+    const keys = [...(m ? [`pit:${m[1]}`] : []), ...addressKeys("integration", clientAddress)]
+    return yield* throttled(keys, integrationSession(m ? m[1]! : undefined, given))
+  })
+
+const integrationSession = (integrationId: string | undefined, token: string) =>
+  Effect.gen(function*() {
     const hasher = yield* SecretHasher
-    const m = /^pit_([^.]+)\.(.+)$/.exec(token?.trim() ?? "")
-    const found = m
-      ? yield* (yield* Storage).repository(PlatformIntegrationsResource.tableDef).get(m[1]!)
+    const found = integrationId !== undefined
+      ? yield* (yield* Storage).repository(PlatformIntegrationsResource.tableDef).get(integrationId)
       : Option.none()
     if (Option.isNone(found)) {
-      yield* hasher.hash(token ?? "")
+      yield* hasher.hash(token)
       return yield* Effect.fail(invalidToken())
     }
     const integration = found.value
-    if (!(yield* hasher.verify(token!.trim(), integration.token_hash)) || integration.enabled !== true) {
+    if (!(yield* hasher.verify(token, integration.token_hash)) || integration.enabled !== true) {
       return yield* Effect.fail(invalidToken())
     }
     const settings = yield* Settings

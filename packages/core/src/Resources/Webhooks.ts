@@ -19,7 +19,7 @@ import type { Principal } from "../Principal.js"
 import { eq } from "../Query.js"
 import { sortableId } from "../Random.js"
 import { declareResource, defineResource, defineTable, field, ownedByOrganization, type StoredRow } from "../Resource.js"
-import { decode, loadVisible, toOutput } from "../Service.js"
+import { decode, loadVisible, requireFeatureBeforeBody, toOutput } from "../Service.js"
 import { Settings } from "../Settings.js"
 import { flattenPayload } from "../Webhooks/Flatten.js"
 import { type Endpoint, Endpoints, forgetEndpoint, SecretBox } from "../Webhooks/Ports.js"
@@ -38,6 +38,9 @@ export const checkReceiverUrl = (url: string, fieldName: string, allowHosts: Rea
   const allowed = isAllowedHost(u.hostname, allowHosts)
   const fail = (m: string) => Effect.fail(new InvalidInput({ message: `Invalid ${fieldName}: ${m}`, errors: { [fieldName]: m } }))
   if (u.username || u.password) return fail("must not carry credentials")
+  if (u.protocol === "http:" && !allowed) {
+    return fail("plain http is only allowed for hosts listed in WEBHOOK_ALLOW_HOSTS; use https")
+  }
   if (u.protocol !== "https:" && !allowed) return fail("must be an https URL")
   if (isNonPublicHostName(u.hostname) && !allowed) return fail("must not point at a private, loopback or link-local address")
   return Effect.void
@@ -63,6 +66,8 @@ const Webhooks = declareResource({
   ownerField: "organization_id",
   premiumFeature: "webhooks",
   transient: ["signing_secret"],
+  // Every answer: receiver and token URLs often carry a credential in their path or query.
+  revealsCredentials: "every",
   privateFields: { signing_secret_sealed: field.string, auth_client_secret_sealed: field.optionalString },
   defaults: { enabled: true, event_types: [], flatten: false, regulations: ["gdpr"], auth: null }
 })
@@ -307,6 +312,8 @@ export const ReplayRange = Schema.Struct({
 /** Re-enqueues every failed message of one webhook created in [from, to]. */
 export const replayFailed = (principal: Principal, body: unknown) =>
   Effect.gen(function*() {
+    // The webhook named in the body gives the organization: gated on the principal's until then.
+    yield* requireFeatureBeforeBody(WebhooksResource, principal, body, undefined)
     const decoded = decode(ReplayRange, body)
     if (Either.isLeft(decoded)) return yield* Effect.fail(decoded.left)
     const { from, to, webhook_id } = decoded.right

@@ -93,8 +93,8 @@ describe("consents: effective status", () => {
     const user = await t.call("GET", `/v1/consents/users/${userId}`)
     expect(user.status).toBe(200)
     expect(user.body.organization_user_id).toBe(ouid)
-    expect(user.body.consents.gdpr.purposes).toEqual(purposes(["p1", true], ["p2", false], ["p3", true]))
-    expect(user.body.consents.gdpr.updated_at).toBe(e2.body.created_at)
+    expect(user.body.regulation).toBe("gdpr")
+    expect(user.body.consents.purposes).toEqual(purposes(["p1", true], ["p2", false], ["p3", true]))
 
     // An import of an older event does not override a newer choice.
     const old = await t.call("POST", "/v1/consents/events", {
@@ -103,12 +103,12 @@ describe("consents: effective status", () => {
     expect(old.status, old.text).toBe(201)
     expect(old.body.created_at).toBe("2020-01-01T00:00:00.000Z")
     const after = await t.call("GET", `/v1/consents/users/${userId}`)
-    expect(byId(after.body.consents.gdpr.purposes)).toEqual(byId(purposes(["p4", true], ["p1", true], ["p2", false], ["p3", true])))
+    expect(byId(after.body.consents.purposes)).toEqual(byId(purposes(["p4", true], ["p1", true], ["p2", false], ["p3", true])))
 
     // Deleting an event recomputes the user from the events that remain.
     expect((await t.call("DELETE", `/v1/consents/events/${e2.body.id}`)).status).toBe(200)
     const recomputed = await t.call("GET", `/v1/consents/users/${userId}`)
-    expect(byId(recomputed.body.consents.gdpr.purposes)).toEqual(byId(purposes(["p4", true], ["p1", true], ["p2", true], ["p3", false])))
+    expect(byId(recomputed.body.consents.purposes)).toEqual(byId(purposes(["p4", true], ["p1", true], ["p2", true], ["p3", false])))
 
     // The organization's own id finds the user too; an unknown one is 404.
     const byOwn = await t.call("GET", `/v1/consents/users/${encodeURIComponent(ouid)}?$by_organization_user_id=true`)
@@ -125,8 +125,15 @@ describe("consents: effective status", () => {
     await t.call("POST", "/v1/consents/events", { body: event(t, ouid, purposes(["p1", true])) })
     const ccpa = await t.call("POST", "/v1/consents/events", { body: event(t, ouid, purposes(["p1", false]), { regulation: "ccpa" }) })
     const user = await t.call("GET", `/v1/consents/users/${ccpa.body.user.id}`)
-    expect(user.body.consents.gdpr.purposes).toEqual(purposes(["p1", true]))
-    expect(user.body.consents.ccpa.purposes).toEqual(purposes(["p1", false]))
+    expect(user.body.regulation).toBe("gdpr")
+    expect(user.body.consents.purposes).toEqual(purposes(["p1", true]))
+    const asCcpa = await t.call("GET", `/v1/consents/users/${ccpa.body.user.id}?regulation=ccpa`)
+    expect(asCcpa.body).toMatchObject({ id: user.body.id, regulation: "ccpa", version: user.body.version })
+    expect(asCcpa.body.consents.purposes).toEqual(purposes(["p1", false]))
+    // A regulation the user never chose for: nothing chosen, every list present.
+    const none = await t.call("GET", `/v1/consents/users/${ccpa.body.user.id}?regulation=lgpd`)
+    expect(none.body.regulation).toBe("lgpd")
+    expect(none.body.consents).toEqual({ purposes: [], vendors: { enabled: [], disabled: [], enabled_li: [], disabled_li: [] } })
   })
 
   it("pending events count only once confirmed; confirmed is final", async () => {
@@ -138,10 +145,10 @@ describe("consents: effective status", () => {
       body: event(t, ouid, purposes(["p1", false]), { status: "pending_approval" })
     })
     expect(pending.body.status).toBe("pending_approval")
-    expect((await t.call("GET", `/v1/consents/users/${userId}`)).body.consents.gdpr.purposes).toEqual(purposes(["p1", true]))
+    expect((await t.call("GET", `/v1/consents/users/${userId}`)).body.consents.purposes).toEqual(purposes(["p1", true]))
     const confirmed = await t.call("PATCH", `/v1/consents/events/${pending.body.id}`, { body: { status: "confirmed" } })
     expect(confirmed.status, confirmed.text).toBe(200)
-    expect((await t.call("GET", `/v1/consents/users/${userId}`)).body.consents.gdpr.purposes).toEqual(purposes(["p1", false]))
+    expect((await t.call("GET", `/v1/consents/users/${userId}`)).body.consents.purposes).toEqual(purposes(["p1", false]))
     const back = await t.call("PATCH", `/v1/consents/events/${pending.body.id}`, { body: { status: "pending_approval" } })
     expect400(back)
     expect(back.body.errors).toHaveProperty("status")
@@ -160,13 +167,12 @@ describe("consents: effective status", () => {
       body: { organization_id: t.org.id, organization_user_id: ouid, consents: { purposes: purposes(["p1", true]) } }
     })
     expect(u.status, u.text).toBe(201)
-    expect(u.body.consents.gdpr.purposes).toEqual(purposes(["p1", true]))
+    expect(u.body.consents.purposes).toEqual(purposes(["p1", true]))
     expect((await t.call("GET", `/v1/consents/events?user_id=${u.body.id}`)).body.total).toBe(1)
     expect409(await t.call("POST", "/v1/consents/users", { body: { organization_id: t.org.id, organization_user_id: ouid } }))
     const patched = await t.call("PATCH", `/v1/consents/users/${u.body.id}`, { body: { country: "FR", version: 1 } })
     expect(patched.body).toMatchObject({ country: "FR", version: 2 })
     expect409(await t.call("PATCH", `/v1/consents/users/${u.body.id}`, { body: { country: "DE", version: 1 } }))
-    expect400(await t.call("PATCH", `/v1/consents/users/${u.body.id}`, { body: { consents: {} } }))
     expect((await t.call("DELETE", `/v1/consents/users/${u.body.id}`)).status).toBe(200)
     expect((await t.call("GET", `/v1/consents/events?user_id=${u.body.id}`)).body.total).toBe(0)
   })
@@ -182,6 +188,110 @@ describe("consents: effective status", () => {
     expect403(await b.call("POST", "/v1/consents/events", { body: event(t, "x", purposes(["p", true])) }))
     const list = await b.call("GET", "/v1/consents/events")
     expect(list.body.data.every((e: any) => e.organization_id === b.org.id)).toBe(true)
+  })
+})
+
+describe("consent users: one regulation at a time", () => {
+  const empty = { purposes: [], vendors: { enabled: [], disabled: [], enabled_li: [], disabled_li: [] } }
+
+  it("find shows every user in the regulation asked for (a view, not a filter)", async () => {
+    const t = await consentTenant()
+    const g = await t.call("POST", "/v1/consents/events", { body: event(t, unique("g"), purposes(["p", true])) })
+    const c = await t.call("POST", "/v1/consents/events", {
+      body: event(t, unique("c"), purposes(["p", false]), { regulation: "ccpa", consents: { purposes: purposes(["p", false]), vendors: { enabled_li: ["v9"] }, tcfcs: "CQ" } })
+    })
+    const byId = (list: Array<any>) => Object.fromEntries(list.map((u) => [u.id, u]))
+    const gdpr = await t.call("GET", "/v1/consents/users?$sort[created_at]=1")
+    expect(gdpr.status, gdpr.text).toBe(200)
+    expect(gdpr.body.total).toBe(2)
+    expect(byId(gdpr.body.data)[g.body.user.id]).toMatchObject({ regulation: "gdpr", consents: { ...empty, purposes: purposes(["p", true]) } })
+    expect(byId(gdpr.body.data)[c.body.user.id]).toMatchObject({ regulation: "gdpr", consents: empty })
+    const ccpa = await t.call("GET", "/v1/consents/users?regulation=ccpa")
+    expect(ccpa.body.total).toBe(2)
+    expect(byId(ccpa.body.data)[g.body.user.id]).toMatchObject({ regulation: "ccpa", consents: empty })
+    expect(byId(ccpa.body.data)[c.body.user.id].consents).toEqual({
+      purposes: purposes(["p", false]),
+      vendors: { enabled: [], disabled: [], enabled_li: ["v9"], disabled_li: [] },
+      tcfcs: "CQ"
+    })
+    // The view combines with real filters, $select and the look-up by the organization's own id.
+    const one = await t.call("GET", `/v1/consents/users?regulation=ccpa&id=${c.body.user.id}&$select[]=consents`)
+    expect(one.body.data).toEqual([{ id: c.body.user.id, consents: byId(ccpa.body.data)[c.body.user.id].consents }])
+    const own = await t.call("GET", `/v1/consents/users/${c.body.user.organization_user_id}?$by_organization_user_id=true&regulation=ccpa`)
+    expect(own.status, own.text).toBe(200)
+    expect(own.body.consents.purposes).toEqual(purposes(["p", false]))
+  })
+
+  it("regulation takes equality only: operators, $sort, $select, $or and bad codes are 400", async () => {
+    const t = await consentTenant()
+    for (const q of [
+      "regulation[$in][]=gdpr",
+      "regulation[$ne]=gdpr",
+      "regulation[]=gdpr&regulation[]=ccpa",
+      "$sort[regulation]=1",
+      "$select[]=regulation",
+      "$or[0][regulation]=gdpr&$or[1][id]=x",
+      "regulation=NOT%20A%20CODE"
+    ]) {
+      const r = await t.call("GET", `/v1/consents/users?${q}`)
+      expect400(r)
+      expect(JSON.stringify(r.body.errors), q).toMatch(/regulation/)
+    }
+    expect400(await t.call("GET", "/v1/consents/users/anyone?regulation[$in][]=gdpr"))
+  })
+
+  it("create and patch record their choices as one confirmed event of the regulation in the body", async () => {
+    const t = await consentTenant()
+    const w = await hook(t, { regulations: ["gdpr", "ccpa"] })
+    const created = await t.call("POST", "/v1/consents/users", {
+      body: { organization_id: t.org.id, organization_user_id: unique("u"), regulation: "ccpa", consents: { purposes: purposes(["ads", false]) } }
+    })
+    expect(created.status, created.text).toBe(201)
+    expect(created.body).toMatchObject({ regulation: "ccpa", consents: { ...empty, purposes: purposes(["ads", false]) }, version: 1 })
+    const id = created.body.id
+    const ccpaEvents = await t.call("GET", `/v1/consents/events?user_id=${id}`)
+    expect(ccpaEvents.body.data.map((e: any) => [e.regulation, e.status])).toEqual([["ccpa", "confirmed"]])
+    expect((await t.call("GET", `/v1/consents/users/${id}`)).body).toMatchObject({ regulation: "gdpr", consents: empty })
+
+    server.clock.advance(1000)
+    const patched = await t.call("PATCH", `/v1/consents/users/${id}`, {
+      body: { regulation: "gdpr", consents: { purposes: purposes(["ads", true]) }, country: "FR", version: 1 }
+    })
+    expect(patched.status, patched.text).toBe(200)
+    // One write: the version moves by one, the answer shows the regulation the body named.
+    expect(patched.body).toMatchObject({ regulation: "gdpr", country: "FR", version: 2, consents: { purposes: purposes(["ads", true]) } })
+    const all = await t.call("GET", `/v1/consents/events?user_id=${id}&$sort[created_at]=1`)
+    expect(all.body.data.map((e: any) => [e.regulation, e.status])).toEqual([["ccpa", "confirmed"], ["gdpr", "confirmed"]])
+    const gdprEvent = all.body.data[1]
+    expect(gdprEvent.consents).toEqual({ purposes: purposes(["ads", true]) })
+    // The ccpa status is untouched.
+    expect((await t.call("GET", `/v1/consents/users/${id}?regulation=ccpa`)).body.consents.purposes).toEqual(purposes(["ads", false]))
+
+    const log = await deliveries(t, w.id)
+    expect(log.map((d) => `${d.event_type}/${d.regulation}`)).toEqual([
+      "user.created/ccpa",
+      "event.created/ccpa",
+      "event.created/gdpr",
+      "user.updated/gdpr",
+      // The country concerns every regulation the user has a status for.
+      "user.updated/ccpa"
+    ])
+    const userCreated = log[0].payload.parameters.entity
+    expect(userCreated).toEqual(created.body)
+    const gdprUpdate = log[3].payload.parameters
+    expect(gdprUpdate.source).toEqual(gdprEvent)
+    expect(gdprUpdate.old_entity).toMatchObject({ regulation: "gdpr", consents: empty, version: 1 })
+    expect(gdprUpdate.new_entity).toEqual(patched.body)
+    expect(log[4].payload.parameters.new_entity).toMatchObject({ regulation: "ccpa", country: "FR", consents: { purposes: purposes(["ads", false]) } })
+
+    // A patch naming a regulation without choices only chooses the view of its answer.
+    const view = await t.call("PATCH", `/v1/consents/users/${id}`, { body: { regulation: "ccpa", metadata: { a: 1 } } })
+    expect(view.body).toMatchObject({ regulation: "ccpa", version: 3, consents: { purposes: purposes(["ads", false]) } })
+    expect((await t.call("GET", `/v1/consents/events?user_id=${id}`)).body.total).toBe(2)
+    // Removing the user tells every regulation it had.
+    expect((await t.call("DELETE", `/v1/consents/users/${id}?regulation=ccpa`)).body.regulation).toBe("ccpa")
+    const tail = (await deliveries(t, w.id)).slice(-2).map((d) => `${d.event_type}/${d.regulation}`).sort()
+    expect(tail).toEqual(["user.deleted/ccpa", "user.deleted/gdpr"])
   })
 })
 
@@ -216,7 +326,7 @@ describe("outbox: which messages each change queues (spec section 6)", () => {
     expect(updated.type).toBe("user.updated")
     expect(updated.parameters.source).toEqual(confirmed.body)
     expect(updated.parameters.old_entity).toEqual(userBefore)
-    expect(updated.parameters.new_entity.consents.gdpr.purposes).toEqual(purposes(["p1", false]))
+    expect(updated.parameters.new_entity.consents.purposes).toEqual(purposes(["p1", false]))
 
     // Confirming a change that leaves the status as it is sends no user.updated.
     const same = await t.call("POST", "/v1/consents/events", {

@@ -237,6 +237,35 @@ describe("exports: execute", () => {
     }
   })
 
+  it("a user is written once per regulation it has a status for, each line as the API shows it", async () => {
+    const t = await tenant()
+    const gdpr = await event(t, "both", "2026-11-10T00:00:00.000Z")
+    expect(gdpr.status, gdpr.text).toBe(201)
+    const ccpa = await t.call("POST", "/v1/consents/events", {
+      body: { organization_id: t.org.id, regulation: "ccpa", user: { organization_user_id: "both" }, consents: { purposes: [{ id: "sale", enabled: false }] } }
+    })
+    expect(ccpa.status, ccpa.text).toBe(201)
+    const sub = `regs-${t.org.id}`
+    const c = await newConfig(t, [dir(sub)])
+    const now = new Date(server.clock.millis)
+    const r = await t.call("POST", "/v1/exports/execute", {
+      body: {
+        organization_id: t.org.id,
+        export_config_id: c.id,
+        from: new Date(now.getTime() - 1000).toISOString(),
+        to: new Date(now.getTime() + 1000).toISOString()
+      }
+    })
+    expect(r.status, r.text).toBe(201)
+    expect(r.body.users_count).toBe(1)
+    const [file] = fs.readdirSync(path.join(root, sub))
+    const users = readNdjson(fs.readFileSync(path.join(root, sub, file!), "utf8")).filter((l) => l.type === "user")
+    const id = gdpr.body.user.id
+    const asApi = async (regulation: string) =>
+      ({ type: "user", ...(await t.call("GET", `/v1/consents/users/${id}?regulation=${regulation}`)).body })
+    expect(users.sort((a, b) => a.regulation.localeCompare(b.regulation))).toEqual([await asApi("ccpa"), await asApi("gdpr")])
+  })
+
   it("pages through more rows than one page, in order", async () => {
     const t = await tenant()
     const n = 530

@@ -4,7 +4,8 @@ import { PgStore } from "@cmp/store-postgres"
 import { SqliteStore } from "@cmp/store-sqlite"
 import { ManualClock } from "@cmp/test-support/clock"
 import { createTestDatabase } from "@cmp/test-support/database"
-import { ADMIN, START } from "@cmp/test-support/http"
+import { ADMIN, as, client, START, unique } from "@cmp/test-support/http"
+import { expect } from "vitest"
 
 /**
  * The server of the API suites: the real Express server (what `pnpm start` serves) over a fresh
@@ -51,4 +52,19 @@ export const start = async (overrides: Partial<ServerOptions> = {}): Promise<Tes
       await store.close()
     }
   }
+}
+
+/** A person invited into each of the organizations (by their own keys), accepted, signed in by email. */
+export const memberOf = async (base: string, ...tenants: ReadonlyArray<{ readonly token: string; readonly org: { readonly id: string } }>) => {
+  const email = `${unique("member")}@example.com`
+  const password = "correct horse battery staple"
+  for (const t of tenants) {
+    const invited = await as(base, t.token)("POST", "/v1/members", { body: { name: "Ada", email, organization_id: t.org.id } })
+    expect(invited.status, invited.text).toBe(201)
+    const accepted = await client(base).call("POST", "/v1/invitations/accept", { body: { token: invited.body.invitation.token, password } })
+    expect(accepted.status, accepted.text).toBe(201)
+  }
+  const session = await client(base).call("POST", "/v1/sessions", { body: { type: "email", key: email, secret: password } })
+  expect(session.status, session.text).toBe(201)
+  return as(base, session.body.access_token)
 }

@@ -145,6 +145,26 @@ describe("bad input", () => {
     expect400(session)
   })
 
+  it("a body of JSON null, or another value that is not an object, is 400 saying so, not 'invalid JSON'", async () => {
+    for (const [body, kind] of [["null", "null"], ["42", "number"], ["\"text\"", "string"], [" true ", "boolean"]]) {
+      const r = await postKey(body!)
+      expect400(r)
+      expect(r.body.message).toBe(`The request body must be a JSON object, not ${kind}`)
+      expect(r.body.errors).toEqual({ body: `must be a JSON object, not ${kind}` })
+    }
+    const invalid = await postKey("{\"name\": }")
+    expect(invalid.body.message).toBe("The request body is not valid JSON")
+  })
+
+  it("a 415 names the content type received and the one expected", async () => {
+    for (const type of ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data"]) {
+      const r = await postKey(JSON.stringify({ organization_id: t.org.id, name: "x" }), { "content-type": `${type}; charset=utf-8` })
+      expectError(r, 415, "UnsupportedMediaType", "unsupported-media-type")
+      expect(r.body.message).toBe(`Unsupported media type: received a ${type} body, expected application/json`)
+      expect(r.body.errors).toEqual({ "content-type": `must be application/json, not ${type}` })
+    }
+  })
+
   it("an empty body is 400", async () => {
     expect400(await postKey(""))
     expect400(await call(server.url, "POST", "/v1/sessions"))

@@ -340,9 +340,10 @@ describe("notices: template configs (IAB TCF rules)", () => {
         exclude: [5],
         enabled: true,
         version: 2,
+        include: [3, 4],
         restrictions: [
-          { id: "r1", purposeId: ["2", "7"], restrictionType: "req-li", vendors: { restrictionType: "all" } },
-          { id: "r2", purposeId: ["1"], restrictionType: "req-consent", vendors: { restrictionType: "list", ids: [8] } }
+          { id: "r1", purposeId: ["2", "7"], restrictionType: "req-li", vendors: { restrictionType: "all", ids: [], purposeId: ["2"] } },
+          { id: "r2", purposeId: ["1"], restrictionType: "req-consent", vendors: { restrictionType: "list", ids: [8], purposeId: [] } }
         ],
         stacks: { auto: true, ids: [] }
       }),
@@ -351,6 +352,79 @@ describe("notices: template configs (IAB TCF rules)", () => {
     const r = await template(t, config)
     expect(r.status, r.text).toBe(201)
     expect(r.body.config).toEqual(config)
+  })
+
+  it("no field of config.app is required: lists left out are stored and answered empty", async () => {
+    const t = await tenant()
+    const onlyIab = await template(t, { app: { vendors: { iab: { all: true, version: 2 } } } })
+    expect(onlyIab.status, onlyIab.text).toBe(201)
+    const filled = {
+      app: {
+        essentialPurposes: [],
+        vendors: { include: [], iab: { all: true, version: 2, include: [], exclude: [], restrictions: [] } }
+      }
+    }
+    expect(onlyIab.body.config).toEqual(filled)
+    expect((await t.call("GET", `/v1/widgets/notices/templates/configs/${onlyIab.body.id}`)).body.config).toEqual(filled)
+    const empty = { app: { essentialPurposes: [], vendors: { include: [] } } }
+    for (const [config, expected] of [
+      [{ app: {} }, empty],
+      [{}, empty],
+      [{ preferences: { x: 1 } }, { ...empty, preferences: { x: 1 } }],
+      [
+        { app: { vendors: { iab: { restrictions: [{ id: "r", purposeId: ["2"], restrictionType: "allow", vendors: { restrictionType: "all" } }], stacks: {} } } } },
+        {
+          app: {
+            essentialPurposes: [],
+            vendors: {
+              include: [],
+              iab: {
+                include: [],
+                exclude: [],
+                restrictions: [{ id: "r", purposeId: ["2"], restrictionType: "allow", vendors: { restrictionType: "all", ids: [], purposeId: [] } }],
+                stacks: { ids: [] }
+              }
+            }
+          }
+        }
+      ]
+    ] as const) {
+      const r = await template(t, config)
+      expect([config, r.status], r.text).toEqual([config, 201])
+      expect(r.body.config).toEqual(expected)
+    }
+    // A change is filled the same way.
+    const p = await t.call("PATCH", `/v1/widgets/notices/templates/configs/${onlyIab.body.id}`, {
+      body: { config: { app: { essentialPurposes: ["c1"] } } }
+    })
+    expect(p.status, p.text).toBe(200)
+    expect(p.body.config).toEqual({ app: { essentialPurposes: ["c1"], vendors: { include: [] } } })
+  })
+
+  it("what is given is still typed and still meets the TCF rules", async () => {
+    const t = await tenant()
+    for (
+      const [config, field] of [
+        [{ app: { essentialPurposes: "c1" } }, "config.app.essentialPurposes"],
+        [{ app: { vendors: [] } }, "config.app.vendors"],
+        [{ app: null }, "config.app"],
+        [{ app: { vendors: { iab: { include: ["x"] } } } }, "config.app.vendors.iab.include.0"],
+        [{ app: { vendors: { iab: { exclude: [1] } } } }, "config.app.vendors.iab.exclude"],
+        [{
+          app: { vendors: { iab: { restrictions: [{ id: "r", purposeId: ["3"], restrictionType: "req-li", vendors: { restrictionType: "all" } }] } } }
+        }, "config.app.vendors.iab.restrictions.0.purposeId"],
+        [{
+          app: { vendors: { iab: { restrictions: [{ id: "r", purposeId: ["2"], restrictionType: "allow", vendors: { restrictionType: "list" } }] } } }
+        }, "config.app.vendors.iab.restrictions.0.vendors.ids"],
+        [{
+          app: { vendors: { iab: { restrictions: [{ id: "r", restrictionType: "allow", vendors: { restrictionType: "all" } }] } } }
+        }, "config.app.vendors.iab.restrictions.0.purposeId"]
+      ] as const
+    ) {
+      const r = await template(t, config)
+      expect400(r)
+      expect([config, Object.keys(r.body.errors)]).toEqual([config, expect.arrayContaining([field])])
+    }
   })
 
   it("TCF version is 1 or 2", async () => {

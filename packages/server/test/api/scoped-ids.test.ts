@@ -7,6 +7,7 @@ import {
   expect400,
   expect404,
   expect409,
+  memberOf,
   operatorOf,
   start,
   type Tenant,
@@ -36,23 +37,6 @@ const consentTenant = async () => {
   return { ...t, call: as(server.url, t.token) }
 }
 
-const memberOf = async (...tenants: Array<Tenant>) => {
-  const email = `${unique("both")}@example.com`
-  const password = "correct horse battery staple"
-  for (const t of tenants) {
-    const invited = await as(server.url, t.token)("POST", "/v1/members", {
-      body: { name: "Ada", email, organization_id: t.org.id }
-    })
-    expect(invited.status, invited.text).toBe(201)
-    const accepted = await client(server.url).call("POST", "/v1/invitations/accept", {
-      body: { token: invited.body.invitation.token, password }
-    })
-    expect(accepted.status, accepted.text).toBe(201)
-  }
-  const session = await client(server.url).call("POST", "/v1/sessions", { body: { type: "email", key: email, secret: password } })
-  expect(session.status, session.text).toBe(201)
-  return as(server.url, session.body.access_token)
-}
 
 const eventBody = (t: Tenant, id: string, userId: string, purposes: Array<[string, boolean]>) => ({
   id,
@@ -75,7 +59,7 @@ beforeAll(async () => {
   op = await operatorOf(server.url)
   a = await consentTenant()
   b = await consentTenant()
-  member = await memberOf(a, b)
+  member = await memberOf(server.url, a, b)
 })
 afterAll(() => server?.close())
 

@@ -4,6 +4,7 @@ import consentsWebhooks from "./0003_consents_webhooks.js"
 import organizationResources from "./0004_organization_resources.js"
 import noticesExports from "./0005_notices_exports.js"
 import organizationScopedIds from "./0006_organization_scoped_ids.js"
+import consentUserStates from "./0007_consent_user_states.js"
 
 /**
  * Versioned migrations of both stores: a new change is a new entry, never an edit of an old
@@ -15,5 +16,6 @@ export const migrations = {
   "0003_consents_webhooks": consentsWebhooks,
   "0004_organization_resources": organizationResources,
   "0005_notices_exports": noticesExports,
-  "0006_organization_scoped_ids": organizationScopedIds
+  "0006_organization_scoped_ids": organizationScopedIds,
+  "0007_consent_user_states": consentUserStates
 }

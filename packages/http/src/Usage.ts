@@ -1,0 +1,68 @@
+import { type Principal, ResourceService } from "@cmp/core"
+import type { PlatformServices } from "@cmp/platform"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import { parseQuery } from "./Query.js"
+import type { Context, Route } from "./Routes.js"
+
+/**
+ * The organizations an API request is counted against in `api_requests`: the one a client key
+ * (or a platform integration, which acts as one) belongs to; for a member, the organization it
+ * acts in; none for the operator.
+ */
+
+/** Organization ids a value names: one id, a list, or `{ $in: [...] }`. */
+const idsIn = (value: unknown): Array<string> => {
+  if (typeof value === "string") return [value]
+  if (Array.isArray(value)) return value.filter((v): v is string => typeof v === "string")
+  if (typeof value === "object" && value !== null && "$in" in value) return idsIn((value as { $in: unknown }).$in)
+  return []
+}
+
+/** The organizations a request names in `?organization_id=` or in its body's `organization_id`. */
+const namedOrganizations = (query: Record<string, unknown>, body: unknown): Array<string> => [
+  ...idsIn(query.organization_id),
+  ...(typeof body === "object" && body !== null && !Array.isArray(body) ? idsIn((body as Record<string, unknown>).organization_id) : [])
+]
+
+/** The owning organization of the route's object, when the member can see it. */
+const ownerOfTarget = (route: Route, context: Context, principal: Principal, query: Record<string, unknown>) =>
+  Effect.gen(function*() {
+    const target = route.target?.(context)
+    const owner = target?.def.ownerField
+    if (!target || owner === undefined) return undefined
+    if (owner === "id") return target.id
+    const at = typeof query.organization_id === "string" ? { organizationId: query.organization_id } : {}
+    const row = yield* Effect.option(ResourceService.loadVisible(target.def, principal, target.id, at))
+    return Option.match(row, { onNone: () => undefined, onSome: (r) => r[owner] })
+  })
+
+/**
+ * A member of one organization always counts there. A member of several counts where the
+ * request names (`organization_id`), else where its object belongs; a request that names none
+ * of them and works on no object of theirs (a find over all of them, an unknown id) counts once
+ * in each.
+ */
+export const countedOrganizations = (
+  principal: Principal,
+  route: Route,
+  context: Context
+): Effect.Effect<ReadonlyArray<string>, never, PlatformServices> =>
+  Effect.gen(function*() {
+    switch (principal._tag) {
+      case "Operator":
+        return []
+      case "Client":
+        return [principal.organizationId]
+      case "Member": {
+        const mine = principal.organizationIds
+        if (mine.length <= 1) return mine
+        // A query the route will refuse names nothing here; the route answers its 400.
+        const query = yield* Effect.orElseSucceed(parseQuery(context.rawQuery), () => ({} as Record<string, unknown>))
+        const named = namedOrganizations(query, context.body).filter((o) => mine.includes(o))
+        if (named.length > 0) return named
+        const owner = yield* ownerOfTarget(route, context, principal, query)
+        return typeof owner === "string" && mine.includes(owner) ? [owner] : mine
+      }
+    }
+  })

@@ -1,0 +1,60 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { as, expect400, operatorOf, start, type Tenant, type TestServer } from "./helpers.js"
+
+/**
+ * Plain-http URLs the service would call (webhook receivers, OAuth token endpoints, export
+ * destinations) are refused with one message that says what to do, unless the host is allowed.
+ */
+
+const PLAIN_HTTP = "plain http is only allowed for hosts listed in WEBHOOK_ALLOW_HOSTS; use https"
+
+let server: TestServer
+let t: Tenant
+let asT: ReturnType<typeof as>
+
+beforeAll(async () => {
+  server = await start({ webhookAllowHosts: ["allowed.example"] })
+  const op = await operatorOf(server.url)
+  t = await op.tenant()
+  asT = as(server.url, t.token)
+  const flags = await op.featuresOf(t.org.id)
+  const r = await op.call("PATCH", `/v1/premium-features/${flags.id}`, { body: { webhooks: true, batch_exports_manual_run: true } })
+  expect(r.status, r.text).toBe(200)
+})
+afterAll(async () => {
+  await server?.close()
+})
+
+describe("plain-http receiver URLs", () => {
+  it("a webhook url says plain http needs WEBHOOK_ALLOW_HOSTS; an allowed host is accepted", async () => {
+    const r = await asT("POST", "/v1/webhooks", { body: { organization_id: t.org.id, url: "http://example.com/hook" } })
+    expect400(r)
+    expect(r.body.message).toBe(`Invalid url: ${PLAIN_HTTP}`)
+    expect(r.body.errors).toEqual({ url: PLAIN_HTTP })
+    const allowed = await asT("POST", "/v1/webhooks", { body: { organization_id: t.org.id, url: "http://allowed.example/hook" } })
+    expect(allowed.status, allowed.text).toBe(201)
+    const patched = await asT("PATCH", `/v1/webhooks/${allowed.body.id}`, { body: { url: "http://example.com/other" } })
+    expect400(patched)
+    expect(patched.body.errors).toEqual({ url: PLAIN_HTTP })
+  })
+
+  it("an OAuth token url says the same", async () => {
+    const r = await asT("POST", "/v1/webhooks", {
+      body: {
+        organization_id: t.org.id,
+        url: "https://example.com/hook",
+        auth: { token_url: "http://auth.example.com/token", client_id: "cid", client_secret: "secret" }
+      }
+    })
+    expect400(r)
+    expect(r.body.errors).toEqual({ "auth.token_url": PLAIN_HTTP })
+  })
+
+  it("an export destination says the same", async () => {
+    const r = await asT("POST", "/v1/exports/configs", {
+      body: { organization_id: t.org.id, name: "n", destinations: [{ type: "https", url: "http://example.com/x" }] }
+    })
+    expect400(r)
+    expect(r.body.errors).toEqual({ "destinations.0.url": PLAIN_HTTP })
+  })
+})
