@@ -1,7 +1,7 @@
 /**
  * Which package may import which (`pnpm check:deps`, run by CI). The layers, bottom up:
  * core (pure Effect) ← adapters (stores, webhooks, platform-node) ← platform (composition) ←
- * http (framework-neutral REST) ← http-express (translation) ← server. No adapter imports
+ * http (framework-neutral REST) ← http-express, http-fetch (translation) ← server. No adapter imports
  * another, except platform-node using the webhooks package's guarded sender for every outbound
  * call. docs/architecture.md draws it.
  */
@@ -15,6 +15,7 @@ const allowed = {
   platform: ["core", "platform-node", "webhooks", "store-sqlite", "store-postgres"],
   http: ["core", "platform"],
   "http-express": ["http", "platform"],
+  "http-fetch": ["http", "platform"],
   server: ["core", "platform", "http-express"],
   "test-support": ["core"]
 }
@@ -68,7 +69,7 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: "node_modules" },
-    exclude: { path: "(^|/)(dist|test|test-faults)/" },
+    exclude: { path: "^packages/server/lib/|(^|/)(dist|test|test-faults)/" },
     tsPreCompilationDeps: true,
     combinedDependencies: false,
     tsConfig: { fileName: "tsconfig.base.json" },

@@ -12,7 +12,7 @@ import {
   SecretsResource
 } from "./Resources/Account.js"
 import { ConsentEventsResource, ConsentUsersResource } from "./Resources/Consents.js"
-import { AttemptsTable, DeliveriesResource, WebhooksResource } from "./Resources/Webhooks.js"
+import { AttemptsTable, DeliveriesResource, SubscribersTable, WebhooksResource } from "./Resources/Webhooks.js"
 import { CookiesResource } from "./Resources/Cookies.js"
 import { DashboardsResource, DashboardUrlsResource } from "./Resources/Dashboards.js"
 import { DomainsResource } from "./Resources/Domains.js"
@@ -71,7 +71,7 @@ export const resources: ReadonlyArray<RegisteredResource> = declared
 /** Every stored table, once each (some resources share one): what the stores create. */
 export const tables: ReadonlyArray<TableDef<any>> = [
   ...new Map(
-    [...resources.map((def) => def.tableDef), PersonsTable, InvitationsTable, SettingsTable, AttemptsTable, ApiUsageTable]
+    [...resources.map((def) => def.tableDef), PersonsTable, InvitationsTable, SettingsTable, AttemptsTable, SubscribersTable, ApiUsageTable]
       .map((t) => [t.table, t] as const)
   ).values()
 ]

@@ -1,4 +1,5 @@
 export * from "./Domain/Errors.js"
+export * from "./Domain/ErrorBody.js"
 export * from "./AddressPolicy.js"
 export * as Common from "./Domain/Common.js"
 export * from "./Domain/Account.js"

@@ -1,9 +1,8 @@
-import { errorBody, fromNodeRequest, writeNodeResponse } from "@cmp/http"
+import { answerClientError, fromNodeRequest, writeNodeResponse } from "@cmp/http"
 import express from "express"
 import * as http from "node:http"
 import * as https from "node:https"
 import type { AddressInfo } from "node:net"
-import type { Duplex } from "node:stream"
 import { drainable } from "./Drain.js"
 import type { Api } from "./Router.js"
 
@@ -25,25 +24,6 @@ export interface RunningServer {
    * default 10 s), then disposes of the API's platform, which lets webhook calls in flight finish.
    */
   readonly close: (options?: { readonly graceMs?: number | undefined }) => Promise<void>
-}
-
-/**
- * A request Node cannot parse never reaches the API; Node's own answer to it is a bare 400.
- * This one has the contract's body and headers, like every other answer.
- */
-const answerClientError = (error: Error & { code?: string }, socket: Duplex) => {
-  if (error.code === "ECONNRESET" || !socket.writable) return socket.destroy()
-  const tooLarge = error.code === "HPE_HEADER_OVERFLOW"
-  const body = JSON.stringify(errorBody(400, tooLarge ? "The request headers are too large" : "The request is not valid HTTP"))
-  socket.end([
-    "HTTP/1.1 400 Bad Request",
-    "content-type: application/json; charset=utf-8",
-    `content-length: ${Buffer.byteLength(body)}`,
-    "x-content-type-options: nosniff",
-    "connection: close",
-    "",
-    body
-  ].join("\r\n"))
 }
 
 /** A standalone server: an Express app with the API at its root; every other path answers the API's 404. */

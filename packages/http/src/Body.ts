@@ -53,18 +53,24 @@ const isJsonType = (mediaType: string) =>
  */
 export const readJson = (request: ApiRequest, limit: number): Effect.Effect<unknown, ApiResponse> =>
   Effect.gen(function*() {
-    const declared = Number(header(request.headers, "content-length"))
-    if (Number.isFinite(declared) && declared > limit) return yield* Effect.fail(tooLarge())
     const type = header(request.headers, "content-type") ?? ""
     const [mediaType, ...params] = type.split(";").map((p) => p.trim().toLowerCase())
-    const bytes = yield* readBytes(request.body, limit)
-    if (bytes.byteLength === 0) return isJsonType(mediaType ?? "") ? {} : undefined
-    if (!isJsonType(mediaType ?? "")) {
+    const unsupported = () => {
       const received = mediaType ? `a ${mediaType} body` : "a body without a content type"
-      return yield* Effect.fail(errorResponse(415, `Unsupported media type: received ${received}, expected application/json`, {
+      return Effect.fail(errorResponse(415, `Unsupported media type: received ${received}, expected application/json`, {
         "content-type": `must be application/json, not ${mediaType || "missing"}`
       }))
     }
+    if (request.parsedBody !== undefined) {
+      // The host's parser read it under the host's limit, charset and encoding rules.
+      if (!isJsonType(mediaType ?? "")) return yield* unsupported()
+      return yield* checkValue(request.parsedBody)
+    }
+    const declared = Number(header(request.headers, "content-length"))
+    if (Number.isFinite(declared) && declared > limit) return yield* Effect.fail(tooLarge())
+    const bytes = yield* readBytes(request.body, limit)
+    if (bytes.byteLength === 0) return isJsonType(mediaType ?? "") ? {} : undefined
+    if (!isJsonType(mediaType ?? "")) return yield* unsupported()
     const charset = params.find((p) => p.startsWith("charset="))?.slice(8).replace(/"/g, "")
     if (charset !== undefined && charset !== "utf-8" && charset !== "utf8") {
       return yield* Effect.fail(errorResponse(415, `Unsupported charset "${charset}"`, { "content-type": "charset must be utf-8" }))
@@ -82,17 +88,21 @@ export const readJson = (request: ApiRequest, limit: number): Effect.Effect<unkn
     } catch {
       return yield* Effect.fail(errorResponse(400, "The request body is not valid JSON", { body: "is not valid JSON" }))
     }
-    // Valid JSON, but not what any route takes: say so rather than call it invalid.
-    if (typeof value !== "object" || value === null) {
-      const kind = value === null ? "null" : typeof value
-      return yield* Effect.fail(errorResponse(400, `The request body must be a JSON object, not ${kind}`, {
-        body: `must be a JSON object, not ${kind}`
-      }))
-    }
-    if (nestedTooDeep(value)) {
-      return yield* Effect.fail(errorResponse(400, "The request body is nested too deeply", {
-        body: `must not be nested deeper than ${MAX_JSON_DEPTH} levels`
-      }))
-    }
-    return value
+    return yield* checkValue(value)
   })
+
+/** Valid JSON, but not what any route takes: say so rather than call it invalid. */
+const checkValue = (value: unknown): Effect.Effect<unknown, ApiResponse> => {
+  if (typeof value !== "object" || value === null) {
+    const kind = value === null ? "null" : typeof value
+    return Effect.fail(errorResponse(400, `The request body must be a JSON object, not ${kind}`, {
+      body: `must be a JSON object, not ${kind}`
+    }))
+  }
+  if (nestedTooDeep(value)) {
+    return Effect.fail(errorResponse(400, "The request body is nested too deeply", {
+      body: `must not be nested deeper than ${MAX_JSON_DEPTH} levels`
+    }))
+  }
+  return Effect.succeed(value)
+}

@@ -1,59 +1,7 @@
-import type { DomainError, StoreUnavailable } from "@cmp/core"
+import { errorBody, type ErrorStatus, type StoreUnavailable } from "@cmp/core"
 import { type ApiResponse, json } from "./Message.js"
 
-/** The Feathers-style error body of the contract. */
-export interface ErrorBody {
-  readonly name: string
-  readonly message: string
-  readonly code: number
-  readonly className: string
-  readonly errors: Record<string, string>
-}
-
-const kinds = {
-  400: ["BadRequest", "bad-request"],
-  401: ["NotAuthenticated", "not-authenticated"],
-  403: ["Forbidden", "forbidden"],
-  404: ["NotFound", "not-found"],
-  405: ["MethodNotAllowed", "method-not-allowed"],
-  409: ["Conflict", "conflict"],
-  413: ["PayloadTooLarge", "payload-too-large"],
-  415: ["UnsupportedMediaType", "unsupported-media-type"],
-  429: ["TooManyRequests", "too-many-requests"],
-  500: ["GeneralError", "general-error"],
-  503: ["Unavailable", "unavailable"]
-} as const
-
-export type ErrorStatus = keyof typeof kinds
-
-export const errorBody = (code: ErrorStatus, message: string, errors: Record<string, string> = {}): ErrorBody => {
-  const [name, className] = kinds[code]
-  return { name, message, code, className, errors }
-}
-
-export const statusOf = (e: DomainError): ErrorStatus => {
-  switch (e._tag) {
-    case "InvalidInput":
-      return 400
-    case "NotAuthenticated":
-      return 401
-    case "Forbidden":
-    case "QuotaExceeded":
-      return 403
-    case "NotFound":
-      return 404
-    case "Conflict":
-      return 409
-    case "TooManyRequests":
-      return 429
-  }
-}
-
-export const fromDomainError = (e: DomainError): ErrorBody => {
-  const errors: Record<string, string> = "errors" in e && e.errors ? { ...e.errors } : {}
-  if (e._tag === "QuotaExceeded") errors[e.quota] = `limit of ${e.limit} reached`
-  return errorBody(statusOf(e), e.message, errors)
-}
+export { type ErrorBody, errorBody, type ErrorStatus, fromDomainError, statusOf } from "@cmp/core"
 
 /** The contract's error answer. */
 export const errorResponse = (

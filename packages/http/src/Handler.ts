@@ -10,7 +10,7 @@ import { readJson } from "./Body.js"
 import { errorResponse, fromDomainError, unavailableResponse } from "./Errors.js"
 import { type ApiRequest, type ApiResponse, header, json } from "./Message.js"
 import { docsAsset } from "./Docs.js"
-import { openApiDocument } from "./OpenApi.js"
+import { openApiDocument, servedAt } from "./OpenApi.js"
 import { actionMethods, type Context, matchRoute, methodsOf, nobody, resourceRoute, type Route, type Use } from "./Routes.js"
 import { countedOrganizations } from "./Usage.js"
 
@@ -32,6 +32,7 @@ export interface Handler {
   readonly handle: (request: ApiRequest) => Promise<ApiResponse>
   /** Whether a path (relative to the mount point) belongs to the API, for hosts that serve other routes too. */
   readonly owns: (url: string) => boolean
+  /** The OpenAPI document without `servers`; `/openapi.json` answers `servedAt(openapi, mountPath)`. */
   readonly openapi: Record<string, unknown>
 }
 
@@ -196,7 +197,7 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
     if (lower === "/v1" || lower.startsWith("/v1/")) return v1(request, path.slice(3), rawQuery, requestId, base)
     const readOnly = method === "GET" || method === "HEAD"
     if (lower === "/openapi.json" || lower === "/openapi.json/") {
-      return readOnly ? json(200, openapi) : errorResponse(405, `Method ${request.method} is not supported by openapi.json`, {}, { allow: "GET, HEAD" })
+      return readOnly ? json(200, servedAt(openapi, base)) : errorResponse(405, `Method ${request.method} is not supported by openapi.json`, {}, { allow: "GET, HEAD" })
     }
     if (lower === "/docs") return { status: 301, headers: { location: `${base}/docs/` }, body: "" }
     if (lower.startsWith("/docs/")) {

@@ -15,6 +15,12 @@ export interface ApiRequest {
   readonly headers: Readonly<Record<string, HeaderValue>>
   /** The body as it arrives (a Node request and a web `ReadableStream` are both async iterables). */
   readonly body?: AsyncIterable<Uint8Array> | Uint8Array | string | undefined
+  /**
+   * The JSON value a host's own body parser (`express.json()`) already made of the body, when it
+   * consumed the stream: taken as it is (the host's body limit, charset and encoding handling
+   * applied), still refused (415) unless the content type is JSON.
+   */
+  readonly parsedBody?: unknown
   /** The connection itself is TLS. */
   readonly encrypted: boolean
   /** The peer's address. */

@@ -15,19 +15,47 @@ import {
 } from "@cmp/core"
 import * as JSONSchema from "effect/JSONSchema"
 import * as Schema from "effect/Schema"
+import { matchRoute, resourceRoute } from "./Routes.js"
 
 /**
  * The OpenAPI document, generated from the same resource declarations that register the
  * routes, so the document and the served API cannot drift apart.
  */
 
-const jsonSchema = (schema: AnySchema): Record<string, unknown> => {
+/**
+ * Where the schemas live: the definitions a schema names (`Int`, `Timestamp`: every schema with
+ * an identifier) are written once into `components/schemas`, beside the named schemas, and
+ * referred to there, instead of a `$defs` of their own inside every schema that uses them.
+ */
+const componentsPath = "#/components/schemas/"
+
+/** One schema in JSON Schema, its named parts added to `definitions` (shared by the whole document). */
+const jsonSchemaInto = (definitions: Record<string, JSONSchema.JsonSchema7>) => (schema: AnySchema): Record<string, unknown> => {
   try {
-    const { $schema: _ignored, ...rest } = JSONSchema.make(schema, { target: "openApi3.1" }) as unknown as Record<string, unknown>
-    return rest
+    return JSONSchema.fromAST(schema.ast, {
+      definitions,
+      definitionPath: componentsPath,
+      target: "openApi3.1",
+      topLevelReferenceStrategy: "keep"
+    }) as unknown as Record<string, unknown>
   } catch {
     return { type: "object" }
   }
+}
+
+/** The security of an operation: public routes (no bearer token) say so with `security: []`. */
+const securityOf = (path: string, method: string, resources: ReadonlyArray<RegisteredResource>) => {
+  const segments = path.replace(/^\/v1\/?/, "").split("/").filter(Boolean).map((s) => (s.startsWith("{") ? "id" : s))
+  const verb = method.toUpperCase()
+  let auth = matchRoute(segments, verb)?.route.auth
+  if (auth === undefined) {
+    const withId = path.endsWith("/{id}")
+    const resourcePath = (withId ? segments.slice(0, -1) : segments).join("/")
+    const def = resources.find((d) => d.path === resourcePath)
+    auth = def ? resourceRoute(def, verb, withId ? "id" : undefined)?.auth : undefined
+  }
+  if (auth === undefined) throw new Error(`The OpenAPI document describes ${method.toUpperCase()} ${path}, which no route serves`)
+  return auth === "none" ? [] : [{ bearer: [] }]
 }
 
 const errorSchema = {
@@ -132,10 +160,14 @@ const organizationParam = {
 export const openApiDocument = (resources: ReadonlyArray<RegisteredResource>): Record<string, unknown> => {
   const schemas: Record<string, unknown> = { Error: errorSchema }
   const paths: Record<string, Record<string, unknown>> = {}
-  const json = (ref: string) => ({ "application/json": { schema: { $ref: `#/components/schemas/${ref}` } } })
-  const security = [{ bearer: [] }]
+  const json = (ref: string) => ({ "application/json": { schema: { $ref: `${componentsPath}${ref}` } } })
+  const definitions: Record<string, JSONSchema.JsonSchema7> = {}
+  const jsonSchema = jsonSchemaInto(definitions)
 
-  /** A POST that is an action rather than a stored resource; `open` ones need no token. */
+  /**
+   * A POST that is an action rather than a stored resource; `open` ones are credential exchanges
+   * (no 401 or 403). Who may call it is the route's own: see `securityOf`.
+   */
   const action = (
     tag: string,
     operationId: string,
@@ -148,12 +180,11 @@ export const openApiDocument = (resources: ReadonlyArray<RegisteredResource>): R
       tags: [tag],
       operationId,
       summary,
-      ...(options.open ? {} : { security }),
       requestBody: { required: true, content: json(input) },
       responses: {
         [String(options.status ?? 201)]: { description: options.status === 200 ? "OK" : "Created", content: json(output) },
         // A credential exchange answers 429 while failed attempts are slowed down.
-        ...(options.open ? errorResponses(400, 429) : { ...errorResponses(400, 404, 409), ...errorResponses(401, 403, 429) })
+        ...(options.open ? errorResponses(400, 413, 415, 429) : { ...errorResponses(400, 404, 409, 413, 415), ...errorResponses(401, 403, 429) })
       }
     }
   })
@@ -178,10 +209,8 @@ export const openApiDocument = (resources: ReadonlyArray<RegisteredResource>): R
     const name = pascal(def.path)
     schemas[name] = jsonSchema(def.output)
     if (def.createInput) schemas[`${name}Create`] = jsonSchema(def.createInput)
-    if (def.updateInput) {
-      schemas[`${name}Update`] = jsonSchema(def.updateInput)
-      schemas[`${name}Patch`] = jsonSchema(Schema.partial(def.updateInput))
-    }
+    if (def.updateInput && def.methods.includes("update")) schemas[`${name}Update`] = jsonSchema(def.updateInput)
+    if (def.updateInput && def.methods.includes("patch")) schemas[`${name}Patch`] = jsonSchema(Schema.partial(def.updateInput))
     const tags = [def.path]
     const collection: Record<string, unknown> = {}
     const item: Record<string, unknown> = {}
@@ -196,7 +225,6 @@ export const openApiDocument = (resources: ReadonlyArray<RegisteredResource>): R
         tags,
         operationId: `${def.path}.find`,
         summary: `Find ${def.name}s`,
-        security,
         parameters: queryParameters(def),
         responses: {
           "200": {
@@ -213,22 +241,20 @@ export const openApiDocument = (resources: ReadonlyArray<RegisteredResource>): R
         tags,
         operationId: `${def.path}.create`,
         summary: `Create a ${def.name}`,
-        security,
         ...(def.viewParams ? { parameters: viewParameters(def) } : {}),
         requestBody: { required: true, content: json(`${name}Create`) },
-        responses: { "201": { description: "Created", content: json(name) }, ...errorResponses(400, 409, 413), ...common }
+        responses: { "201": { description: "Created", content: json(name) }, ...errorResponses(400, 409, 413, 415), ...common }
       }
     }
     const itemOp = (method: string, summary: string, body?: string) => ({
       tags,
       operationId: `${def.path}.${method}`,
       summary,
-      security,
       parameters: idParam,
       ...(body ? { requestBody: { required: true, content: json(body) } } : {}),
       responses: {
         "200": { description: "OK", content: json(name) },
-        ...errorResponses(...(body ? [400, 404, 409, 413] : [404])),
+        ...errorResponses(...(body ? [400, 404, 409, 413, 415] : [404])),
         ...common
       }
     })
@@ -276,7 +302,6 @@ export const openApiDocument = (resources: ReadonlyArray<RegisteredResource>): R
         tags: [DeliveriesResource.path],
         operationId: `${DeliveriesResource.path}.replayOne`,
         summary: "Queue one delivered or failed message again with a fresh retry schedule (409 while it is pending or delivering)",
-        security,
         parameters: [{ name: "id", in: "path", required: true, schema: { type: "string" } }],
         responses: { "200": { description: "OK", content: json(deliveries) }, ...errorResponses(400, 404, 409, 401, 403, 429) }
       }
@@ -289,7 +314,6 @@ export const openApiDocument = (resources: ReadonlyArray<RegisteredResource>): R
       tags: ["consents/events"],
       operationId: "consents/events.tcstring",
       summary: "The event's choices as an IAB TCF v2 TC string, encoded by the server",
-      security,
       parameters: [{ name: "id", in: "path", required: true, schema: { type: "string" } }, organizationParam],
       responses: { "200": { description: "OK", content: json("TcString") }, ...errorResponses(400, 404, 401, 403, 429) }
     }
@@ -306,7 +330,7 @@ export const openApiDocument = (resources: ReadonlyArray<RegisteredResource>): R
         "the access token acts as a client of the integration's organization",
       parameters: [{ name: "x-platform-authorization", in: "header", required: true, schema: { type: "string" } }],
       requestBody: { required: false, content: json("PlatformIntegrationSessionInput") },
-      responses: { "201": { description: "Created", content: json("PlatformIntegrationSession") }, ...errorResponses(400, 429) }
+      responses: { "201": { description: "Created", content: json("PlatformIntegrationSession") }, ...errorResponses(400, 413, 415, 429) }
     }
   }
   const urls = paths["/v1/analytics/dashboards-urls"]?.get as Record<string, unknown> | undefined
@@ -332,17 +356,35 @@ export const openApiDocument = (resources: ReadonlyArray<RegisteredResource>): R
       tags: ["languages"],
       operationId: "languages.find",
       summary: "The languages offered (the object itself, not a page), from configuration",
-      security,
       responses: { "200": { description: "OK", content: json("Languages") }, ...errorResponses(401, 429) }
     }
   }
 
   const responses = Object.fromEntries(
-    [400, 401, 403, 404, 409, 413, 429].map((c) => [
+    [400, 401, 403, 404, 409, 413, 415, 429].map((c) => [
       `E${c}`,
       { description: `Error ${c}`, content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } }
     ])
   )
+
+  // Every operation says how it is authenticated, from the route that serves it.
+  for (const [path, operations] of Object.entries(paths)) {
+    for (const [method, operation] of Object.entries(operations)) {
+      const described = operation as Record<string, unknown>
+      described.security = securityOf(path, method, resources)
+    }
+  }
+
+  // The named parts of the schemas, beside them. A schema whose identifier is its name here
+  // is only a reference to itself so far; one name for two different schemas is a mistake.
+  for (const [name, definition] of Object.entries(definitions)) {
+    const named = schemas[name]
+    const self = JSON.stringify({ $ref: `${componentsPath}${name}` })
+    if (named !== undefined && JSON.stringify(named) !== self && JSON.stringify(named) !== JSON.stringify(definition)) {
+      throw new Error(`The OpenAPI document names two different schemas ${name}`)
+    }
+    schemas[name] = definition
+  }
 
   return {
     openapi: "3.1.0",
@@ -354,4 +396,17 @@ export const openApiDocument = (resources: ReadonlyArray<RegisteredResource>): R
       securitySchemes: { bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT" } }
     }
   }
+}
+
+/**
+ * The document as served under a mount path: `servers` holds the URL the API is mounted at,
+ * relative to the host the document came from (`/consent-api`, `/` at the root), so a client
+ * that loaded it (the docs page's "Try it out") calls the API where it is, behind any proxy
+ * that keeps the path.
+ */
+export const servedAt = (document: Record<string, unknown>, mountPath: string): Record<string, unknown> => {
+  const { openapi, info, ...rest } = document
+  // One leading slash: `//host/...` would name another host, which a client would send its token to.
+  const url = `/${mountPath.replace(/^\/+|\/+$/g, "")}`
+  return { openapi, info, servers: [{ url, description: "This server" }], ...rest }
 }

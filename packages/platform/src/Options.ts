@@ -42,8 +42,11 @@ export interface PlatformOptions extends Omit<NodeAdaptersOptions, "allowHosts" 
   /** Local address every outbound call is bound to (`WEBHOOK_LOCAL_ADDRESS`, the fixed source IP). */
   readonly webhookLocalAddress?: string | undefined
   /**
-   * Runs the webhook dispatcher beside the other services (in this process), with these
-   * settings; absent, nothing is delivered here (a `worker` process does it).
+   * Runs the webhook dispatcher beside the other services (in this process): `true` or its
+   * settings. `false` delivers nothing here (a `worker` process does it). Absent, `Platform.layer`
+   * delivers nothing, while the HTTP API (`makeHttpApi`, `createApi`, `startServer`) delivers,
+   * as `pnpm start` does; disposing of the platform stops the dispatcher and lets calls in
+   * flight finish.
    */
-  readonly dispatcher?: DispatcherConfig | undefined
+  readonly dispatcher?: DispatcherConfig | boolean | undefined
 }

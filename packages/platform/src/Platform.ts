@@ -90,8 +90,9 @@ export const layer = (options: PlatformOptions): Layer.Layer<PlatformServices, u
   ).pipe(Layer.provideMerge(base))
   const booted = Layer.effectDiscard(bootstrap(options.admin ?? {})).pipe(Layer.provideMerge(services))
   const withEndpoints = Layer.effect(Endpoints, EndpointsLive).pipe(Layer.provideMerge(booted))
-  const delivering: Layer.Layer<PlatformServices, unknown> = options.dispatcher
-    ? Dispatcher.layer({ allowHosts, localAddress: options.webhookLocalAddress, ...options.dispatcher }).pipe(
+  const dispatcher = options.dispatcher === true ? {} : options.dispatcher || undefined
+  const delivering: Layer.Layer<PlatformServices, unknown> = dispatcher
+    ? Dispatcher.layer({ allowHosts, localAddress: options.webhookLocalAddress, ...dispatcher }).pipe(
       Layer.provideMerge(withEndpoints)
     )
     : Layer.merge(withEndpoints, OutboxSignal.None)

@@ -125,6 +125,7 @@ describe(`a worker killed mid-delivery (${storeKind})`, () => {
       admin: ADMIN,
       logLevel: "None",
       webhookAllowHosts: ["127.0.0.1"],
+      dispatcher: false,
       encryptionKey: key
     })
     let w1: WorkerProcess | undefined

@@ -15,6 +15,8 @@ import {
   type Row,
   type RowKey,
   Storage,
+  SUBSCRIBER_PREFIX,
+  subscriberTarget,
   type TableDef,
   UnitOfWork,
   UsageStore
@@ -469,13 +471,25 @@ export const make = Effect.gen(function*() {
     )
   yield* drainInBatches(completions, 200, completeBatch)
 
+  /**
+   * The messages this process may take: every webhook's, and an in-process subscriber's only
+   * when this process has its handler (`webhook_id` is `subscriber:<name>`).
+   */
+  const claimable = (subscribers: ReadonlyArray<string> | undefined) => {
+    const ids = (subscribers ?? []).map(subscriberTarget)
+    return ids.length > 0
+      ? sql`(webhook_id NOT LIKE ${`${SUBSCRIBER_PREFIX}%`} OR webhook_id IN ${sql.in(ids)})`
+      : sql`webhook_id NOT LIKE ${`${SUBSCRIBER_PREFIX}%`}`
+  }
+
   const queue = DeliveryQueue.of({
-    claim: ({ leaseUntil, limit, now, workerId }) =>
+    claim: ({ leaseUntil, limit, now, subscribers, workerId }) =>
       sql<Record<string, unknown>>`UPDATE webhook_deliveries
         SET status = 'delivering', lease_until = ${leaseUntil}, leased_by = ${workerId}, version = version + 1
         WHERE id IN (
           SELECT id FROM webhook_deliveries
-          WHERE (status = 'pending' AND next_attempt_at <= ${now}) OR (status = 'delivering' AND lease_until <= ${now})
+          WHERE ((status = 'pending' AND next_attempt_at <= ${now}) OR (status = 'delivering' AND lease_until <= ${now}))
+            AND ${claimable(subscribers)}
           ORDER BY next_attempt_at ASC
           LIMIT ${limit}
           ${skipLocked}
@@ -484,17 +498,18 @@ export const make = Effect.gen(function*() {
     complete: (completion) =>
       Effect.flatMap(Deferred.make<boolean>(), (done) =>
         Effect.zipRight(Queue.offer(completions, { completion, done }), Deferred.await(done))),
-    nextDueAt: sql<{ due: unknown }>`SELECT MIN(t) AS due FROM (
-        SELECT MIN(next_attempt_at) AS t FROM webhook_deliveries WHERE status = 'pending'
+    nextDueAt: (options) =>
+      sql<{ due: unknown }>`SELECT MIN(t) AS due FROM (
+        SELECT MIN(next_attempt_at) AS t FROM webhook_deliveries WHERE status = 'pending' AND ${claimable(options?.subscribers)}
         UNION ALL
-        SELECT MIN(lease_until) AS t FROM webhook_deliveries WHERE status = 'delivering'
+        SELECT MIN(lease_until) AS t FROM webhook_deliveries WHERE status = 'delivering' AND ${claimable(options?.subscribers)}
       ) AS due_times`.pipe(
-      Effect.map((rows) => {
-        const due = rows[0]?.due
-        return due === null || due === undefined ? Option.none() : Option.some(decodeValue(dialect, field.timestamp, due) as string)
-      }),
-      Unavailable.orDie
-    )
+        Effect.map((rows) => {
+          const due = rows[0]?.due
+          return due === null || due === undefined ? Option.none() : Option.some(decodeValue(dialect, field.timestamp, due) as string)
+        }),
+        Unavailable.orDie
+      )
   })
 
   return {

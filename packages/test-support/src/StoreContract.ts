@@ -1166,7 +1166,7 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
           assert.deepStrictEqual(yield* queue.claim({ now: at(2), leaseUntil: at(62), workerId: "w-b", limit: 10 }), [])
           const later = yield* queue.claim({ now: at(5), leaseUntil: at(65), workerId: "w-b", limit: 10 })
           assert.deepStrictEqual(byId(later), ["m2"])
-          assert.deepStrictEqual(yield* queue.nextDueAt, Option.some(at(61)))
+          assert.deepStrictEqual(yield* queue.nextDueAt(), Option.some(at(61)))
         })))
 
       it.effect("an expired lease is claimed again; the late worker's completion only adds to the log", () =>
@@ -1199,7 +1199,7 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
           )
           const log = yield* (yield* Storage).repository(AttemptsTable).find(query({ sort: [asc("id")] }))
           assert.deepStrictEqual(log.data.map((a) => [a.id, a.status_code, a.response_excerpt]), [["a1", 500, "oops"], ["a2", 500, "oops"]])
-          assert.deepStrictEqual(yield* queue.nextDueAt, Option.some(at(400)))
+          assert.deepStrictEqual(yield* queue.nextDueAt(), Option.some(at(400)))
           assert.deepStrictEqual(yield* queue.claim({ now: at(399), leaseUntil: at(500), workerId: "x", limit: 10 }), [])
         })))
 
@@ -1229,6 +1229,24 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
           assert.deepStrictEqual(log.data.map((a) => a.delivery_id), ids)
         })))
 
+      it.effect("claims an in-process subscriber's messages only for a claimer that names it, and so does nextDueAt", () =>
+        run(Effect.gen(function*() {
+          const queue = yield* DeliveryQueue
+          yield* seed([
+            message("m1", { next_attempt_at: at(3) }),
+            message("m2", { webhook_id: "subscriber:audit", next_attempt_at: at(1) }),
+            message("m3", { webhook_id: "subscriber:other", next_attempt_at: at(2) })
+          ])
+          assert.deepStrictEqual(yield* queue.nextDueAt(), Option.some(at(3)))
+          assert.deepStrictEqual(yield* queue.nextDueAt({ subscribers: ["audit"] }), Option.some(at(1)))
+          const plain = yield* queue.claim({ now: at(10), leaseUntil: at(60), workerId: "w-a", limit: 10 })
+          assert.deepStrictEqual(byId(plain), ["m1"])
+          const audit = yield* queue.claim({ now: at(10), leaseUntil: at(60), workerId: "w-b", limit: 10, subscribers: ["audit", "x"] })
+          assert.deepStrictEqual(byId(audit), ["m2"])
+          assert.deepStrictEqual(yield* queue.nextDueAt({ subscribers: ["audit"] }), Option.some(at(60)))
+          assert.deepStrictEqual(yield* queue.nextDueAt({ subscribers: ["other"] }), Option.some(at(2)))
+        })))
+
       it.effect("concurrent claimers never get the same message", () =>
         run(Effect.gen(function*() {
           const queue = yield* DeliveryQueue
@@ -1242,7 +1260,7 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
           assert.strictEqual(claimed.length, 24)
           const rest = yield* queue.claim({ now: at(1), leaseUntil: at(60), workerId: "last", limit: 100 })
           assert.strictEqual(rest.length, 6)
-          assert.deepStrictEqual(yield* queue.nextDueAt, Option.some(at(60)))
+          assert.deepStrictEqual(yield* queue.nextDueAt(), Option.some(at(60)))
         })))
     })
   })

@@ -1,9 +1,11 @@
-import { type DeliveryRecord, DeliveryQueue, type Endpoint, Endpoints, OutboxSignal } from "@cmp/core"
+import { type DeliveryRecord, DeliveryQueue, type Endpoint, Endpoints, OutboxSignal, subscriberOf } from "@cmp/core"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -13,6 +15,7 @@ import { makeTokenCache, type TokenCache } from "./OAuth.js"
 import { decide, DEFAULT_RETRY_SCHEDULE, unavailable } from "./RetryPolicy.js"
 import { send, type SendResult } from "./Sender.js"
 import { sign } from "./Signer.js"
+import { makeSubscribers, type SubscriberHandler, Subscribers, type SubscribersService } from "./Subscribers.js"
 
 /**
  * The worker that empties the webhook outbox: it claims due messages with a lease, sends each
@@ -22,6 +25,11 @@ import { sign } from "./Signer.js"
  *
  * All times written to the queue come from Effect's Clock, so tests drive the five-minute
  * retry schedule with `TestClock.adjust`.
+ *
+ * Messages of in-process subscribers (`webhook_id` `subscriber:<name>`) go the same way, but
+ * the call is the handler this process registered in `Subscribers`: only those whose handler
+ * this process has are claimed; a settled call is recorded as a 204, a throw as an attempt
+ * without a status and with the error's message, retried on the same schedule.
  */
 
 export interface DispatcherConfig {
@@ -75,7 +83,10 @@ const validate = (config: DispatcherConfig) => {
   return problems
 }
 
-const build = (config: DispatcherConfig) =>
+/** The longest error message of a subscriber's handler kept in the attempt log. */
+const MAX_HANDLER_ERROR = 1000
+
+const build = (config: DispatcherConfig, subscribers: SubscribersService | undefined) =>
   Effect.gen(function*() {
     const problems = validate(config)
     if (problems.length > 0) return yield* Effect.dieMessage(`invalid dispatcher config: ${problems.join("; ")}`)
@@ -163,6 +174,35 @@ const build = (config: DispatcherConfig) =>
         return elapsed(yield* sendSigned(message, endpoint, body, second.right, leaseUntilMs))
       })
 
+    /** One call of a subscriber's handler, within the same budget as an HTTP call. */
+    const handle = (message: DeliveryRecord, subscriber: string, handler: SubscriberHandler, leaseUntilMs: number) =>
+      Effect.gen(function*() {
+        const started = performance.now()
+        const budget = yield* callTimeout(leaseUntilMs)
+        const settled = yield* Effect.tryPromise({
+          try: async () => {
+            await handler({
+              id: message.id,
+              subscriber,
+              organization_id: message.organization_id,
+              event_type: message.event_type,
+              regulation: message.regulation,
+              payload: message.payload,
+              attempt: message.attempts_count + 1,
+              created_at: message.created_at
+            })
+          },
+          catch: (e) => e instanceof Error ? e.message : String(e)
+        }).pipe(
+          Effect.timeoutFail({ duration: Duration.millis(budget), onTimeout: () => `handler did not settle within ${budget} ms` }),
+          Effect.either
+        )
+        const durationMs = Math.round(performance.now() - started)
+        return Either.isRight(settled)
+          ? { status: 204, durationMs, error: null, responseExcerpt: null }
+          : { status: null, durationMs, error: (settled.left || "handler failed").slice(0, MAX_HANDLER_ERROR), responseExcerpt: null }
+      })
+
     const processOne = (message: DeliveryRecord, leaseUntilMs: number) =>
       Effect.gen(function*() {
         if (yield* Deferred.isDone(stopping)) {
@@ -175,10 +215,19 @@ const build = (config: DispatcherConfig) =>
           yield* Effect.logWarning("lease expired before sending; left to be claimed again")
           return
         }
-        const found = yield* endpoints.get(message.webhook_id)
+        const subscriber = subscriberOf(message.webhook_id)
+        const handler = subscriber === undefined ? undefined : subscribers?.get(subscriber)
+        if (subscriber !== undefined && handler === undefined) {
+          // Unsubscribed here since the claim: its lease brings it back for a process that has it.
+          yield* Effect.logWarning("no handler for the subscriber in this process any more; left to be claimed again")
+          return
+        }
+        const found = subscriber === undefined ? yield* endpoints.get(message.webhook_id) : Option.none<Endpoint>()
         let result: SendResult
         let gone = false
-        if (Option.isNone(found)) {
+        if (subscriber !== undefined && handler !== undefined) {
+          result = yield* handle(message, subscriber, handler, leaseUntilMs)
+        } else if (Option.isNone(found)) {
           result = notSent("webhook removed")
           gone = true
         } else if (!found.value.enabled) {
@@ -225,7 +274,13 @@ const build = (config: DispatcherConfig) =>
     const runOnce: Effect.Effect<number> = Effect.gen(function*() {
       const nowMs = yield* Clock.currentTimeMillis
       const leaseUntilMs = nowMs + leaseMs
-      const claimed = yield* queue.claim({ now: iso(nowMs), leaseUntil: iso(leaseUntilMs), workerId, limit: batchSize })
+      const claimed = yield* queue.claim({
+        now: iso(nowMs),
+        leaseUntil: iso(leaseUntilMs),
+        workerId,
+        limit: batchSize,
+        subscribers: subscribers?.names()
+      })
       yield* Effect.forEach(claimed, (m) => processOne(m, leaseUntilMs), { concurrency, discard: true })
       return claimed.length
     })
@@ -233,7 +288,7 @@ const build = (config: DispatcherConfig) =>
     /** Sleeps until the next message is due, the poll interval passes, or `notify` is called. */
     const idle = Effect.gen(function*() {
       const nowMs = yield* Clock.currentTimeMillis
-      const next = yield* queue.nextDueAt
+      const next = yield* queue.nextDueAt({ subscribers: subscribers?.names() })
       const dueIn = Option.isSome(next) ? Date.parse(next.value) - nowMs : Number.NaN
       const waitMs = Number.isNaN(dueIn) ? pollIntervalMs : Math.max(MIN_IDLE_MS, Math.min(pollIntervalMs, dueIn))
       yield* Effect.raceFirst(pause(waitMs), Queue.take(wake))
@@ -258,15 +313,21 @@ const build = (config: DispatcherConfig) =>
     return { service, loop, stop }
   })
 
-/** A dispatcher without its loop: `runOnce` is called by hand (tests, or an external scheduler). */
-export const make = (config: DispatcherConfig = {}) => Effect.map(build(config), (b) => b.service)
+/**
+ * A dispatcher without its loop: `runOnce` is called by hand (tests, or an external scheduler).
+ * It delivers to the in-process subscribers of a `Subscribers` registry when one is provided.
+ */
+export const make = (config: DispatcherConfig = {}) =>
+  Effect.flatMap(Effect.serviceOption(Subscribers), (registry) =>
+    Effect.map(build(config, Option.getOrUndefined(registry)), (b) => b.service))
 
 export class Dispatcher extends Context.Tag("@cmp/webhooks/Dispatcher")<Dispatcher, DispatcherService>() {
   static readonly make = make
 
   /**
    * The dispatcher with its loop running until the layer's scope closes. It also provides core's
-   * `OutboxSignal`, so `signalOutbox` after a committed change wakes this loop.
+   * `OutboxSignal`, so `signalOutbox` after a committed change wakes this loop, and the
+   * `Subscribers` registry of this process's in-process subscribers it delivers to.
    *
    * Closing drains: no new claims, and the calls in flight finish (each within `timeoutMs`, and
    * before its lease ends) and record their attempts before the layers below, such as the store,
@@ -275,14 +336,18 @@ export class Dispatcher extends Context.Tag("@cmp/webhooks/Dispatcher")<Dispatch
    */
   static readonly layer = (
     config: DispatcherConfig = {}
-  ): Layer.Layer<Dispatcher | OutboxSignal, never, DeliveryQueue | Endpoints> =>
+  ): Layer.Layer<Dispatcher | OutboxSignal | Subscribers, never, DeliveryQueue | Endpoints> =>
     Layer.scopedContext(
       Effect.gen(function*() {
-        const { loop, service, stop } = yield* build(config)
+        const subscribers = makeSubscribers()
+        const { loop, service, stop } = yield* build(config, subscribers)
         const fiber = yield* Effect.forkScoped(loop)
         // Added after the fork, so it runs before the fork's own finalizer interrupts the loop.
         yield* Effect.addFinalizer(() => Effect.zipRight(stop, Fiber.await(fiber)))
-        return Context.make(Dispatcher, service).pipe(Context.add(OutboxSignal, OutboxSignal.of({ notify: service.notify })))
+        return Context.make(Dispatcher, service).pipe(
+          Context.add(OutboxSignal, OutboxSignal.of({ notify: service.notify })),
+          Context.add(Subscribers, subscribers)
+        )
       })
     )
 

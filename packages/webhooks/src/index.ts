@@ -16,4 +16,12 @@ export {
   type StreamRequest
 } from "./Sender.js"
 export * as Signer from "./Signer.js"
+export {
+  makeSubscribers,
+  SubscriberAlreadyHandled,
+  type SubscriberHandler,
+  type SubscriberMessage,
+  Subscribers,
+  type SubscribersService
+} from "./Subscribers.js"
 export { sign, SignError } from "./Signer.js"

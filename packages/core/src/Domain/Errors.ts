@@ -1,7 +1,7 @@
 import * as Schema from "effect/Schema"
 
 /**
- * Domain errors. They carry no HTTP knowledge; the HTTP adapter maps each tag to a status
+ * Domain errors. They carry no HTTP knowledge; `ErrorBody.ts` maps each tag to the code
  * and the Feathers-style error body.
  */
 

@@ -343,7 +343,7 @@ const choicesEvent = (user: UserRow, regulation: string, consents: EventConsents
   }))
 
 /** What a user's create or patch hands on: the regulation named and the event its choices became. */
-interface UserCarry {
+export interface UserCarry {
   readonly regulation: string
   readonly event?: EventRow
 }

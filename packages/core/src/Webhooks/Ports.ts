@@ -55,12 +55,15 @@ export class DeliveryQueue extends Context.Tag("@cmp/core/DeliveryQueue")<
      * Claims up to `limit` due messages: pending ones whose `next_attempt_at` has come, and
      * delivering ones whose lease expired (their worker died). They become `delivering`,
      * leased to `workerId` until `leaseUntil`. Concurrent claimers never get the same message.
+     * Messages of in-process subscribers (`webhook_id` `subscriber:<name>`) are claimed only
+     * when their name is in `subscribers`: the names whose handler this process has.
      */
     readonly claim: (options: {
       readonly now: string
       readonly leaseUntil: string
       readonly workerId: string
       readonly limit: number
+      readonly subscribers?: ReadonlyArray<string> | undefined
     }) => Effect.Effect<ReadonlyArray<DeliveryRecord>>
     /**
      * Records the attempt and, if the message is still leased to `workerId`, moves it to the
@@ -73,8 +76,13 @@ export class DeliveryQueue extends Context.Tag("@cmp/core/DeliveryQueue")<
       readonly outcome: DeliveryOutcome
       readonly now: string
     }) => Effect.Effect<boolean>
-    /** When the earliest pending message is due, so an idle dispatcher knows how long to sleep. */
-    readonly nextDueAt: Effect.Effect<Option.Option<string>>
+    /**
+     * When the earliest message `claim` would take with the same `subscribers` is due, so an
+     * idle dispatcher knows how long to sleep.
+     */
+    readonly nextDueAt: (options?: {
+      readonly subscribers?: ReadonlyArray<string> | undefined
+    }) => Effect.Effect<Option.Option<string>>
   }
 >() {}
 
@@ -127,3 +135,19 @@ export class OutboxSignal extends Context.Tag("@cmp/core/OutboxSignal")<OutboxSi
 
 /** Tells this process's dispatcher that messages were committed. */
 export const signalOutbox: Effect.Effect<void, never, OutboxSignal> = Effect.flatMap(OutboxSignal, (s) => s.notify)
+
+// ---------------------------------------------------------------- in-process subscribers
+
+/**
+ * The outbox rows of an in-process subscriber carry `subscriber:<name>` as their `webhook_id`:
+ * they are listed, leased, retried and replayed like a webhook's, and delivered by calling the
+ * handler a process registered under that name instead of by an HTTP call.
+ */
+export const SUBSCRIBER_PREFIX = "subscriber:"
+
+/** The `webhook_id` of a subscriber's messages. */
+export const subscriberTarget = (name: string): string => `${SUBSCRIBER_PREFIX}${name}`
+
+/** The subscriber's name when the `webhook_id` names one. */
+export const subscriberOf = (webhookId: string): string | undefined =>
+  webhookId.startsWith(SUBSCRIBER_PREFIX) ? webhookId.slice(SUBSCRIBER_PREFIX.length) : undefined

@@ -64,6 +64,8 @@ const open = (store: FixtureStore, overrides: Partial<ServerOptions> = {}): Prom
     admin: expected.admin,
     encryptionKey: ENCRYPTION_KEY,
     webhookAllowHosts: ["127.0.0.1"],
+    // Messages stay queued until the test starts a server that delivers them.
+    dispatcher: false,
     logLevel: (process.env.TEST_LOG_LEVEL as ServerOptions["logLevel"]) ?? "None",
     ...overrides
   })

@@ -1,10 +1,14 @@
 import { type RunningServer, type ServerOptions, startServer } from "@cmp/http-express"
+import { createFetchHandler, serveNode } from "@cmp/http-fetch"
 import type { StoreLayer } from "@cmp/platform"
 import { PgStore } from "@cmp/store-postgres"
 import { SqliteStore } from "@cmp/store-sqlite"
 import { ManualClock } from "@cmp/test-support/clock"
 import { createTestDatabase } from "@cmp/test-support/database"
 import { ADMIN, as, client, START, unique } from "@cmp/test-support/http"
+import * as http from "node:http"
+import * as https from "node:https"
+import type { AddressInfo } from "node:net"
 import { expect } from "vitest"
 
 /**
@@ -22,6 +26,37 @@ export interface TestServer extends RunningServer {
 /** Which store the suite runs on: `pnpm test` runs it once per store. */
 export const storeKind = process.env.CMP_TEST_STORE === "postgres" ? "postgres" : "sqlite"
 
+/**
+ * Which adapter serves the suite: Express (`startServer`, the default) or, with
+ * `CMP_TEST_ADAPTER=fetch`, the web-standard fetch handler on Node's own `http` server.
+ */
+export const adapterKind = process.env.CMP_TEST_ADAPTER === "fetch" ? "fetch" : "express"
+
+/** The same options as `startServer`, served by `createFetchHandler` through `serveNode`. */
+const startFetchServer = async (options: ServerOptions): Promise<RunningServer> => {
+  const api = await createFetchHandler(options)
+  const server = serveNode(api.fetch, options.tls ? https.createServer({ cert: options.tls.cert, key: options.tls.key }) : http.createServer())
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject)
+      server.listen(options.port ?? 0, options.host ?? "127.0.0.1", () => resolve())
+    })
+  } catch (error) {
+    await api.dispose()
+    throw error
+  }
+  const { port } = server.address() as AddressInfo
+  const close = async () => {
+    await new Promise<void>((resolve) => {
+      server.close(() => resolve())
+      server.closeIdleConnections()
+    })
+    await api.dispose()
+  }
+  // The suites use the server's URL and `close`; the Express router is not part of a fetch host.
+  return { api: api as unknown as RunningServer["api"], server, url: `${options.tls ? "https" : "http"}://127.0.0.1:${port}`, close }
+}
+
 /** A fresh store for one test server, and how to dispose of it after the server. */
 export const testStore = async (): Promise<{ layer: StoreLayer; close: () => Promise<void> }> => {
   if (storeKind === "sqlite") return { layer: SqliteStore.layer({ filename: ":memory:" }), close: async () => {} }
@@ -33,13 +68,15 @@ export const testStore = async (): Promise<{ layer: StoreLayer; close: () => Pro
 export const start = async (overrides: Partial<ServerOptions> = {}): Promise<TestServer> => {
   const clock = (overrides.clock as ManualClock | undefined) ?? new ManualClock(START)
   const store = await testStore()
-  const server = await startServer({
+  const server = await (adapterKind === "fetch" ? startFetchServer : startServer)({
     store: store.layer,
     port: 0,
     allowHttp: true,
     hashCost: 1024,
     clock,
     admin: ADMIN,
+    // Nothing delivers unless a suite asks for a dispatcher (the webhook suites do).
+    dispatcher: false,
     // TEST_LOG_LEVEL=Error shows the server's logs (the cause of a 500) while debugging.
     logLevel: (process.env.TEST_LOG_LEVEL as ServerOptions["logLevel"]) ?? "None",
     ...overrides

@@ -5,6 +5,7 @@ import organizationResources from "./0004_organization_resources.js"
 import noticesExports from "./0005_notices_exports.js"
 import organizationScopedIds from "./0006_organization_scoped_ids.js"
 import consentUserStates from "./0007_consent_user_states.js"
+import subscribers from "./0008_subscribers.js"
 
 /**
  * Versioned migrations of both stores: a new change is a new entry, never an edit of an old
@@ -17,5 +18,6 @@ export const migrations = {
   "0004_organization_resources": organizationResources,
   "0005_notices_exports": noticesExports,
   "0006_organization_scoped_ids": organizationScopedIds,
-  "0007_consent_user_states": consentUserStates
+  "0007_consent_user_states": consentUserStates,
+  "0008_subscribers": subscribers
 }

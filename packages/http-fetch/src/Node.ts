@@ -1,0 +1,112 @@
+import { answerClientError, errorBody } from "@cmp/http"
+import * as http from "node:http"
+import type { TLSSocket } from "node:tls"
+import type { FetchHandler } from "./Fetch.js"
+
+/**
+ * A fetch handler on Node's own `http` (or `https`) server, with Node 20's `Request` and
+ * `Response`. Hosts that already speak fetch (Hono's Node server, Next.js, Bun, Deno) need none
+ * of this.
+ */
+
+const plainError = (res: http.ServerResponse, status: 400 | 500, message: string) => {
+  if (res.headersSent) return void res.destroy()
+  const body = JSON.stringify(errorBody(status, message))
+  res.writeHead(status, { "content-type": "application/json; charset=utf-8", "content-length": String(Buffer.byteLength(body)), "x-content-type-options": "nosniff" })
+  res.end(body)
+}
+
+/**
+ * The body of Node's request as a web stream, read only when the handler reads it: a request
+ * answered without its body (a 413 from `Content-Length`, a 404) leaves it to Node, which
+ * discards it and keeps the connection. A reader that stops early (past the body limit) has the
+ * rest discarded too, rather than the socket destroyed under the answer.
+ */
+const bodyOf = (req: http.IncomingMessage): ReadableStream<Uint8Array> => {
+  let started = false
+  let controller!: ReadableStreamDefaultController<Uint8Array>
+  const onData = (chunk: Buffer) => {
+    controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength))
+    if ((controller.desiredSize ?? 0) <= 0) req.pause()
+  }
+  const onEnd = () => controller.close()
+  const onError = (error: Error) => controller.error(error)
+  return new ReadableStream<Uint8Array>({
+    start(c) {
+      controller = c
+    },
+    pull() {
+      if (started) return void req.resume()
+      started = true
+      req.on("data", onData)
+      req.once("end", onEnd)
+      req.once("error", onError)
+    },
+    cancel() {
+      req.off("data", onData)
+      req.off("end", onEnd)
+      req.off("error", onError)
+      req.resume()
+    }
+  }, { highWaterMark: 0 })
+}
+
+/** Node's request as a web `Request`; its URL's scheme says whether the socket is TLS. */
+export const toWebRequest = (req: http.IncomingMessage): Request => {
+  const scheme = (req.socket as TLSSocket).encrypted === true ? "https" : "http"
+  const target = req.url ?? "/"
+  let url: URL
+  try {
+    url = new URL(`${scheme}://${req.headers.host ?? "localhost"}${target}`)
+  } catch {
+    // A malformed `Host` header: the API answers it from the header itself.
+    url = new URL(`${scheme}://localhost${target}`)
+  }
+  const headers = new Headers()
+  for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i]!, req.rawHeaders[i + 1]!)
+  const method = req.method ?? "GET"
+  const hasBody = method !== "GET" && method !== "HEAD"
+  return new Request(url, {
+    method,
+    headers,
+    ...(hasBody ? { body: bodyOf(req), duplex: "half" } : {})
+  } as RequestInit)
+}
+
+/** Writes a web `Response` to Node's response: status, every header line (`Set-Cookie` one per value), body. */
+export const writeWebResponse = async (res: http.ServerResponse, response: Response): Promise<void> => {
+  const headers: Record<string, string | Array<string>> = {}
+  response.headers.forEach((value, name) => {
+    if (name !== "set-cookie") headers[name] = value
+  })
+  const cookies = response.headers.getSetCookie()
+  if (cookies.length > 0) headers["set-cookie"] = cookies
+  res.writeHead(response.status, headers)
+  if (response.body === null) return void res.end()
+  res.end(Buffer.from(await response.arrayBuffer()))
+}
+
+/** The `request` listener of a Node server, answering through `handler` with the socket's address as the client's. */
+export const nodeListener = (handler: FetchHandler) => (req: http.IncomingMessage, res: http.ServerResponse): void => {
+  let request: Request
+  try {
+    request = toWebRequest(req)
+  } catch {
+    // Methods a `Request` refuses (CONNECT, TRACE) and targets no URL can hold.
+    return plainError(res, 400, "The request method or URL is not valid")
+  }
+  handler(request, { clientAddress: req.socket.remoteAddress })
+    .then((response) => writeWebResponse(res, response))
+    .catch(() => plainError(res, 500, "An internal error occurred"))
+}
+
+
+/**
+ * Serves `handler` on `server` (a new `http.Server` by default) and returns it, not yet
+ * listening: `serveNode(api.fetch).listen(3004)`.
+ */
+export const serveNode = (handler: FetchHandler, server: http.Server = http.createServer()): http.Server => {
+  server.on("request", nodeListener(handler))
+  server.on("clientError", answerClientError)
+  return server
+}

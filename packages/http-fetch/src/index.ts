@@ -1,0 +1,2 @@
+export * from "./Fetch.js"
+export * from "./Node.js"

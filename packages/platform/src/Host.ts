@@ -1,0 +1,278 @@
+import {
+  ApiKeysResource,
+  ConsentEventsResource,
+  ConsentUsersResource,
+  CookiesResource,
+  DashboardsResource,
+  DeliveriesResource,
+  DomainsResource,
+  type DomainError,
+  type ErrorBody,
+  ExportConfigsResource,
+  ExportRunsResource,
+  fromDomainError,
+  isDomainError,
+  isStoreUnavailable,
+  MembersResource,
+  NoticeConfigsResource,
+  NoticeTemplateConfigsResource,
+  NoticeTextContentsResource,
+  NoticeTextsResource,
+  OrganizationSourceSystemsResource,
+  OrganizationsResource,
+  PlatformIntegrationsResource,
+  PremiumFeaturesResource,
+  PrivacyCentersResource,
+  type Principal,
+  PropertiesResource,
+  QuotasResource,
+  type ResourceDef,
+  ResourceService,
+  SecretsResource,
+  Settings,
+  type Shape,
+  SsoConnectionsResource,
+  VendorsResource,
+  WebhooksResource
+} from "@cmp/core"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as ManagedRuntime from "effect/ManagedRuntime"
+import * as Option from "effect/Option"
+import type { PlatformOptions } from "./Options.js"
+import { layer, type PlatformServices } from "./Platform.js"
+import { subscriberMethods, type SubscriberMethods } from "./Subscribe.js"
+
+/**
+ * The platform for a host that calls it in-process: one object made once, with a method per
+ * operation of every resource, as Promises for plain JavaScript and as Effects for Effect hosts.
+ * Each call acts as a principal the host names (`asOrganization(id)`, `asOperator()`); it goes
+ * through the same use-cases as an HTTP request (scope, validation, premium features, count
+ * quotas, webhooks), but it is not an API request: `api_requests` does not count it.
+ */
+
+// ---------------------------------------------------------------- errors
+
+/** A failure of a call, with the contract's `code`, `name`, `className` and `errors`. */
+export class PlatformError extends Error implements ErrorBody {
+  readonly code: number
+  readonly className: string
+  readonly errors: Record<string, string>
+  constructor(body: ErrorBody, options?: { readonly cause?: unknown }) {
+    super(body.message, options)
+    this.name = body.name
+    this.code = body.code
+    this.className = body.className
+    this.errors = body.errors
+  }
+}
+/** 400: the input is invalid (`errors` names the fields). */
+export class BadRequest extends PlatformError {}
+/** 401: a credential was missing, malformed or expired. */
+export class NotAuthenticated extends PlatformError {}
+/** 403: not allowed: another organization, an operator-only action, a premium feature off, a count quota reached. */
+export class Forbidden extends PlatformError {}
+/** 404: no such record among those the principal may see. */
+export class NotFound extends PlatformError {}
+/** 409: a duplicate unique value, or a stale `version`. */
+export class Conflict extends PlatformError {}
+/** 429: a rate limit; `retryAfterSeconds` tells when to come back. */
+export class TooManyRequests extends PlatformError {
+  constructor(body: ErrorBody, readonly retryAfterSeconds: number) {
+    super(body)
+  }
+}
+/** 503: the store cannot serve for now (try again). */
+export class Unavailable extends PlatformError {}
+/** 500: a bug; `cause` holds what failed. */
+export class GeneralError extends PlatformError {}
+
+const classes = { 400: BadRequest, 401: NotAuthenticated, 403: Forbidden, 404: NotFound, 409: Conflict } as const
+
+/** The exported error class of a domain failure. */
+export const toPlatformError = (e: DomainError): PlatformError => {
+  const body = fromDomainError(e)
+  if (e._tag === "TooManyRequests") return new TooManyRequests(body, e.retryAfterSeconds)
+  const Class = classes[body.code as keyof typeof classes] ?? PlatformError
+  return new Class(body, { cause: e })
+}
+
+const fromCause = (cause: Cause.Cause<unknown>): PlatformError => {
+  const failure = Cause.failureOption(cause)
+  if (Option.isSome(failure) && isDomainError(failure.value)) return toPlatformError(failure.value)
+  const defect = Cause.dieOption(cause)
+  if (Option.isSome(defect) && isStoreUnavailable(defect.value)) {
+    return new Unavailable(
+      { name: "Unavailable", message: `Service unavailable: ${defect.value.message}`, code: 503, className: "unavailable", errors: {} },
+      { cause: defect.value }
+    )
+  }
+  return new GeneralError(
+    { name: "GeneralError", message: "An internal error occurred", code: 500, className: "general-error", errors: {} },
+    { cause: Cause.squash(cause) }
+  )
+}
+
+// ---------------------------------------------------------------- principals
+
+declare const ActorBrand: unique symbol
+
+/** Who a call acts as; made by `asOrganization` or `asOperator`, never by hand. */
+export interface Actor {
+  readonly [ActorBrand]: true
+  readonly principal: Principal
+}
+
+const actor = (principal: Principal) => ({ principal }) as Actor
+
+/** The key id a host's calls carry where a change names who made it. */
+export const HOST_KEY_ID = "in-process"
+
+export interface CallOptions {
+  /** Who the call acts as: `cmp.asOrganization(id)` (gated like the organization's own key) or `cmp.asOperator()`. */
+  readonly as: Actor
+  /** The organization of a record whose id is chosen by clients (consent events and users), when the actor sees several. */
+  readonly organizationId?: string | undefined
+  /** View parameters (`{ regulation: "ccpa" }` for consent users). */
+  readonly view?: Readonly<Record<string, string>> | undefined
+}
+
+export interface Page<A> {
+  readonly total: number
+  readonly limit: number
+  readonly skip: number
+  readonly data: ReadonlyArray<A>
+}
+
+// ---------------------------------------------------------------- one resource
+
+type CreateOf<S extends Shape> = S["create"]
+type UpdateOf<S extends Shape> = S["update"]
+
+/** The operations of one resource as Effects (failing with the domain errors). */
+export interface ResourceEffects<S extends Shape> {
+  readonly find: (query: Readonly<Record<string, unknown>>, options: CallOptions) => Effect.Effect<Page<S["output"]>, DomainError>
+  readonly get: (id: string, options: CallOptions) => Effect.Effect<S["output"], DomainError>
+  readonly create: (input: CreateOf<S>, options: CallOptions) => Effect.Effect<S["output"], DomainError>
+  readonly update: (id: string, input: UpdateOf<S>, options: CallOptions) => Effect.Effect<S["output"], DomainError>
+  readonly patch: (id: string, input: Partial<UpdateOf<S>> & { readonly version?: number }, options: CallOptions) => Effect.Effect<S["output"], DomainError>
+  readonly remove: (id: string, options: CallOptions) => Effect.Effect<S["output"], DomainError>
+}
+
+/** The same operations as Promises, rejecting with a `PlatformError`. */
+export type ResourceClient<S extends Shape> = Promised<ResourceEffects<S>>
+
+type ShapeOfDef<D> = D extends ResourceDef<infer S, any, any> ? S : never
+
+const lookUp = (o: CallOptions): ResourceService.LookUp => ({ organizationId: o.organizationId, query: o.view })
+
+const effectsOf = <S extends Shape>(def: ResourceDef<S, any, any>, provide: Provide): ResourceEffects<S> => {
+  // Every declaration of the registry needs at most the platform's services.
+  const registered: ResourceDef<S, PlatformServices, any> = def
+  return {
+    find: (query, o) => provide(ResourceService.find(registered, o.as.principal, { ...o.view, ...query })),
+    get: (id, o) => provide(ResourceService.get(registered, o.as.principal, id, lookUp(o))),
+    create: (input, o) => provide(ResourceService.create(registered, o.as.principal, input, { query: o.view })),
+    update: (id, input, o) => provide(ResourceService.update(registered, o.as.principal, id, input, lookUp(o))),
+    patch: (id, input, o) => provide(ResourceService.patch(registered, o.as.principal, id, input, lookUp(o))),
+    remove: (id, o) => provide(ResourceService.remove(registered, o.as.principal, id, lookUp(o)))
+  }
+}
+
+/** Runs a use-case with the platform's services (the runtime's, built once). */
+type Provide = <A>(effect: Effect.Effect<A, DomainError, PlatformServices>) => Effect.Effect<A, DomainError>
+
+// ---------------------------------------------------------------- every resource
+
+/** The resources by their path (`consents/events` is `consents.events`), as Effects. */
+const effectsTree = (provide: Provide) => {
+  const of = <D extends ResourceDef<any, any, any>>(def: D) => effectsOf<ShapeOfDef<D>>(def, provide)
+  return {
+    organizations: of(OrganizationsResource),
+    keys: of(ApiKeysResource),
+    quotas: of(QuotasResource),
+    premiumFeatures: of(PremiumFeaturesResource),
+    secrets: of(SecretsResource),
+    members: of(MembersResource),
+    webhooks: { ...of(WebhooksResource), deliveries: of(DeliveriesResource) },
+    consents: { events: of(ConsentEventsResource), users: of(ConsentUsersResource) },
+    widgets: {
+      notices: {
+        texts: of(NoticeTextsResource),
+        textsContents: of(NoticeTextContentsResource),
+        configs: of(NoticeConfigsResource),
+        templates: { configs: of(NoticeTemplateConfigsResource) }
+      }
+    },
+    exports: { configs: of(ExportConfigsResource), runs: of(ExportRunsResource) },
+    properties: of(PropertiesResource),
+    domains: of(DomainsResource),
+    cookies: of(CookiesResource),
+    vendors: of(VendorsResource),
+    privacyCenters: of(PrivacyCentersResource),
+    ssoConnections: of(SsoConnectionsResource),
+    organizationsSourceSystems: of(OrganizationSourceSystemsResource),
+    platformIntegrations: of(PlatformIntegrationsResource),
+    analytics: { dashboards: of(DashboardsResource) }
+  }
+}
+
+export type PlatformEffects = ReturnType<typeof effectsTree>
+
+/** A tree of Effects as Promises: each operation resolves with its value or rejects with a `PlatformError`. */
+export type Promised<T> = {
+  readonly [K in keyof T]: T[K] extends (...args: infer P) => Effect.Effect<infer A, any, any> ? (...args: P) => Promise<A>
+    : Promised<T[K]>
+}
+
+const promiseTree = <T extends object>(tree: T, run: Run): Promised<T> => {
+  const out: Record<string, unknown> = {}
+  for (const [k, v] of Object.entries(tree)) {
+    out[k] = typeof v === "function"
+      ? (...args: ReadonlyArray<unknown>) => run((v as (...a: ReadonlyArray<unknown>) => Effect.Effect<unknown, DomainError>)(...args))
+      : promiseTree(v as object, run)
+  }
+  // The shape follows T by construction: the loop above mirrors it key by key.
+  return out as Promised<T>
+}
+
+type Run = <A>(effect: Effect.Effect<A, DomainError>) => Promise<A>
+
+// ---------------------------------------------------------------- the platform
+
+export interface ConsentPlatformApi extends Promised<PlatformEffects>, SubscriberMethods {
+  /** The same operations as Effects, failing with the domain errors, needing nothing more. */
+  readonly effect: PlatformEffects
+  /** Acts as an organization's own client: its scope, its premium features, its count quotas. */
+  readonly asOrganization: (organizationId: string) => Actor
+  /** Acts as the operator: every organization, operator-only fields and actions, never gated. */
+  readonly asOperator: () => Actor
+  /** The Effect runtime of the platform's services, for hosts that call core use-cases directly. */
+  readonly runtime: ManagedRuntime.ManagedRuntime<PlatformServices, unknown>
+  /** Stops the dispatcher (calls in flight finish) and closes the store. */
+  readonly dispose: () => Promise<void>
+}
+
+/**
+ * Makes the platform: migrates the store, creates the operator organization (and the `admin`
+ * key when given), and, unless `dispatcher: false`, delivers webhooks from this process.
+ */
+export const createPlatform = async (options: PlatformOptions): Promise<ConsentPlatformApi> => {
+  const runtime = ManagedRuntime.make(layer({ ...options, dispatcher: options.dispatcher ?? true }))
+  const settings = await runtime.runPromise(Settings)
+  const provide: Provide = (effect) => Effect.flatMap(runtime.runtimeEffect, (rt) => Effect.provide(effect, rt)) as never
+  const run: Run = (effect) =>
+    runtime.runPromiseExit(effect).then((exit) => (Exit.isSuccess(exit) ? exit.value : Promise.reject(fromCause(exit.cause))))
+  const effects = effectsTree(provide)
+  return {
+    ...promiseTree(effects, run),
+    effect: effects,
+    asOrganization: (organizationId) => actor({ _tag: "Client", keyId: HOST_KEY_ID, organizationId }),
+    asOperator: () => actor({ _tag: "Operator", keyId: HOST_KEY_ID, organizationId: settings.operatorOrganizationId }),
+    runtime,
+    ...(await subscriberMethods(runtime, (effect) => run(provide(effect)))),
+    dispose: () => runtime.dispose()
+  }
+}
+
