@@ -1,4 +1,4 @@
-import { type ApiRequest, errorResponse, fromNodeRequest, fromRuntime, type HandlerOptions, type HttpApi, type HttpApiOptions, makeHttpApi, writeNodeResponse } from "@cmp/http"
+import { type ApiRequest, fromNodeRequest, internalErrorResponse, fromRuntime, type HandlerOptions, type HttpApi, type HttpApiOptions, makeHttpApi, writeNodeResponse } from "@cmp/http"
 import type { PlatformRuntime } from "@cmp/platform"
 import express from "express"
 
@@ -26,7 +26,7 @@ const requestOf = (req: express.Request): ApiRequest => {
 }
 
 /** `handle` answers every error itself; should it still throw, the host's error page is not ours to send. */
-const internalError = errorResponse(500, "An internal error occurred", {}, { "x-content-type-options": "nosniff" })
+const internalError = internalErrorResponse({ "x-content-type-options": "nosniff" })
 
 const routerOf = (api: HttpApi): express.Router => {
   const router = express.Router()

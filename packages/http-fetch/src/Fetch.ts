@@ -6,6 +6,7 @@ import {
   type HandlerOptions,
   type HttpApi,
   type HttpApiOptions,
+  internalErrorResponse,
   makeHttpApi
 } from "@cmp/http"
 import type { PlatformRuntime } from "@cmp/platform"
@@ -123,7 +124,7 @@ export const toFetchResponse = (response: ApiResponse, method = "GET"): Response
 }
 
 /** `handle` answers every error itself; should it still throw, the answer is the contract's 500. */
-const internalError = () => errorResponse(500, "An internal error occurred", {}, { "x-content-type-options": "nosniff" })
+const internalError = () => internalErrorResponse({ "x-content-type-options": "nosniff" })
 
 /** A path outside the mount point: the API's own 404 shape, without running the API. */
 const outside = (request: Request) => {

@@ -1,4 +1,4 @@
-import { errorBody, type ErrorStatus, type StoreUnavailable } from "@cmp/core"
+import { errorBody, type ErrorStatus, fromStoreUnavailable, generalErrorBody, type StoreUnavailable } from "@cmp/core"
 import { type ApiResponse, json } from "./Message.js"
 
 export { type ErrorBody, errorBody, type ErrorStatus, fromDomainError, statusOf } from "@cmp/core"
@@ -13,4 +13,7 @@ export const errorResponse = (
 
 /** A store that cannot serve for now is a 503 with its reason, so clients know to retry. */
 export const unavailableResponse = (e: StoreUnavailable): ApiResponse =>
-  errorResponse(503, `Service unavailable: ${e.message}`, {}, { "retry-after": "5" })
+  json(503, fromStoreUnavailable(e), { "retry-after": "5" })
+
+/** A bug's answer: the contract's 500, never a stack trace or SQL. */
+export const internalErrorResponse = (headers: Record<string, string> = {}): ApiResponse => json(500, generalErrorBody(), headers)

@@ -7,7 +7,7 @@ import * as Exit from "effect/Exit"
 import type * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
 import { readJson } from "./Body.js"
-import { errorResponse, fromDomainError, unavailableResponse } from "./Errors.js"
+import { errorResponse, fromDomainError, internalErrorResponse, unavailableResponse } from "./Errors.js"
 import { type ApiRequest, type ApiResponse, header, json } from "./Message.js"
 import { docsAsset } from "./Docs.js"
 import { openApiDocument, servedAt } from "./OpenApi.js"
@@ -98,7 +98,7 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
       return unavailableResponse(unavailable)
     }
     runtime.runFork(Effect.logError("Request failed", exit.cause).pipe(Effect.annotateLogs({ requestId })))
-    return errorResponse(500, "An internal error occurred")
+    return internalErrorResponse()
   }
 
   /** Reads the body when the route takes one, authenticates, counts the request, then runs it. */
@@ -216,7 +216,7 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
       response = await answer(request, requestId)
     } catch (error) {
       runtime.runFork(Effect.logError("Unhandled error", String(error)).pipe(Effect.annotateLogs({ requestId })))
-      response = errorResponse(500, "An internal error occurred")
+      response = internalErrorResponse()
     }
     if (logRequests) {
       // Path only: a query string may carry values the caller considers private.

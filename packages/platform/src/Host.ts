@@ -11,6 +11,8 @@ import {
   ExportConfigsResource,
   ExportRunsResource,
   fromDomainError,
+  fromStoreUnavailable,
+  generalErrorBody,
   isDomainError,
   isStoreUnavailable,
   MembersResource,
@@ -103,15 +105,9 @@ const fromCause = (cause: Cause.Cause<unknown>): PlatformError => {
   if (Option.isSome(failure) && isDomainError(failure.value)) return toPlatformError(failure.value)
   const defect = Cause.dieOption(cause)
   if (Option.isSome(defect) && isStoreUnavailable(defect.value)) {
-    return new Unavailable(
-      { name: "Unavailable", message: `Service unavailable: ${defect.value.message}`, code: 503, className: "unavailable", errors: {} },
-      { cause: defect.value }
-    )
+    return new Unavailable(fromStoreUnavailable(defect.value), { cause: defect.value })
   }
-  return new GeneralError(
-    { name: "GeneralError", message: "An internal error occurred", code: 500, className: "general-error", errors: {} },
-    { cause: Cause.squash(cause) }
-  )
+  return new GeneralError(generalErrorBody(), { cause: Cause.squash(cause) })
 }
 
 // ---------------------------------------------------------------- principals

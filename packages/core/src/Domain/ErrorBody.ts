@@ -1,4 +1,4 @@
-import type { DomainError } from "./Errors.js"
+import type { DomainError, StoreUnavailable } from "./Errors.js"
 
 /**
  * The contract's error body (`{ name, message, code, className, errors }`), one mapping from the
@@ -57,3 +57,9 @@ export const fromDomainError = (e: DomainError): ErrorBody => {
   if (e._tag === "QuotaExceeded") errors[e.quota] = `limit of ${e.limit} reached`
   return errorBody(statusOf(e), e.message, errors)
 }
+
+/** A store that cannot serve for now: a 503 naming why, so callers know to retry. */
+export const fromStoreUnavailable = (e: StoreUnavailable): ErrorBody => errorBody(503, `Service unavailable: ${e.message}`)
+
+/** A bug: the body never says more than this (the cause is logged or attached, never shown). */
+export const generalErrorBody = (): ErrorBody => errorBody(500, "An internal error occurred")
