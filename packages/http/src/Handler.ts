@@ -101,19 +101,11 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
     return internalErrorResponse()
   }
 
-  /** Reads the body when the route takes one, authenticates, counts the request, then runs it. */
-  const run = async (
-    request: ApiRequest,
-    found: Route,
-    params: ReadonlyArray<string>,
-    rawQuery: string,
-    counted: boolean,
-    requestId: string
-  ): Promise<ApiResponse> => {
-    const response = await runRoute(request, found, params, rawQuery, counted, requestId)
-    return found.noStore ? noStore(response) : response
-  }
+  /** Runs a route; an answer that carries a credential is not to be cached, whatever it is. */
+  const run = (...args: Parameters<typeof runRoute>): Promise<ApiResponse> =>
+    runRoute(...args).then((response) => (args[1].noStore ? noStore(response) : response))
 
+  /** Reads the body when the route takes one, authenticates, counts the request, then runs it. */
   const runRoute = async (
     request: ApiRequest,
     found: Route,
