@@ -16,6 +16,7 @@ import {
   type RowKey,
   Storage,
   SUBSCRIBER_PREFIX,
+  subscriberOf,
   subscriberTarget,
   type TableDef,
   UnitOfWork,
@@ -498,18 +499,31 @@ export const make = Effect.gen(function*() {
     complete: (completion) =>
       Effect.flatMap(Deferred.make<boolean>(), (done) =>
         Effect.zipRight(Queue.offer(completions, { completion, done }), Deferred.await(done))),
-    nextDueAt: (options) =>
-      sql<{ due: unknown }>`SELECT MIN(t) AS due FROM (
-        SELECT MIN(next_attempt_at) AS t FROM webhook_deliveries WHERE status = 'pending' AND ${claimable(options?.subscribers)}
-        UNION ALL
-        SELECT MIN(lease_until) AS t FROM webhook_deliveries WHERE status = 'delivering' AND ${claimable(options?.subscribers)}
-      ) AS due_times`.pipe(
-        Effect.map((rows) => {
-          const due = rows[0]?.due
-          return due === null || due === undefined ? Option.none() : Option.some(decodeValue(dialect, field.timestamp, due) as string)
-        }),
-        Unavailable.orDie
-      )
+    nextDueAt: (options) => {
+      const handled = new Set((options?.subscribers ?? []).map(subscriberTarget))
+      const mine = (webhookId: string) => subscriberOf(webhookId) === undefined || handled.has(webhookId)
+      return Effect.gen(function*() {
+        // The earliest pending message is one read of the due index. Only when it belongs to a
+        // subscriber this process does not handle is the filtered minimum needed, which reads
+        // every pending row's webhook_id.
+        const [first] = yield* sql<{ t: unknown; webhook_id: string }>`SELECT next_attempt_at AS t, webhook_id
+          FROM webhook_deliveries WHERE status = 'pending' ORDER BY next_attempt_at ASC LIMIT 1`
+        const pending = first === undefined
+          ? []
+          : mine(first.webhook_id)
+          ? [first.t]
+          : (yield* sql<{ t: unknown }>`SELECT MIN(next_attempt_at) AS t FROM webhook_deliveries
+              WHERE status = 'pending' AND ${claimable(options?.subscribers)}`).map((r) => r.t)
+        // Messages in flight are few (a lease per call in flight): their scan is short.
+        const leases = yield* sql<{ t: unknown }>`SELECT MIN(lease_until) AS t FROM webhook_deliveries
+          WHERE status = 'delivering' AND ${claimable(options?.subscribers)}`
+        const due = [...pending, ...leases.map((r) => r.t)]
+          .filter((t) => t !== null && t !== undefined)
+          .map((t) => decodeValue(dialect, field.timestamp, t) as string)
+          .sort()
+        return Option.fromNullable(due[0])
+      }).pipe(Unavailable.orDie)
+    }
   })
 
   return {
