@@ -5,7 +5,8 @@
  * ratios are stable.
  *
  *   BENCH_SECONDS=10 (load duration per figure), BENCH_CONNECTIONS=50
- *   BENCH_ONLY=events,deliveries,latency,get_key (a subset, e.g. to profile one figure)
+ *   BENCH_ONLY=events,deliveries,latency,get_key,export (a subset, e.g. to profile one figure)
+ *   BENCH_EXPORT_EVENTS=50000 (events of the organization exported in the `export` figure)
  *   BENCH_STORES=sqlite,postgres (PostgreSQL only where DATABASE_URL is set)
  */
 import autocannon from "autocannon"
@@ -18,7 +19,8 @@ import * as readline from "node:readline"
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
 const SERVER = "packages/server/dist/main.mjs"
-const ONLY = new Set((process.env.BENCH_ONLY ?? "events,deliveries,latency,get_key").split(","))
+const ONLY = new Set((process.env.BENCH_ONLY ?? "events,deliveries,latency,get_key,export").split(","))
+const EXPORT_EVENTS = Number(process.env.BENCH_EXPORT_EVENTS ?? 50_000)
 const STORES = new Set((process.env.BENCH_STORES ?? "sqlite,postgres").split(","))
 const root = path.join(import.meta.dirname, "..")
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "cmp-bench-"))
@@ -31,7 +33,7 @@ const cleanup = () => {
 }
 process.on("exit", cleanup)
 
-/** Starts a TypeScript entry point as a child and waits for its first JSON line. */
+/** Starts a TypeScript entry point as a child and waits for its first JSON line that is not a log. */
 const child = (entry: string, env: Record<string, string>, args: Array<string> = []) =>
   new Promise<{ proc: ChildProcess; first: Record<string, any>; lines: readline.Interface }>((resolve, reject) => {
     // `--import tsx` resolves from the working directory: this package has tsx.
@@ -45,7 +47,14 @@ const child = (entry: string, env: Record<string, string>, args: Array<string> =
     })
     children.push(proc)
     const lines = readline.createInterface({ input: proc.stdout! })
-    lines.once("line", (line) => resolve({ proc, first: JSON.parse(line), lines }))
+    // Log lines (startup warnings) may come first: the answer is the first line that is not one.
+    const onLine = (line: string) => {
+      const parsed = JSON.parse(line)
+      if (parsed.logLevel !== undefined) return
+      lines.off("line", onLine)
+      resolve({ proc, first: parsed, lines })
+    }
+    lines.on("line", onLine)
     proc.once("exit", (code) => reject(new Error(`${entry} exited with ${code}`)))
   })
 
@@ -133,6 +142,92 @@ const percentile = (values: Array<number>, p: number) => {
 
 type Child = Awaited<ReturnType<typeof child>>
 
+/** A new organization with these premium features and a key of its own: its id and a token. */
+const tenantOf = async (api: string, op: string, features: Record<string, boolean>) => {
+  const org = await json(`${api}/v1/organizations`, "POST", { name: `bench-${Date.now()}-${sequence++}` }, op)
+  const flags = (await json(`${api}/v1/premium-features?organization_id=${org.id}`, "GET", undefined, op)).data[0]
+  await json(`${api}/v1/premium-features/${flags.id}`, "PATCH", features, op)
+  const key = await json(`${api}/v1/keys`, "POST", { organization_id: org.id, name: "bench" }, op)
+  const token = (await json(`${api}/v1/sessions`, "POST", { type: "api-key", key: key.id, secret: key.secret })).access_token as string
+  return { id: org.id as string, token }
+}
+
+/**
+ * Requests of another organization during an export (SQLite, whose driver is synchronous: a
+ * query holds the whole process). Organization A gets EXPORT_EVENTS events, one posted through
+ * the API and copied by SQL into the server's database file (posting them all would take
+ * minutes). Another organization's `GET /v1/languages` is loaded with 10 connections, first
+ * with nothing else running, then while A is exported to a directory again and again; the p99
+ * of both is printed, with how long one export took and what a concurrent second export got.
+ */
+const measureExport = async (api: string, op: string, sqlitePath: string) => {
+  const a = await tenantOf(api, op, { consents_api: true, batch_exports_manual_run: true })
+  const b = await tenantOf(api, op, {})
+  const first = await json(`${api}/v1/consents/events`, "POST", {
+    organization_id: a.id,
+    created_at: "2026-01-01T00:00:00.000Z",
+    user: { organization_user_id: "exported" },
+    consents: { purposes: [{ id: "analytics", enabled: true }, { id: "ads", enabled: false }], vendors: { enabled: ["v1"] } }
+  }, a.token)
+  const { default: Database } = await import("better-sqlite3")
+  const db = new Database(sqlitePath)
+  db.pragma("busy_timeout = 10000")
+  const row = db.prepare("SELECT * FROM consent_events WHERE organization_id = ? AND id = ?").get(a.id, first.id) as Record<string, unknown>
+  const columns = Object.keys(row)
+  const copied = columns.map((c) =>
+    c === "id" ? `'copy-' || n.i` : c === "created_at" ? `strftime('%Y-%m-%dT%H:%M:%fZ', "created_at", '+' || n.i || ' seconds')` : `"${c}"`
+  )
+  db.prepare(
+    `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+     INSERT INTO consent_events (${columns.map((c) => `"${c}"`).join(", ")})
+     SELECT ${copied.join(", ")} FROM consent_events, n WHERE organization_id = ? AND id = ?`
+  ).run(EXPORT_EVENTS - 1, a.id, first.id)
+  db.close()
+  const config = await json(`${api}/v1/exports/configs`, "POST", {
+    organization_id: a.id,
+    name: "bench",
+    destinations: [{ type: "directory", path: "bench" }]
+  }, a.token)
+  const execute = () =>
+    fetch(`${api}/v1/exports/execute`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${a.token}` },
+      body: JSON.stringify({ organization_id: a.id, export_config_id: config.id, from: "2026-01-01T00:00:00Z", to: "2026-01-02T00:00:00Z" })
+    })
+  const languages = () =>
+    autocannon({ url: `${api}/v1/languages`, connections: 10, duration: SECONDS, headers: { authorization: `Bearer ${b.token}` } })
+
+  const idle = await languages()
+  let running = true
+  const took: Array<number> = []
+  const exporting = (async () => {
+    while (running) {
+      const started = performance.now()
+      const res = await execute()
+      const run = await res.json() as any
+      if (res.status !== 201 || run.status !== "succeeded" || run.events_count !== EXPORT_EVENTS) {
+        throw new Error(`export: ${res.status} ${JSON.stringify(run)}`)
+      }
+      took.push(performance.now() - started)
+    }
+  })()
+  const loaded = languages()
+  await new Promise((r) => setTimeout(r, 500))
+  const second = await execute()
+  const during = await loaded
+  running = false
+  await exporting
+  line("languages_p99_idle_sqlite", idle.latency.p99, "ms", `p50 ${idle.latency.p50} ms, ${idle.requests.average.toFixed(0)} req/s, ${idle.non2xx + idle.errors} errors`)
+  line(
+    "languages_p99_during_export_sqlite",
+    during.latency.p99,
+    "ms",
+    `p50 ${during.latency.p50} ms, max ${during.latency.max} ms, ${during.requests.average.toFixed(0)} req/s, ${during.non2xx + during.errors} errors; ` +
+      `${took.length} exports of ${EXPORT_EVENTS} events, ${(took.reduce((x, y) => x + y, 0) / Math.max(1, took.length) / 1000).toFixed(1)} s each; ` +
+      `a concurrent second export got ${second.status}${second.headers.get("retry-after") ? ` (Retry-After ${second.headers.get("retry-after")})` : ""}`
+  )
+}
+
 /** A fresh PostgreSQL database for one run, dropped at exit. */
 const pgDatabase = async (base: string, name: string) => {
   const { default: pg } = await import("pg")
@@ -172,6 +267,7 @@ const measureStore = async (store: "sqlite" | "postgres", receiver: Child) => {
     ADMIN_API_KEY: "admin",
     ADMIN_API_SECRET: "bench-secret-0123456789",
     WEBHOOK_ALLOW_HOSTS: "127.0.0.1",
+    EXPORTS_ROOT: path.join(dir, "exports"),
     // Delivery runs in a `pnpm worker` process (started below), the deployment that scales it.
     WEBHOOK_DISPATCHER: "false"
   }
@@ -228,6 +324,7 @@ const measureStore = async (store: "sqlite" | "postgres", receiver: Child) => {
     line("get_key_baseline", bare.requests.average, "req/s", `${bareCpu.toFixed(2)} ms CPU each`)
     line("get_key", read.requests.average, "req/s", `${(read.requests.average / bare.requests.average).toFixed(2)} of baseline, ${read.non2xx + read.errors} errors, ${readCpu.toFixed(2)} ms CPU each`)
   }
+  if (store === "sqlite" && ONLY.has("export")) await measureExport(api, op, serverEnv.SQLITE_PATH)
   const stop = (c: Child) => {
     const gone = new Promise((resolve) => c.proc.once("exit", resolve))
     c.proc.kill(process.env.BENCH_PROFILE ? "SIGTERM" : "SIGKILL")

@@ -18,9 +18,9 @@ const api = await createFetchHandler({
   // Requests outside it answer 404.
   basePath: "/consent-api"
 })
-// Without `serveNode`, the same in five lines with Node 20's `Request` and `Response` is
-// `toWebRequest(req)` → `api.fetch(request, { clientAddress: req.socket.remoteAddress })` →
-// `writeWebResponse(res, response)`, both exported by @cmp/http-fetch.
+// Without `serveNode`, an existing `node:http` server takes `nodeListener(api.fetch)` as its
+// request listener: it builds the `Request` from the request target alone and refuses the
+// targets a URL parser would rewrite (dot segments, backslashes), as the API does on Express.
 const server = serveNode(api.fetch)
 const port = Number(process.env.PORT || 3004)
 const host = process.env.HOST || "127.0.0.1"

@@ -108,12 +108,23 @@ const v6NonPublic = (g: ReadonlyArray<number>): boolean => {
     if (g5 === 0xffff) return v4NonPublic(embedded(g6, g7))
     return true
   }
+  // ::ffff:0:0/96 (IPv4-translated, RFC 2765/6052 SIIT): a translator reaches the embedded
+  // IPv4 address, so it answers as that address does.
+  if (g0 === 0 && g1 === 0 && g2 === 0 && g3 === 0 && g4 === 0xffff && g5 === 0) return v4NonPublic(embedded(g6, g7))
+  // Anything else under ::/64 (not an assigned global prefix) embeds or means nothing public.
+  if (g0 === 0 && g1 === 0 && g2 === 0 && g3 === 0) return true
   // NAT64 64:ff9b::/96 reaches the embedded IPv4 address.
   if (g0 === 0x64 && g1 === 0xff9b && g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0) {
     return v4NonPublic(embedded(g6, g7))
   }
+  // Local-use NAT64 64:ff9b:1::/48 (RFC 8215) embeds an IPv4 address where its operator chose,
+  // and the rest of 64:ff9b::/32 is not allocated: refused whole.
+  if (g0 === 0x64 && g1 === 0xff9b) return true
   // 6to4 2002::/16 reaches the IPv4 address in bits 16..47.
   if (g0 === 0x2002) return v4NonPublic(embedded(g1, g2))
+  // Teredo 2001::/32 reaches a client through the inverted IPv4 address of its last 32 bits,
+  // behind a NAT of unknown reach: refused whole.
+  if (g0 === 0x2001 && g1 === 0) return true
   if ((g0 & 0xfe00) === 0xfc00) return true // unique local fc00::/7
   if ((g0 & 0xffc0) === 0xfe80) return true // link-local fe80::/10
   if ((g0 & 0xffc0) === 0xfec0) return true // deprecated site-local fec0::/10
@@ -126,7 +137,9 @@ const v6NonPublic = (g: ReadonlyArray<number>): boolean => {
 /**
  * True when `address` (a literal IPv4 or IPv6 address, without brackets) is loopback, private,
  * link-local, CGNAT, unspecified, multicast or otherwise not a public unicast address, including
- * the IPv4-mapped (dotted or hex), NAT64 and 6to4 forms of those. Anything that is not an IP
+ * the IPv4-mapped (dotted or hex), IPv4-translated, NAT64 and 6to4 forms of those, and every
+ * other form whose reach depends on an embedded IPv4 address we cannot place (IPv4-compatible,
+ * local-use NAT64, Teredo). Anything that is not an IP
  * address counts as non-public, so a parsing gap fails closed.
  */
 export const isNonPublicAddress = (address: string): boolean => {

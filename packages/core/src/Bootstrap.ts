@@ -34,6 +34,7 @@ export const ensureOperatorOrganization = Effect.gen(function*() {
     iab_tcf_cmp_id: null,
     allow_chat_support: false,
     crm_account_id: null,
+    created_by_person_id: null,
     created_at: now,
     updated_at: now,
     version: 1

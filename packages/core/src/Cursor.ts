@@ -1,17 +1,22 @@
 import * as Effect from "effect/Effect"
 import { InvalidInput } from "./Domain/Errors.js"
+import { UrlSigner } from "./OrganizationPorts.js"
 import type { Row, TableDef } from "./Ports.js"
 
 /**
  * Cursor paging of a find (`$cursor`): keyset pages in the order of `created_at`, then the
  * table's key. The cursor is opaque to clients; inside it is base64url JSON of a version tag,
- * a digest of the query it was issued for, and the position (the last row's order values).
- * The digest binds the cursor to its query: a client repeats the same filters and `$limit` on
- * every page, and a cursor sent with another query is refused instead of paging a different
- * result from a position that means nothing there.
+ * the position (the last row's order values) and a check value: a MAC, with the server's key,
+ * of the version, the service, the query the cursor was issued for and the position. It binds
+ * the cursor to its query: a client repeats the same filters and `$limit` on every page, and a
+ * cursor sent with another query is refused instead of paging a different result from a
+ * position that means nothing there. Keyed, so a client cannot make a cursor of its own, by
+ * editing the position or the query and computing the check again.
  */
 
-const VERSION = 1
+/** 2: the check value is keyed (1 was a plain digest of the query, which anyone could compute). */
+const VERSION = 2
+const PURPOSE = "cursor"
 /** Far above any real cursor (a digest and three values), far below anything costly to decode. */
 const MAX_LENGTH = 2048
 const canonicalIso = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
@@ -24,7 +29,7 @@ export interface CursorRequest {
   readonly after: ReadonlyArray<string> | undefined
   /** The query without `$cursor`: what the page is of. */
   readonly query: Record<string, unknown>
-  /** The digest the next cursor carries. */
+  /** What the check value covers besides the version and the position: the service and the query. */
   readonly binding: string
 }
 
@@ -60,16 +65,25 @@ const fromBase64url = (s: string): Uint8Array | undefined => {
   }
 }
 
-/**
- * A digest, not the query itself: cursors stay short, and filter values (an organization's
- * own user id) do not travel in URLs and logs a second time.
- */
-const bindingOf = (path: string, query: Record<string, unknown>) =>
-  Effect.promise(() =>
-    globalThis.crypto.subtle.digest("SHA-256", new TextEncoder().encode(JSON.stringify([path, canonical(query)])))
-  ).pipe(Effect.map((digest) => base64url(new Uint8Array(digest).subarray(0, 16))))
+/** The service and the query, canonical: the order parameters are sent in does not matter. */
+const bindingOf = (path: string, query: Record<string, unknown>) => JSON.stringify([path, canonical(query)])
 
-const decodePosition = (token: string, fields: number): { readonly binding: string; readonly after: Array<string> } | undefined => {
+/**
+ * The check value of a position under a binding. Only the check travels, never the query
+ * itself: cursors stay short, and filter values (an organization's own user id) do not travel
+ * in URLs and logs a second time.
+ */
+const checkOf = (binding: string, after: ReadonlyArray<unknown>) =>
+  Effect.flatMap(UrlSigner, (signer) => signer.mac(PURPOSE, JSON.stringify([VERSION, binding, after])))
+
+/** Compares without stopping at the first difference: the time taken tells nothing of the expected value. */
+const sameCheck = (a: string, b: string) => {
+  let diff = a.length ^ b.length
+  for (let i = 0; i < Math.max(a.length, b.length); i++) diff |= (a.charCodeAt(i) | 0) ^ (b.charCodeAt(i) | 0)
+  return diff === 0
+}
+
+const decodePosition = (token: string, fields: number): { readonly check: string; readonly after: Array<string> } | undefined => {
   if (token.length > MAX_LENGTH) return undefined
   const bytes = fromBase64url(token)
   if (!bytes) return undefined
@@ -79,11 +93,11 @@ const decodePosition = (token: string, fields: number): { readonly binding: stri
   } catch {
     return undefined
   }
-  if (!isPlainObject(parsed) || parsed.v !== VERSION || typeof parsed.q !== "string") return undefined
+  if (!isPlainObject(parsed) || parsed.v !== VERSION || typeof parsed.c !== "string") return undefined
   const k = parsed.k
   if (!Array.isArray(k) || k.length !== fields || !k.every((v): v is string => typeof v === "string")) return undefined
   if (!canonicalIso.test(k[0]!) || Number.isNaN(Date.parse(k[0]!))) return undefined
-  return { binding: parsed.q, after: k }
+  return { check: parsed.c, after: k }
 }
 
 /**
@@ -94,7 +108,7 @@ export const readCursor = (
   path: string,
   table: TableDef,
   raw: Record<string, unknown>
-): Effect.Effect<CursorRequest, InvalidInput> =>
+): Effect.Effect<CursorRequest, InvalidInput, UrlSigner> =>
   Effect.gen(function*() {
     for (const key of ["$sort", "$skip"]) {
       if (Object.hasOwn(raw, key)) {
@@ -106,21 +120,26 @@ export const readCursor = (
     const token = raw.$cursor
     if (typeof token !== "string") return yield* Effect.fail(malformed)
     const { $cursor: _cursor, ...query } = raw
-    const binding = yield* bindingOf(path, query)
+    const binding = bindingOf(path, query)
     if (token === "") return { after: undefined, query, binding }
     const position = decodePosition(token, keysetFields(table).length)
     if (!position) return yield* Effect.fail(malformed)
-    if (position.binding !== binding) {
+    if (!sameCheck(position.check, yield* checkOf(binding, position.after))) {
       return yield* Effect.fail(
-        invalid("$cursor", "was issued for another query: send the same filters and $limit with every page")
+        invalid("$cursor", "was not issued for this query: send the cursor as it was given, with the same filters and $limit on every page")
       )
     }
     return { after: position.after, query, binding }
   })
 
 /** The cursor of the page after `last`. */
-export const cursorAfter = (table: TableDef, binding: string, last: Row): string =>
-  base64url(new TextEncoder().encode(JSON.stringify({ v: VERSION, q: binding, k: keysetFields(table).map((f) => last[f]) })))
+export const cursorAfter = (table: TableDef, binding: string, last: Row): Effect.Effect<string, never, UrlSigner> => {
+  const after = keysetFields(table).map((f) => last[f])
+  return Effect.map(
+    checkOf(binding, after),
+    (check) => base64url(new TextEncoder().encode(JSON.stringify({ v: VERSION, k: after, c: check })))
+  )
+}
 
 /** A page of a cursor walk: no total (it would cost a count on every page); `cursor` is null after the last. */
 export interface CursorPage<A> {

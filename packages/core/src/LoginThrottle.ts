@@ -8,8 +8,10 @@ import { TooManyRequests } from "./Domain/Errors.js"
  * Slows repeated failed session attempts, per key (or email) and per client address. After
  * `freeFailures` failures an attempt must wait: 1 s, then doubling per further failure, at most
  * `maxDelaySeconds`; failures are forgotten `forgetAfterSeconds` after the last one, and a
- * success clears the key. So guessing is throttled, but the real owner is never locked out for
- * longer than the cap. Counters live in memory: each server throttles on its own.
+ * success clears the key of the credential that succeeded (never an address's: a guesser would
+ * otherwise reset its address's count with a login of its own between guesses). So guessing is
+ * throttled, but the real owner is never locked out for longer than the cap. Counters live in
+ * memory: each server throttles on its own.
  */
 export interface ThrottleOptions {
   readonly freeFailures: number
@@ -79,20 +81,26 @@ export class LoginThrottle extends Context.Tag("@cmp/core/LoginThrottle")<
   static readonly layer = (options?: ThrottleOptions) => Layer.effect(LoginThrottle, LoginThrottle.make(options))
 }
 
+const ADDRESS_PREFIX = "addr:"
+
 /**
  * The throttle key of a client address on one credential endpoint. Each endpoint counts its
  * own: failed invitation tokens do not lock the same office out of its logins.
  */
 export const addressKeys = (endpoint: "session" | "invitation" | "integration", clientAddress: string | undefined): ReadonlyArray<string> =>
-  clientAddress ? [`addr:${endpoint}:${clientAddress}`] : []
+  clientAddress ? [`${ADDRESS_PREFIX}${endpoint}:${clientAddress}`] : []
 
 /**
  * Runs one credential check under the throttle: refused at once while any key is blocked (so a
- * blocked guess costs no hashing); a failure counts against every key, a success clears them.
+ * blocked guess costs no hashing); a failure counts against every key, a success clears the
+ * credential's keys only: an address's count runs down with time alone.
  */
 export const throttled = <A, E, R>(keys: ReadonlyArray<string>, attempt: Effect.Effect<A, E, R>) =>
   Effect.flatMap(LoginThrottle, (throttle) =>
     Effect.zipRight(
       throttle.check(keys),
-      attempt.pipe(Effect.tapBoth({ onFailure: () => throttle.failed(keys), onSuccess: () => throttle.succeeded(keys) }))
+      attempt.pipe(Effect.tapBoth({
+        onFailure: () => throttle.failed(keys),
+        onSuccess: () => throttle.succeeded(keys.filter((k) => !k.startsWith(ADDRESS_PREFIX)))
+      }))
     ))

@@ -30,10 +30,21 @@ export class Provisioner extends Context.Tag("@cmp/core/Provisioner")<
 }
 
 
-/** Signs a URL so its target can check it was issued by this server and is not expired. */
+/**
+ * Signs a URL so its target can check it was issued by this server and is not expired; and
+ * checks the values this server puts in URLs for itself (a page cursor).
+ */
 export class UrlSigner extends Context.Tag("@cmp/core/UrlSigner")<
   UrlSigner,
-  { readonly sign: (url: string, expiresAtSeconds: number) => Effect.Effect<string> }
+  {
+    readonly sign: (url: string, expiresAtSeconds: number) => Effect.Effect<string>
+    /**
+     * A keyed check value (base64url) of `data`, with a key of its own per `purpose`: a value
+     * handed out for one purpose is never taken for another, nor for a signed URL. Every server
+     * sharing the store computes the same.
+     */
+    readonly mac: (purpose: string, data: string) => Effect.Effect<string>
+  }
 >() {}
 
 /** Parses a PEM certificate; `Some(reason)` when it is not a usable certificate. */

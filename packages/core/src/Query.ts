@@ -17,6 +17,11 @@ export type Condition =
   | { readonly _tag: "In"; readonly field: string; readonly negate: boolean; readonly values: ReadonlyArray<Scalar> }
   /** Each branch is a conjunction; the query matches when any branch does. */
   | { readonly _tag: "Or"; readonly branches: ReadonlyArray<ReadonlyArray<Condition>> }
+  /**
+   * A text column starts (or, negated, does not start) with `value`, compared exactly (case
+   * and all); negated, NULL matches. Internal only: a client's query never makes one.
+   */
+  | { readonly _tag: "Prefix"; readonly field: string; readonly negate: boolean; readonly value: string }
 
 export interface SortKey {
   readonly field: string
@@ -50,6 +55,8 @@ export interface FindQuery {
 
 export const DEFAULT_LIMIT = 100
 export const MAX_LIMIT = 1000
+/** The largest `$skip`: beyond it every page is empty anyway, and it fits every store's integer. */
+export const MAX_SKIP = 2_147_483_647
 
 export const emptyQuery: FindQuery = { where: [], sort: [], limit: DEFAULT_LIMIT, skip: 0 }
 
@@ -60,6 +67,9 @@ export const inList = (field: string, values: ReadonlyArray<Scalar>): Condition 
   negate: false,
   values
 })
+
+/** The rows whose text `field` does not start with `value`. */
+export const notPrefixed = (field: string, value: string): Condition => ({ _tag: "Prefix", field, negate: true, value })
 
 export interface ParseOptions {
   readonly fields: Readonly<Record<string, FieldInfo>>
@@ -147,10 +157,16 @@ const coerce = (path: string, info: FieldInfo, raw: unknown): Scalar => {
   }
 }
 
-const nonNegativeInt = (path: string, raw: unknown): number => {
-  const s = typeof raw === "number" ? String(raw) : typeof raw === "string" ? raw.trim() : ""
-  if (!/^\d{1,9}$/.test(s)) return fail(path, "must be a non-negative integer")
-  return Number(s)
+/**
+ * A non-negative integer, at most `max`: a larger one, however many digits, is `max` (so
+ * `$limit=5000` and `$limit=99999999999999999999` are both the largest page).
+ */
+const boundedInt = (path: string, raw: unknown, max: number): number => {
+  if (typeof raw === "number") return Number.isInteger(raw) && raw >= 0 ? Math.min(raw, max) : fail(path, "must be a non-negative integer")
+  const s = typeof raw === "string" ? raw.trim() : ""
+  if (!/^\d+$/.test(s)) return fail(path, "must be a non-negative integer")
+  // Past 16 digits a number is no longer exact, and it is above any bound anyway.
+  return s.replace(/^0+(?=\d)/, "").length > 15 ? max : Math.min(Number(s), max)
 }
 
 const parseConditions = (
@@ -254,9 +270,10 @@ export const parseFindQuery = (
   options: ParseOptions
 ): Either.Either<ParsedQuery, InvalidInput> => {
   try {
-    const params: Record<string, unknown> = {}
-    const view: Record<string, string> = {}
-    const rest: Record<string, unknown> = {}
+    // Keyed by the query's names: no inherited entries (`constructor`, `__proto__`) to collide with.
+    const params: Record<string, unknown> = Object.create(null)
+    const view: Record<string, string> = Object.create(null)
+    const rest: Record<string, unknown> = Object.create(null)
     let limit = DEFAULT_LIMIT
     let skip = 0
     let sort: Array<SortKey> = []
@@ -264,10 +281,10 @@ export const parseFindQuery = (
     for (const [key, value] of Object.entries(input)) {
       switch (key) {
         case "$limit":
-          limit = Math.min(nonNegativeInt(key, value), options.maxLimit ?? MAX_LIMIT)
+          limit = boundedInt(key, value, options.maxLimit ?? MAX_LIMIT)
           break
         case "$skip":
-          skip = nonNegativeInt(key, value)
+          skip = boundedInt(key, value, MAX_SKIP)
           break
         case "$sort":
           sort = parseSort(value, options)

@@ -235,6 +235,13 @@ export interface ResourceData<
   readonly cursorPaging?: boolean
   /** Normalizes a create body before validation (a domain name is trimmed and lower-cased). */
   readonly normalizeCreate?: (body: Readonly<Record<string, unknown>>) => Record<string, unknown>
+  /** Normalizes the id of an item route the same way, so a name reads as it was created. */
+  readonly normalizeId?: (id: string) => string
+  /**
+   * Refuses a create or write body before its schema reads it (field path → what is wrong), so
+   * a value refused here is never stored nor quoted back in a schema's message.
+   */
+  readonly screenBody?: (body: Readonly<Record<string, unknown>>) => Readonly<Record<string, string>>
 }
 
 /**

@@ -10,6 +10,7 @@ import { Ids, keyOf, type Page, type Row, Storage, UnitOfWork } from "./Ports.js
 import { canAccess, isOperator, organizationsOf, type Principal, requireOrganization } from "./Principal.js"
 import { type Condition, eq, type FindQuery, inList, parseFindQuery } from "./Query.js"
 import { cursorAfter, type CursorPage, keysetFields, readCursor } from "./Cursor.js"
+import type { UrlSigner } from "./OrganizationPorts.js"
 import { type AnyResource, type AnySchema, type CoreServices, type Declared, isCarried, type Method, type Prepared, type ResourceDef, type Shape, type View } from "./Resource.js"
 import { organizationRow, Tables } from "./Tables.js"
 import { readFeatures } from "./FeatureCache.js"
@@ -42,7 +43,8 @@ const ensureMethod = (def: AnyResource, principal: Principal, method: Method): E
 
 /** Turns a schema failure into field-named errors. */
 export const toInvalidInput = (error: ParseResult.ParseError, prefix = ""): InvalidInput => {
-  const errors: Record<string, string> = {}
+  // Paths name a client's keys (`constructor`, `__proto__`): no inherited entries to collide with.
+  const errors: Record<string, string> = Object.create(null)
   for (const issue of ParseResult.ArrayFormatter.formatErrorSync(error)) {
     const path = [prefix, ...issue.path.map(String)].filter((s) => s !== "").join(".") || "body"
     // Schema messages quote the offending value: keep a huge one from flooding the response.
@@ -73,7 +75,11 @@ const decodeBody = (
   if (!isPlainObject(body)) {
     return Effect.fail(new InvalidInput({ message: "The body must be a JSON object", errors: { body: "must be an object" } }))
   }
-  const errors: Record<string, string> = {}
+  const screened = def.screenBody?.(body)
+  const refused = screened ? Object.entries(screened)[0] : undefined
+  if (refused) return Effect.fail(new InvalidInput({ message: `Invalid ${refused[0]}: ${refused[1]}`, errors: screened }))
+  // Keyed by the body's own names: without a prototype, `__proto__` is a name like any other.
+  const errors: Record<string, string> = Object.create(null)
   const clean: Row = {}
   const extra: Row = {}
   let version: number | undefined
@@ -203,8 +209,9 @@ export const findWithin = <S extends Shape>(
   })
 
 /** The row with this id among the organizations the principal sees, or none. */
-const findById = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, principal: Principal, id: string, at: LookUp) =>
+const findById = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, principal: Principal, given: string, at: LookUp) =>
   Effect.gen(function*() {
+    const id = def.normalizeId ? def.normalizeId(given) : given
     if (def.tableDef.key.length > 1) return yield* findWithin(def, principal, "id", id, at)
     if (at.organizationId !== undefined && !canAccess(principal, at.organizationId)) return Option.none<S["stored"]>()
     const row = yield* (yield* repoOf(def)).get(id)
@@ -290,6 +297,7 @@ const scopeQuery = (
       if (c._tag === "Or") return c.branches.every(check)
       if (c.field !== owner) return true
       if (c._tag === "Compare") return c.op !== "eq" || allowed(c.value)
+      if (c._tag === "Prefix") return c.negate
       return c.negate || c.values.every(allowed)
     })
   if (!check(query.where)) {
@@ -361,7 +369,7 @@ export const findByCursor = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, p
     return {
       data: output(rows),
       limit: query.limit,
-      cursor: more ? cursorAfter(def.tableDef, cursor.binding, rows[rows.length - 1]!) : null
+      cursor: more ? yield* cursorAfter(def.tableDef, cursor.binding, rows[rows.length - 1]!) : null
     } satisfies CursorPage<Row>
   })
 
@@ -370,7 +378,7 @@ export const findAsRequested = <S extends Shape, R, C>(
   def: ResourceDef<S, R, C>,
   principal: Principal,
   rawQuery: Record<string, unknown>
-): Effect.Effect<Page<Row> | CursorPage<Row>, DomainError, CoreServices | R> =>
+): Effect.Effect<Page<Row> | CursorPage<Row>, DomainError, CoreServices | UrlSigner | R> =>
   def.cursorPaging && Object.hasOwn(rawQuery, "$cursor") ? findByCursor(def, principal, rawQuery) : find(def, principal, rawQuery)
 
 export const get = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, principal: Principal, id: string, at: LookUp = {}) =>

@@ -4,9 +4,11 @@ import * as Option from "effect/Option"
 import { nowIso, nowSeconds } from "./Clock.js"
 import { InvitationAcceptInput, type Session, SessionInput } from "./Domain/Account.js"
 import { InvalidInput, NotAuthenticated } from "./Domain/Errors.js"
-import { Ids, SecretHasher, Storage, TokenIssuer, UnitOfWork } from "./Ports.js"
+import { CredentialCache, type CredentialTable } from "./CredentialCache.js"
+import { Ids, SecretHasher, Storage, type TableDef, TokenIssuer, UnitOfWork } from "./Ports.js"
 import type { Principal } from "./Principal.js"
 import { findPersonByEmail, membershipsOf } from "./Resources/Account.js"
+import { PlatformIntegrationsResource } from "./Resources/PlatformIntegrations.js"
 import { addressKeys, throttled } from "./LoginThrottle.js"
 import { decode } from "./Service.js"
 import { Settings } from "./Settings.js"
@@ -64,6 +66,36 @@ const authenticateCredentials = (input: SessionInput) =>
     return { type: "email", key: person.value.email, access_token } satisfies Session
   })
 
+const credentialTables: Record<CredentialTable, () => TableDef> = {
+  api_keys: () => Tables.keys,
+  platform_integrations: () => PlatformIntegrationsResource.tableDef
+}
+
+/**
+ * A deleted key's or integration's tokens end with it (a disabled one's run until they expire:
+ * disabling only stops new sessions). Asked on every request, so it goes through the cache.
+ */
+const requireCredential = (organizationId: string, tables: ReadonlyArray<CredentialTable>, id: string) =>
+  Effect.gen(function*() {
+    const cache = yield* CredentialCache
+    const storage = yield* Storage
+    for (const table of tables) {
+      const owner = yield* cache.read(
+        table,
+        id,
+        Effect.suspend(() =>
+          Effect.map(storage.repository(credentialTables[table]()).get(id), (row) =>
+            Option.getOrUndefined(Option.map(row, (r) => r.organization_id as string)))
+        )
+      )
+      if (owner !== undefined) {
+        if (owner === organizationId) return
+        break
+      }
+    }
+    return yield* Effect.fail(new NotAuthenticated({ message: "The credential of this token no longer exists" }))
+  })
+
 /** Verifies a bearer token and builds the principal it stands for. */
 export const authenticate = (token: string | undefined) =>
   Effect.gen(function*() {
@@ -72,9 +104,17 @@ export const authenticate = (token: string | undefined) =>
     const claims = yield* tokens.verify(token, yield* nowSeconds)
     switch (claims.kind) {
       case "operator":
-        return { _tag: "Operator", keyId: claims.sub, organizationId: claims.org ?? "" } satisfies Principal
+        if (!claims.org) break
+        yield* requireCredential(claims.org, ["api_keys"], claims.sub)
+        return { _tag: "Operator", keyId: claims.sub, organizationId: claims.org } satisfies Principal
       case "client":
         if (!claims.org) break
+        // Integration tokens issued before they had their own kind said `client` too.
+        yield* requireCredential(claims.org, ["api_keys", "platform_integrations"], claims.sub)
+        return { _tag: "Client", keyId: claims.sub, organizationId: claims.org } satisfies Principal
+      case "integration":
+        if (!claims.org) break
+        yield* requireCredential(claims.org, ["platform_integrations"], claims.sub)
         return { _tag: "Client", keyId: claims.sub, organizationId: claims.org } satisfies Principal
       case "member":
         return {

@@ -20,6 +20,8 @@ export interface SettingsShape {
   readonly languages?: LanguagesSetting | undefined
   /** Lifetime of a signed dashboard URL. */
   readonly dashboardUrlTtlSeconds?: number | undefined
+  /** `ORGANIZATIONS_PER_PERSON`: organizations one person (a member) may create; the operator is not limited. */
+  readonly organizationsPerPerson: number
 }
 
 export interface LanguagesSetting {
@@ -48,7 +50,9 @@ export const defaultQuotas: Readonly<Record<QuotaField, number>> = {
   acm_scan_max_pages_per_property: 500,
   secrets: 20,
   metadata_purposes: 100,
-  metadata_partners: 500
+  metadata_partners: 500,
+  // Every webhook, enabled or not: each one is a signed call per matching change.
+  webhooks: 20
 }
 
 export const OPERATOR_ORGANIZATION_ID = "operator"
@@ -60,7 +64,8 @@ export class Settings extends Context.Tag("@cmp/core/Settings")<Settings, Settin
     defaultPremiumFeatures: [],
     tokenTtlSeconds: 3600,
     apiRequestsPeriod: { _tag: "CalendarMonth" },
-    webhookAllowHosts: []
+    webhookAllowHosts: [],
+    organizationsPerPerson: 10
   }
   static readonly layer = (overrides: Partial<SettingsShape> = {}) =>
     Layer.succeed(Settings, { ...Settings.defaults, ...overrides })

@@ -28,8 +28,12 @@ describe("AddressPolicy", () => {
       // IPv4-mapped, dotted and hex (what `new URL` turns `[::ffff:127.0.0.1]` into)
       "::ffff:127.0.0.1", "::ffff:7f00:1", "::FFFF:7F00:0001", "0:0:0:0:0:ffff:7f00:1", "::ffff:10.0.0.1",
       "::ffff:a00:1", "::ffff:169.254.169.254", "::ffff:a9fe:a9fe", "::ffff:c0a8:101", "::ffff:0:0",
-      // deprecated IPv4-compatible
-      "::127.0.0.1", "::7f00:1", "::8.8.8.8",
+      // IPv4-translated (SIIT), dotted and hex
+      "::ffff:0:7f00:1", "::ffff:0:127.0.0.1", "0:0:0:0:ffff:0:a9fe:a9fe", "::ffff:0:a00:1", "::ffff:0:0:0",
+      // deprecated IPv4-compatible, and anything else under ::/64
+      "::127.0.0.1", "::7f00:1", "::8.8.8.8", "::1:0:808:808", "::ffff:1:808:808",
+      // local-use NAT64, Teredo
+      "64:ff9b:1::a9fe:a9fe", "64:ff9b:1:7f00:1::", "2001:0:4136:e378:8000:63bf:3fff:fdd2", "2001::1",
       // NAT64 and 6to4 of non-public addresses
       "64:ff9b::a9fe:a9fe", "64:ff9b::127.0.0.1", "64:ff9b::a00:1", "2002:7f00:1::1", "2002:a9fe:a9fe::",
       "2002:c0a8:101::1",
@@ -38,7 +42,8 @@ describe("AddressPolicy", () => {
     const isPublic = [
       "8.8.8.8", "1.1.1.1", "172.32.0.1", "172.15.255.255", "100.128.0.1", "100.63.255.255",
       "169.255.0.1", "192.169.0.1", "223.255.255.255", "2606:4700:4700::1111", "2a00:1450:4001:82b::200e",
-      "::ffff:8.8.8.8", "::ffff:808:808", "64:ff9b::808:808", "64:ff9b::8.8.8.8", "2002:808:808::1"
+      "::ffff:8.8.8.8", "::ffff:808:808", "64:ff9b::808:808", "64:ff9b::8.8.8.8", "2002:808:808::1",
+      "::ffff:0:808:808", "::ffff:0:8.8.8.8", "2001:4860:4860::8888"
     ]
     for (const a of nonPublic) assert.isTrue(isNonPublicAddress(a), a)
     for (const a of isPublic) assert.isFalse(isNonPublicAddress(a), a)
@@ -82,7 +87,7 @@ describe("AddressPolicy", () => {
         const expected = isNonPublicAddress(v4)
         const [hi, lo] = [hex(a, b), hex(c, d)]
         for (const form of [`::ffff:${v4}`, `::ffff:${hi}:${lo}`, `0:0:0:0:0:ffff:${hi}:${lo}`, `64:ff9b::${v4}`,
-          `64:ff9b::${hi}:${lo}`, `2002:${hi}:${lo}::1`]) {
+          `64:ff9b::${hi}:${lo}`, `2002:${hi}:${lo}::1`, `::ffff:0:${v4}`, `::ffff:0:${hi}:${lo}`, `0:0:0:0:ffff:0:${hi}:${lo}`]) {
           if (isNonPublicAddress(form) !== expected) return false
         }
         // The deprecated IPv4-compatible form ::a.b.c.d is refused whatever it embeds.
@@ -106,7 +111,8 @@ describe("AddressPolicy", () => {
           const hi = ((octets[0]! << 8) | octets[1]!).toString(16)
           const lo = ((octets[2]! << 8) | octets[3]!).toString(16)
           return isNonPublicAddress(v4) && isNonPublicAddress(`::ffff:${v4}`) && isNonPublicAddress(`::ffff:${hi}:${lo}`) &&
-            isNonPublicAddress(`64:ff9b::${hi}:${lo}`) && isNonPublicAddress(`2002:${hi}:${lo}::`)
+            isNonPublicAddress(`64:ff9b::${hi}:${lo}`) && isNonPublicAddress(`2002:${hi}:${lo}::`) &&
+            isNonPublicAddress(`::ffff:0:${hi}:${lo}`)
         }),
         { numRuns: 200 }
       )
@@ -137,6 +143,7 @@ describe("AddressPolicy", () => {
     Effect.gen(function*() {
       const refused = [
         "https://[::ffff:7f00:1]/", "https://[::ffff:127.0.0.1]/", "https://[::ffff:a9fe:a9fe]/",
+        "https://[::ffff:0:7f00:1]/", "https://[::ffff:0:127.0.0.1]/", "https://[::ffff:0:a9fe:a9fe]/",
         "https://[::ffff:169.254.169.254]/", "https://[::ffff:10.0.0.1]/", "https://[64:ff9b::a9fe:a9fe]/",
         "https://[2002:7f00:1::1]/", "https://[::1]/", "https://[fe80::1]/", "https://[fd00::1]/",
         "https://10.0.0.1/", "https://169.254.169.254/latest/meta-data", "https://100.64.0.1/", "https://0.0.0.0/",

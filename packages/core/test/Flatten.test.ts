@@ -169,7 +169,11 @@ describe("flattenPayload examples", () => {
  * Keys and string ids without `_`, so joining a path with `__` is unambiguous and distinct
  * paths give distinct keys (the property "each leaf exactly once" needs that).
  */
-const segment = fc.string({ maxLength: 5 }).filter((s) => !s.includes("_"))
+const segment = fc.oneof(
+  fc.string({ maxLength: 5 }).filter((s) => !s.includes("_")),
+  // Names every object inherits are keys and ids like any other.
+  fc.constantFrom("constructor", "toString", "hasOwnProperty", "valueOf")
+)
 const key = segment.filter((s) => s !== "id")
 const idArb = fc.oneof(segment, fc.integer({ min: -50, max: 1000 }))
 const scalar = fc.oneof(
@@ -241,7 +245,7 @@ const isScalar = (v: unknown) => v === null || ["string", "number", "boolean"].i
 
 const payloadArb = fc.record({
   type: fc.constantFrom("event.created", "event.updated", "event.deleted", "user.created", "user.updated", "user.deleted"),
-  regulation: fc.constantFrom("gdpr", "ccpa", "lgpd"),
+  regulation: fc.constantFrom("gdpr", "ccpa", "lgpd", "constructor", "__proto__"),
   slot: fc.constantFrom("entity", "new_entity"),
   entity: entityArb
 })

@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as TestClock from "effect/TestClock"
 import { TooManyRequests } from "../src/Domain/Errors.js"
-import { LoginThrottle } from "../src/LoginThrottle.js"
+import { addressKeys, LoginThrottle, throttled } from "../src/LoginThrottle.js"
 
 const run = <A, E>(f: (t: LoginThrottle["Type"]) => Effect.Effect<A, E>) =>
   Effect.flatMap(LoginThrottle.make({ freeFailures: 3, maxDelaySeconds: 8, forgetAfterSeconds: 60 }), f)
@@ -50,4 +50,22 @@ describe("LoginThrottle", () => {
         yield* t.failed(["key:a"])
         yield* t.check(["key:a"])
       })))
+
+  it.effect("throttled: a success clears the credential's key, never the address's", () =>
+    Effect.gen(function*() {
+      const throttle = yield* LoginThrottle.make({ freeFailures: 3, maxDelaySeconds: 8, forgetAfterSeconds: 60 })
+      const address = addressKeys("session", "10.0.0.1")
+      const attempt = (key: string, ok: boolean) =>
+        Effect.either(
+          throttled([key, ...address], ok ? Effect.void : Effect.fail("wrong")).pipe(Effect.provideService(LoginThrottle, throttle))
+        )
+      yield* attempt("key:guess-1", false)
+      yield* attempt("key:guess-2", false)
+      yield* attempt("key:mine", true)
+      yield* attempt("key:guess-3", false)
+      // The address's third failure blocks it, the guesser's own success in between notwithstanding.
+      assert.instanceOf(yield* Effect.flip(throttle.check(address)), TooManyRequests)
+      // The credential that succeeded starts afresh elsewhere.
+      yield* throttle.check(["key:mine"])
+    }))
 })

@@ -211,15 +211,16 @@ describe("sameConsents", () => {
 
 // ---------------------------------------------------------------- properties
 
-const purposeIds = ["p1", "p2", "p3", "p4"]
-const vendorIds = ["v1", "v2", "v3", "v4", "v5"]
+// Ids that are also names every object inherits must merge like any other id.
+const purposeIds = ["p1", "p2", "p3", "p4", "constructor", "__proto__", "toString"]
+const vendorIds = ["v1", "v2", "v3", "v4", "v5", "hasOwnProperty", "__proto__"]
 
 const purposeArb: fc.Arbitrary<ConsentPurpose> = fc.record(
   {
     id: fc.constantFrom(...purposeIds),
     enabled: fc.boolean(),
     enabled_li: fc.boolean(),
-    metadata: fc.dictionary(fc.constantFrom("a", "b"), fc.oneof(fc.integer(), fc.string({ maxLength: 3 })), { maxKeys: 2 })
+    metadata: fc.dictionary(fc.constantFrom("a", "b", "__proto__", "constructor"), fc.oneof(fc.integer(), fc.string({ maxLength: 3 })), { maxKeys: 2 })
   },
   { requiredKeys: ["id", "enabled"] }
 )

@@ -65,6 +65,17 @@ describe("parseFindQuery: paging", () => {
     expect(ok("$limit=500", { ...options, maxLimit: 50 }).query.limit).toBe(50)
   })
 
+  it.each(["1234567890", "9007199254740993", "99999999999999999999999999", "0001001"])("clamps $limit=%s however many digits", (v) => {
+    expect(ok(`$limit=${v}`).query.limit).toBe(1000)
+  })
+
+  it("clamps $skip to the largest offset, however many digits", () => {
+    expect(ok("$skip=2147483647").query.skip).toBe(2147483647)
+    expect(ok("$skip=2147483648").query.skip).toBe(2147483647)
+    expect(ok("$skip=99999999999999999999999999").query.skip).toBe(2147483647)
+    expect(ok("$skip=0005").query.skip).toBe(5)
+  })
+
   it("accepts $limit=0 (count only)", () => {
     expect(ok("$limit=0").query.limit).toBe(0)
   })

@@ -346,9 +346,9 @@ describe("NoticeTemplateConfig", () => {
           restrictions: [
             {
               id: "r1",
-              purposeId: ["cookies"],
+              purposeId: ["2"],
               restrictionType: "req-li",
-              vendors: { restrictionType: "list", ids: [1], purposeId: ["cookies"] }
+              vendors: { restrictionType: "list", ids: [1], purposeId: ["2"] }
             }
           ],
           stacks: { auto: true, ids: ["s1"] }
@@ -383,7 +383,7 @@ describe("NoticeTemplateConfig", () => {
   it("validates restrictions and vendor lists", () => {
     const restriction = {
       id: "r1",
-      purposeId: ["p"],
+      purposeId: ["7"],
       restrictionType: "allow",
       vendors: { restrictionType: "all" }
     }
@@ -396,6 +396,12 @@ describe("NoticeTemplateConfig", () => {
       withIab({ restrictions: [{ ...restriction, vendors: { restrictionType: "some" } }] })
     )
     bad(Notice.NoticeTemplateConfigCreate, withIab({ restrictions: [{ ...restriction, purposeId: undefined }] }))
+    // TCF purpose ids only: the decimal text of 1 to 11.
+    for (const id of ["p", "1x", "1,3", "3 4", "1\u0000", "0", "12", "03", " 1", ""]) {
+      expect(bad(Notice.NoticeTemplateConfigCreate, withIab({ restrictions: [{ ...restriction, purposeId: ["2", id] }] })), id)
+        .toContain("restrictions.0.purposeId.1")
+    }
+    for (const id of ["1", "9", "10", "11"]) ok(Notice.NoticeTemplateConfigCreate, withIab({ restrictions: [{ ...restriction, purposeId: [id] }] }))
     bad(Notice.NoticeTemplateConfigCreate, withIab({ include: ["1"] }))
     bad(Notice.NoticeTemplateConfigCreate, withIab({ all: "yes" }))
     bad(Notice.NoticeTemplateConfigCreate, withIab({ stacks: { auto: true, ids: [1] } }))

@@ -82,12 +82,17 @@ async function* chunksOf(body: ReadableStream<Uint8Array>): AsyncGenerator<Uint8
   }
 }
 
-/** A web `Request` as the plain request of the HTTP layer, or undefined when it is outside `basePath`. */
+/**
+ * A web `Request` as the plain request of the HTTP layer, or undefined when it is outside
+ * `basePath`. Its path is its URL's: the host's URL parser already resolved dot segments and
+ * backslashes, and the host routes its own paths by the same URL, so the two agree on what is
+ * the API's. Its `Host` header goes to the API as it came, which refuses one that is not a host.
+ */
 export const fromFetchRequest = (request: Request, info: ConnectionInfo = {}, options: MountOptions = {}): ApiRequest | undefined => {
   const url = new URL(request.url)
   const mounted = underBase(url.pathname, normalizeBase(options.basePath))
   if (mounted === undefined) return undefined
-  // `Headers` joins repeated request headers with ", " and lower-cases names, as Node does.
+  // `Headers` joins repeated request headers with ", " and lower-cases names, as `fromNodeRequest` does.
   const headers: Record<string, string> = {}
   request.headers.forEach((value, name) => {
     headers[name] = value

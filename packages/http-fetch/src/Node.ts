@@ -1,4 +1,4 @@
-import { answerClientError, errorBody } from "@cmp/http"
+import { type ApiResponse, answerClientError, errorBody, errorResponse, isHostHeader, isRewrittenPath, unsupportedMethodResponse, unsupportedMethods, writeNodeResponse } from "@cmp/http"
 import * as http from "node:http"
 import type { TLSSocket } from "node:tls"
 import type { FetchHandler } from "./Fetch.js"
@@ -51,20 +51,48 @@ const bodyOf = (req: http.IncomingMessage): ReadableStream<Uint8Array> => {
   }, { highWaterMark: 0 })
 }
 
-/** Node's request as a web `Request`; its URL's scheme says whether the socket is TLS. */
-export const toWebRequest = (req: http.IncomingMessage): Request => {
-  const scheme = (req.socket as TLSSocket).encrypted === true ? "https" : "http"
-  const target = req.url ?? "/"
-  let url: URL
-  try {
-    url = new URL(`${scheme}://${req.headers.host ?? "localhost"}${target}`)
-  } catch {
-    // A malformed `Host` header: the API answers it from the header itself.
-    url = new URL(`${scheme}://localhost${target}`)
+/** A request `serveNode` answers itself, the way the API answers it through Express. */
+export class RefusedRequest extends Error {
+  constructor(readonly response: ApiResponse) {
+    super(response.status === 405 ? "method not supported" : "request target refused")
   }
+}
+
+/** The URL of `Host`, or of `localhost` when it names no host a URL can hold (`1.2.3.999`, a port past 65535). */
+const originOf = (scheme: string, host: string | undefined): URL => {
+  if (host !== undefined && isHostHeader(host)) {
+    try {
+      return new URL(`${scheme}://${host}`)
+    } catch {
+      // The API still has the header as it came, and answers it as it answers it through Express.
+    }
+  }
+  return new URL(`${scheme}://localhost`)
+}
+
+/**
+ * Node's request as a web `Request`. Its path is the request target's, exactly: a `Host` header
+ * never adds to it (one that is not a host name gives the URL `localhost`, and the API refuses
+ * the header), and a target a URL parser would rewrite (dot segments, `\`, an absolute or
+ * asterisk form) is refused rather than answered as another path, since whatever routed the
+ * request before it (a proxy, the host's own routes) saw the target as sent. The URL's scheme
+ * says whether the socket is TLS. Throws `RefusedRequest` for those, and for methods a `Request`
+ * cannot carry (TRACE).
+ */
+export const toWebRequest = (req: http.IncomingMessage): Request => {
+  const method = req.method ?? "GET"
+  const target = req.url ?? "/"
+  const end = target.search(/[?#]/)
+  const path = end < 0 ? target : target.slice(0, end)
+  if (unsupportedMethods.has(method.toUpperCase())) throw new RefusedRequest(unsupportedMethodResponse(method))
+  if (!path.startsWith("/") || isRewrittenPath(path)) throw new RefusedRequest(errorResponse(404, `Page not found: ${method} ${path}`))
+  const scheme = (req.socket as TLSSocket).encrypted === true ? "https" : "http"
+  const url = originOf(scheme, req.headers.host)
+  // Set part by part: concatenated, a target starting with `//` would be read as an authority.
+  url.pathname = path
+  if (end >= 0 && target[end] === "?") url.search = target.slice(end + 1).replace(/#.*$/, "")
   const headers = new Headers()
   for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i]!, req.rawHeaders[i + 1]!)
-  const method = req.method ?? "GET"
   const hasBody = method !== "GET" && method !== "HEAD"
   return new Request(url, {
     method,
@@ -86,13 +114,21 @@ export const writeWebResponse = async (res: http.ServerResponse, response: Respo
   res.end(Buffer.from(await response.arrayBuffer()))
 }
 
+/** The headers every answer of the API carries, on one `serveNode` gives without it. */
+const refused = (req: http.IncomingMessage, res: http.ServerResponse, response: ApiResponse) => {
+  const incoming = req.headers["x-request-id"]
+  const requestId = typeof incoming === "string" && /^[\w.-]{1,128}$/.test(incoming) ? incoming : globalThis.crypto.randomUUID()
+  writeNodeResponse(res, { ...response, headers: { ...response.headers, "x-request-id": requestId, "x-content-type-options": "nosniff" } })
+}
+
 /** The `request` listener of a Node server, answering through `handler` with the socket's address as the client's. */
 export const nodeListener = (handler: FetchHandler) => (req: http.IncomingMessage, res: http.ServerResponse): void => {
   let request: Request
   try {
     request = toWebRequest(req)
-  } catch {
-    // Methods a `Request` refuses (CONNECT, TRACE) and targets no URL can hold.
+  } catch (error) {
+    if (error instanceof RefusedRequest) return refused(req, res, error.response)
+    // Anything else no `Request` can hold.
     return plainError(res, 400, "The request method or URL is not valid")
   }
   handler(request, { clientAddress: req.socket.remoteAddress })

@@ -3,6 +3,7 @@ import { ManualClock } from "@cmp/test-support/clock"
 import { ADMIN, START } from "@cmp/test-support/http"
 import type * as http from "node:http"
 import type { AddressInfo } from "node:net"
+import * as net from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createFetchHandler, type FetchApi, type FetchHandlerOptions, serveNode, toFetchResponse } from "../src/index.js"
 
@@ -114,6 +115,16 @@ describe("a fetch handler mounted under /consent-api", () => {
   })
 })
 
+describe("a Request the host parsed", () => {
+  it("is answered at its URL's path; a Host header that is not a host name is refused", async () => {
+    const spoofed = await api.fetch(new Request(`${origin}/consent-api/openapi.json`, { headers: { host: "cmp.example/consent-api/v1/keys?#" } }))
+    expect(spoofed.status).toBe(400)
+    expect((await spoofed.json()).message).toBe("Invalid Host header")
+    const plain = await api.fetch(new Request(`${origin}/consent-api/openapi.json`, { headers: { host: "cmp.example" } }))
+    expect(plain.status).toBe(200)
+  })
+})
+
 describe("plain HTTP", () => {
   it("is redirected to https with the prefix, path and query, unless allowed", async () => {
     const strict = await createFetchHandler(options({ basePath: "/consent-api" }))
@@ -166,5 +177,66 @@ describe("serveNode", () => {
     expect(big.status).toBe(413)
     const next = await fetch(`${base}/openapi.json`)
     expect(next.status).toBe(200)
+  })
+})
+
+describe("serveNode's request", () => {
+  let server: http.Server
+  let port: number
+  let calls = 0
+
+  beforeAll(async () => {
+    // Echoes the URL the handler is given.
+    server = serveNode(async (request) => {
+      calls++
+      const text = `${request.method} ${request.url}`
+      return new Response(text, { headers: { "content-length": String(Buffer.byteLength(text)) } })
+    })
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()))
+    port = (server.address() as AddressInfo).port
+  })
+  afterAll(async () => {
+    await new Promise<void>((resolve) => {
+      server?.close(() => resolve())
+      server?.closeAllConnections()
+    })
+  })
+
+  const send = (head: ReadonlyArray<string>) =>
+    new Promise<{ status: number; headers: string; body: string }>((resolve, reject) => {
+      const socket = net.connect(port, "127.0.0.1", () => socket.write([...head, "Connection: close", "", ""].join("\r\n")))
+      let text = ""
+      socket.setEncoding("latin1")
+      socket.on("data", (c) => (text += c))
+      socket.on("end", () => {
+        const split = text.indexOf("\r\n\r\n")
+        resolve({ status: Number(text.split(" ")[1]), headers: text.slice(0, split).toLowerCase(), body: text.slice(split + 4) })
+      })
+      socket.on("error", reject)
+    })
+
+  it("has the request target's path, whatever the Host header holds", async () => {
+    const spoofed = await send(["GET /public/health?x=1 HTTP/1.1", `Host: 127.0.0.1:${port}/consent-api/v1/organizations?#`])
+    expect(spoofed.body).toBe("GET http://localhost/public/health?x=1")
+    const named = await send(["GET /public/health HTTP/1.1", "Host: api.example.com"])
+    expect(named.body).toBe("GET http://api.example.com/public/health")
+    const slashes = await send(["GET //evil.example/consent-api HTTP/1.1", "Host: api.example.com"])
+    expect(slashes.body).toBe("GET http://api.example.com//evil.example/consent-api")
+  })
+
+  it("refuses, without calling the handler, targets a URL parser would rewrite and methods a Request cannot carry", async () => {
+    const before = calls
+    for (const target of ["/a/%2e%2e/b", "/a/.%2E/b", "/a/../b", "/a/./b", "/a\\b", "http://api.example.com/a", "*"]) {
+      const r = await send([`GET ${target} HTTP/1.1`, "Host: api.example.com"])
+      expect(r.status, target).toBe(404)
+      expect(r.headers, target).toContain("x-content-type-options: nosniff")
+      expect(JSON.parse(r.body), target).toMatchObject({ name: "NotFound", code: 404 })
+    }
+    const trace = await send(["TRACE /a HTTP/1.1", "Host: api.example.com"])
+    expect(trace.status).toBe(405)
+    expect(trace.headers).toMatch(/\r\nallow: get, head, post, put, patch, delete/)
+    expect(calls).toBe(before)
+    // An encoded backslash is no separator to any parser: the handler has it as sent.
+    expect((await send(["GET /a%5cb HTTP/1.1", "Host: api.example.com"])).body).toBe("GET http://api.example.com/a%5cb")
   })
 })

@@ -23,25 +23,105 @@ const nestedTooDeep = (value: unknown): boolean => {
 
 const tooLarge = () => errorResponse(413, "The request body is too large")
 
-/** The bytes of the body, refused as soon as they pass `limit`. */
-const readBytes = (body: ApiRequest["body"], limit: number): Effect.Effect<Uint8Array, ApiResponse> => {
+/**
+ * The bytes of request bodies being read at once, across every request of one API: a body that
+ * would take more than what is left is refused (503 with `Retry-After`) rather than buffered, so
+ * many slow bodies cannot hold the process's memory.
+ */
+export class BodyBudget {
+  private used = 0
+  constructor(readonly capacity: number) {}
+  /** Takes `bytes` when they fit. */
+  take(bytes: number): boolean {
+    if (this.used + bytes > this.capacity) return false
+    this.used += bytes
+    return true
+  }
+  give(bytes: number): void {
+    this.used = Math.max(0, this.used - bytes)
+  }
+}
+
+/** How one body is read. */
+export interface BodyReading {
+  /** Bytes the route takes: past them, 413. */
+  readonly limit: number
+  /** A body that sends nothing for this long is a 408. */
+  readonly timeoutMs: number
+  readonly budget: BodyBudget
+}
+
+/**
+ * The answer to a body the handler stopped reading midway: its connection is closed after the
+ * answer, since the rest of the body is still on the wire (and a stalled client may never send
+ * it). Destroying the stream instead would cut the socket before the answer is written.
+ */
+const abandoned = (response: ApiResponse): ApiResponse => ({ ...response, headers: { ...response.headers, connection: "close" } })
+
+/** Seconds a client refused for the bound on bodies waits: about the time a slow body takes to finish or time out. */
+const BUSY_RETRY_AFTER = "5"
+
+const busy = () =>
+  errorResponse(503, "Too many request bodies are being read at once; retry shortly", {}, { "retry-after": BUSY_RETRY_AFTER })
+
+const stalled = () => errorResponse(408, "The request body stalled while being read")
+
+/**
+ * The bytes of the body, refused as soon as they pass `limit`, when the budget has no room for
+ * them, or when the client sends nothing for `timeoutMs`. The bytes count against the budget
+ * until the read ends, whichever way.
+ */
+const readBytes = (
+  body: ApiRequest["body"],
+  declared: number | undefined,
+  reading: BodyReading
+): Effect.Effect<Uint8Array, ApiResponse> => {
   if (body === undefined) return Effect.succeed(new Uint8Array(0))
   if (typeof body === "string") body = new TextEncoder().encode(body)
-  if (body instanceof Uint8Array) return body.byteLength > limit ? Effect.fail(tooLarge()) : Effect.succeed(body)
+  if (body instanceof Uint8Array) return body.byteLength > reading.limit ? Effect.fail(tooLarge()) : Effect.succeed(body)
   const stream = body
-  return Effect.tryPromise({
-    try: async () => {
-      const chunks: Array<Uint8Array> = []
-      let size = 0
-      for await (const chunk of stream) {
+  const { budget, limit, timeoutMs } = reading
+  // A declared length is taken whole up front: refused before a byte is read, its connection kept.
+  const upfront = declared ?? 0
+  if (!budget.take(upfront)) return Effect.fail(busy())
+  return Effect.async<Uint8Array, ApiResponse>((resume) => {
+    let taken = upfront
+    let timer: ReturnType<typeof setTimeout> | undefined
+    let over = false
+    const finish = (result: Effect.Effect<Uint8Array, ApiResponse>) => {
+      if (over) return
+      over = true
+      clearTimeout(timer)
+      budget.give(taken)
+      taken = 0
+      resume(result)
+    }
+    const iterator = stream[Symbol.asyncIterator]()
+    const chunks: Array<Uint8Array> = []
+    let size = 0
+    const next = () => {
+      timer = setTimeout(() => finish(Effect.fail(abandoned(stalled()))), timeoutMs)
+      // The iterator is left as it is when the read stops early (see `abandoned`); a read still
+      // pending then fails when the connection closes, which is no one's concern.
+      iterator.next().then((item) => {
+        if (over) return
+        clearTimeout(timer)
+        if (item.done) return finish(Effect.succeed(Buffer.concat(chunks, size)))
+        const chunk = item.value
         size += chunk.byteLength
-        if (size > limit) return null
+        if (size > limit) return finish(Effect.fail(abandoned(tooLarge())))
+        if (size > taken) {
+          if (!budget.take(size - taken)) return finish(Effect.fail(abandoned(busy())))
+          taken = size
+        }
         chunks.push(chunk)
-      }
-      return Buffer.concat(chunks, size)
-    },
-    catch: () => errorResponse(400, "The request body could not be read")
-  }).pipe(Effect.flatMap((bytes) => (bytes === null ? Effect.fail(tooLarge()) : Effect.succeed(bytes))))
+        next()
+      }, () => finish(Effect.fail(errorResponse(400, "The request body could not be read"))))
+    }
+    next()
+    // Interrupted: the bytes go back all the same.
+    return Effect.sync(() => finish(Effect.fail(abandoned(stalled()))))
+  })
 }
 
 const isJsonType = (mediaType: string) =>
@@ -51,7 +131,7 @@ const isJsonType = (mediaType: string) =>
  * The parsed body: `undefined` when there is none. A body with any other media type than JSON is
  * a 415; JSON must be an object or an array (as `express.json` had it), UTF-8, not compressed.
  */
-export const readJson = (request: ApiRequest, limit: number): Effect.Effect<unknown, ApiResponse> =>
+export const readJson = (request: ApiRequest, reading: BodyReading): Effect.Effect<unknown, ApiResponse> =>
   Effect.gen(function*() {
     const type = header(request.headers, "content-type") ?? ""
     const [mediaType, ...params] = type.split(";").map((p) => p.trim().toLowerCase())
@@ -66,9 +146,10 @@ export const readJson = (request: ApiRequest, limit: number): Effect.Effect<unkn
       if (!isJsonType(mediaType ?? "")) return yield* unsupported()
       return yield* checkValue(request.parsedBody)
     }
-    const declared = Number(header(request.headers, "content-length"))
-    if (Number.isFinite(declared) && declared > limit) return yield* Effect.fail(tooLarge())
-    const bytes = yield* readBytes(request.body, limit)
+    const length = header(request.headers, "content-length")
+    const declared = length !== undefined && /^\d+$/.test(length.trim()) ? Number(length) : undefined
+    if (declared !== undefined && declared > reading.limit) return yield* Effect.fail(tooLarge())
+    const bytes = yield* readBytes(request.body, declared, reading)
     if (bytes.byteLength === 0) return isJsonType(mediaType ?? "") ? {} : undefined
     if (!isJsonType(mediaType ?? "")) return yield* unsupported()
     const charset = params.find((p) => p.startsWith("charset="))?.slice(8).replace(/"/g, "")

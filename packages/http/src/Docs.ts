@@ -4,8 +4,11 @@ import * as path from "node:path"
 import type { ApiResponse } from "./Message.js"
 
 /**
- * An offline API docs page: Swagger UI's own files, served from the installed `swagger-ui-dist`
- * package, read once and kept in memory (the page needs three of them).
+ * An offline API docs page: Swagger UI from the installed `swagger-ui-dist` package. Only the
+ * files the page loads are served (read once, kept in memory): the rest of the package (its own
+ * `index.html` pointing at a remote demo, `oauth2-redirect.html`, `package.json`) is not ours to
+ * publish. Every answer forbids framing and carries a policy that lets the page load nothing but
+ * these files and the API's own document: no inline script, no other origin.
  */
 
 const page = `<!doctype html>
@@ -22,44 +25,52 @@ const page = `<!doctype html>
 </body>
 </html>`
 
-const init = `window.ui = SwaggerUIBundle({ url: new URL("../openapi.json", location.href).href, dom_id: "#ui" })`
+// No validator badge: it would send the document to validator.swagger.io.
+const init = `window.ui = SwaggerUIBundle({ url: new URL("../openapi.json", location.href).href, dom_id: "#ui", validatorUrl: null })`
 
-const types: Record<string, string> = {
-  ".js": "application/javascript; charset=utf-8",
-  ".css": "text/css; charset=utf-8",
-  ".html": "text/html; charset=utf-8",
-  ".map": "application/json; charset=utf-8",
-  ".png": "image/png"
+/** Swagger UI's own stylesheet holds its icons as `data:` images. */
+const contentSecurityPolicy = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'"
+].join("; ")
+
+const guarded = (contentType: string, more: Record<string, string> = {}): Record<string, string> => ({
+  "content-type": contentType,
+  "content-security-policy": contentSecurityPolicy,
+  "x-frame-options": "DENY",
+  ...more
+})
+
+/** The package's files the page loads, and their types. */
+const packaged: Readonly<Record<string, string>> = {
+  "swagger-ui.css": "text/css; charset=utf-8",
+  "swagger-ui-bundle.js": "application/javascript; charset=utf-8"
 }
 
 let directory: string | undefined
-const assets = new Map<string, Uint8Array | null>()
+const assets = new Map<string, Uint8Array>()
 
-/** A file of the package by its bare name (no sub-directories, so no path can escape it). */
-const asset = (name: string): Uint8Array | null => {
-  if (!/^[\w.-]+$/.test(name) || name.startsWith(".")) return null
+const asset = (name: string): Uint8Array => {
   const kept = assets.get(name)
   if (kept !== undefined) return kept
   directory ??= path.dirname(createRequire(import.meta.url).resolve("swagger-ui-dist/package.json"))
-  let bytes: Uint8Array | null = null
-  try {
-    bytes = fs.readFileSync(path.join(directory, name))
-  } catch {
-    bytes = null
-  }
-  if (assets.size < 64) assets.set(name, bytes)
+  const bytes = fs.readFileSync(path.join(directory, name))
+  assets.set(name, bytes)
   return bytes
 }
 
-/** The answer for `/docs/<rest>`; undefined when there is no such file. */
+/** The answer for `/docs/<rest>`; undefined for any other name. */
 export const docsAsset = (rest: string): ApiResponse | undefined => {
-  if (rest === "") return { status: 200, headers: { "content-type": types[".html"]! }, body: page }
-  if (rest === "init.js") return { status: 200, headers: { "content-type": types[".js"]! }, body: init }
-  const bytes = asset(rest)
-  if (bytes === null) return undefined
-  return {
-    status: 200,
-    headers: { "content-type": types[path.extname(rest)] ?? "application/octet-stream", "cache-control": "public, max-age=3600" },
-    body: bytes
-  }
+  if (rest === "") return { status: 200, headers: guarded("text/html; charset=utf-8"), body: page }
+  if (rest === "init.js") return { status: 200, headers: guarded("application/javascript; charset=utf-8"), body: init }
+  const type = Object.hasOwn(packaged, rest) ? packaged[rest] : undefined
+  if (type === undefined) return undefined
+  return { status: 200, headers: guarded(type, { "cache-control": "public, max-age=3600" }), body: asset(rest) }
 }

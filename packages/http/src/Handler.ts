@@ -6,10 +6,11 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
-import { readJson } from "./Body.js"
+import { BodyBudget, readJson } from "./Body.js"
 import { errorResponse, fromDomainError, internalErrorResponse, unavailableResponse } from "./Errors.js"
 import { type ApiRequest, type ApiResponse, header, json } from "./Message.js"
 import { docsAsset } from "./Docs.js"
+import { isHostHeader, isRewrittenPath, unsupportedMethodResponse, unsupportedMethods } from "./Target.js"
 import { openApiDocument, servedAt } from "./OpenApi.js"
 import { actionMethods, type Context, matchRoute, methodsOf, nobody, resourceRoute, type Route, type Use } from "./Routes.js"
 import { countedOrganizations } from "./Usage.js"
@@ -21,6 +22,14 @@ export interface HandlerOptions {
   readonly trustProxy?: boolean | undefined
   /** Body size limit in bytes (default 1 MiB). */
   readonly bodyLimit?: number | undefined
+  /** A request body that sends no bytes for this long is answered 408 (default 10 s). */
+  readonly bodyTimeoutMs?: number | undefined
+  /**
+   * Bytes of request bodies being read at once, across all requests: past it a request is
+   * answered 503 with `Retry-After` instead of buffered (default 64 MiB, four bodies of the
+   * largest size any route may take).
+   */
+  readonly bodyMemoryLimit?: number | undefined
   /** The resources served (default: every declared resource). */
   readonly resources?: ReadonlyArray<RegisteredResource> | undefined
   /** `Info` and below log one line per request. */
@@ -36,13 +45,22 @@ export interface Handler {
   readonly openapi: Record<string, unknown>
 }
 
-const hostPattern = /^[a-z0-9.-]+(:\d{1,5})?$|^\[[0-9a-f:.]+\](:\d{1,5})?$/i
+/** What the request log shows for a path no route has. */
+const unknownRoute = "(unknown)"
 
 const bearer = (request: ApiRequest): string | undefined => {
   const h = header(request.headers, "authorization")
   if (!h) return undefined
   const m = /^Bearer\s+(\S+)\s*$/i.exec(h)
   return m ? m[1] : ""
+}
+
+/** The routes whose credential is in the body read it before anyone is known: only this much of it. */
+const CREDENTIAL_BODY_LIMIT = 16 * 1024
+
+/** A body the route could not take: its answer as it is. */
+class BodyRefused {
+  constructor(readonly response: ApiResponse) {}
 }
 
 /** An answer that shows a credential must not be kept by any cache on its way. */
@@ -62,6 +80,8 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
   const served = options.resources ?? defaultResources
   const trustProxy = options.trustProxy === true
   const bodyLimit = options.bodyLimit ?? 1024 * 1024
+  const bodyTimeoutMs = options.bodyTimeoutMs ?? 10_000
+  const bodyBudget = new BodyBudget(options.bodyMemoryLimit ?? 64 * 1024 * 1024)
   const openapi = openApiDocument(served)
   const byPath = new Map(served.map((def) => [def.path, def]))
   const logRequests = ["All", "Trace", "Debug", "Info", undefined].includes(options.logLevel)
@@ -82,10 +102,15 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
   }
 
   /** Runs a use-case and writes its result or its error in the contract's shape. */
-  const respond = async (effect: Use, status: number, requestId: string): Promise<ApiResponse> => {
+  const respond = async (
+    effect: Effect.Effect<unknown, Effect.Effect.Error<Use> | BodyRefused, Effect.Effect.Context<Use>>,
+    status: number,
+    requestId: string
+  ): Promise<ApiResponse> => {
     const exit = await runtime.runPromiseExit(effect.pipe(Effect.annotateLogs({ requestId })))
     if (Exit.isSuccess(exit)) return json(status, exit.value)
     const failure = Cause.failureOption(exit.cause)
+    if (Option.isSome(failure) && failure.value instanceof BodyRefused) return failure.value.response
     if (Option.isSome(failure) && isDomainError(failure.value)) {
       const e = failure.value
       const body = fromDomainError(e)
@@ -105,7 +130,21 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
   const run = (...args: Parameters<typeof runRoute>): Promise<ApiResponse> =>
     runRoute(...args).then((response) => (args[1].noStore ? noStore(response) : response))
 
-  /** Reads the body when the route takes one, authenticates, counts the request, then runs it. */
+  /** The body when the route takes one. */
+  const readBody = (request: ApiRequest, found: Route): Effect.Effect<unknown, BodyRefused> => {
+    if (!found.body) return Effect.succeed(undefined)
+    const limit = found.auth === "none" ? Math.min(bodyLimit, CREDENTIAL_BODY_LIMIT) : bodyLimit
+    return Effect.mapError(
+      readJson(request, { limit, timeoutMs: bodyTimeoutMs, budget: bodyBudget }),
+      (response) => new BodyRefused(response)
+    )
+  }
+
+  /**
+   * Authenticates from the headers, then reads the body when the route takes one, counts the
+   * request and runs it: a request without a valid token is answered before its body is read
+   * (the host discards the unread body), so it never holds memory.
+   */
   const runRoute = async (
     request: ApiRequest,
     found: Route,
@@ -114,16 +153,15 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
     counted: boolean,
     requestId: string
   ): Promise<ApiResponse> => {
-    let body: unknown
-    if (found.body) {
-      const read = await Effect.runPromise(Effect.either(readJson(request, bodyLimit)))
-      if (read._tag === "Left") return read.left
-      body = read.right
+    const address = clientAddress(request)
+    if (found.auth === "none") {
+      const open = Effect.flatMap(readBody(request, found), (body) => found.run({ request, params, rawQuery, body, address }, nobody))
+      return respond(open, found.status, requestId)
     }
-    const context: Context = { request, params, rawQuery, body, address: clientAddress(request) }
-    if (found.auth === "none") return respond(found.run(context, nobody), found.status, requestId)
     const effect = Effect.gen(function*() {
       const principal = yield* authenticate(bearer(request))
+      const body = yield* readBody(request, found)
+      const context: Context = { request, params, rawQuery, body, address }
       if (counted) {
         const organizations = yield* countedOrganizations(principal, found, context)
         if (organizations.length > 0) yield* Effect.flatMap(ApiUsage, (usage) => usage.hit(organizations))
@@ -176,16 +214,22 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
 
   const answer = async (request: ApiRequest, requestId: string): Promise<ApiResponse> => {
     const base = request.mountPath ?? ""
-    if (options.allowHttp !== true && !isSecure(request)) {
-      const host = header(request.headers, "host") ?? ""
-      if (!hostPattern.test(host)) return errorResponse(400, "Invalid Host header")
-      return { status: 301, headers: { location: `https://${host}${base}${request.url}` }, body: "" }
-    }
+    const method = request.method.toUpperCase()
+    const host = header(request.headers, "host")
+    // One carrying a path or user information is how a request reaches one path for a host that
+    // builds its URL from `Host` while a proxy in front routed it by another.
+    if (host !== undefined && !isHostHeader(host)) return errorResponse(400, "Invalid Host header")
+    if (unsupportedMethods.has(method)) return unsupportedMethodResponse(request.method)
     const q = request.url.indexOf("?")
     const path = q < 0 ? request.url : request.url.slice(0, q)
     const rawQuery = q < 0 ? "" : request.url.slice(q + 1)
+    // Answered as a path of its own, never as the one a URL parser would make of it.
+    if (isRewrittenPath(path)) return errorResponse(404, `Page not found: ${request.method} ${base}${path}`)
+    if (options.allowHttp !== true && !isSecure(request)) {
+      if (host === undefined) return errorResponse(400, "Invalid Host header")
+      return { status: 301, headers: { location: `https://${host}${base}${request.url}` }, body: "" }
+    }
     const lower = path.toLowerCase()
-    const method = request.method.toUpperCase()
     if (lower === "/v1" || lower.startsWith("/v1/")) return v1(request, path.slice(3), rawQuery, requestId, base)
     const readOnly = method === "GET" || method === "HEAD"
     if (lower === "/openapi.json" || lower === "/openapi.json/") {
@@ -197,6 +241,30 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
       if (found) return readOnly ? found : errorResponse(405, `Method ${request.method} is not supported by ${base}${path}`, {}, { allow: "GET, HEAD" })
     }
     return errorResponse(404, `Page not found: ${request.method} ${base}${path}`)
+  }
+
+  /**
+   * The route a request's path names, its ids as parameters (`/v1/consents/users/:id`): what the
+   * request log shows. An id may be personal data (an `organization_user_id` is often an e-mail
+   * address), and a path no route has is whatever a caller typed, so neither is logged.
+   */
+  const routeOf = (request: ApiRequest): string => {
+    const base = request.mountPath ?? ""
+    const path = request.url.split("?")[0]!
+    const lower = path.toLowerCase()
+    if (lower === "/openapi.json" || lower === "/openapi.json/" || lower === "/docs") return `${base}${lower}`
+    if (lower.startsWith("/docs/")) return docsAsset(path.slice("/docs/".length)) ? `${base}${path}` : unknownRoute
+    if (lower !== "/v1" && !lower.startsWith("/v1/")) return unknownRoute
+    const trimmed = lower.slice(3).replace(/^\/+|\/+$/g, "")
+    const segments = trimmed === "" ? [] : trimmed.split("/")
+    const method = request.method.toUpperCase() === "HEAD" ? "GET" : request.method.toUpperCase()
+    const template = (route: Route) => `${base}/v1/${route.path.map((s) => (s === ":" ? ":id" : s)).join("/")}`
+    const action = matchRoute(segments, method) ?? actionMethods(segments).map((m) => matchRoute(segments, m)).find((a) => a !== undefined)
+    if (action) return template(action.route)
+    if (byPath.has(trimmed)) return `${base}/v1/${trimmed}`
+    const slash = trimmed.lastIndexOf("/")
+    const parent = slash > 0 ? byPath.get(trimmed.slice(0, slash)) : undefined
+    return parent ? `${base}/v1/${parent.path}/:id` : unknownRoute
   }
 
   const handle = async (request: ApiRequest): Promise<ApiResponse> => {
@@ -211,11 +279,10 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
       response = internalErrorResponse()
     }
     if (logRequests) {
-      // Path only: a query string may carry values the caller considers private.
       runtime.runFork(Effect.logInfo("request").pipe(Effect.annotateLogs({
         requestId,
         method: request.method,
-        path: (request.mountPath ?? "") + request.url.split("?")[0],
+        route: routeOf(request),
         status: response.status,
         durationMs: performance.now() - started
       })))

@@ -9,12 +9,36 @@ import type { ApiRequest, ApiResponse } from "./Message.js"
  * handler) to and from the plain messages of the HTTP layer.
  */
 
+/**
+ * Node keeps only the first of a repeated `Authorization`, `Content-Type`, `Host` (and a few
+ * more) where a web `Headers` joins every value with ", ": the values are joined here too, so a
+ * request is read alike whichever adapter hosts the API (a repeated credential is no credential,
+ * a repeated media type no JSON). A value a host's middleware set is left as it is.
+ */
+const headersOf = (req: IncomingMessage): IncomingMessage["headers"] => {
+  const raw = req.rawHeaders ?? []
+  const values = new Map<string, Array<string>>()
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i]!.toLowerCase()
+    const list = values.get(name)
+    if (list) list.push(raw[i + 1]!)
+    else values.set(name, [raw[i + 1]!])
+  }
+  let headers = req.headers
+  for (const [name, list] of values) {
+    // Cookies are joined with "; " by Node, as they should be.
+    if (list.length < 2 || name === "cookie" || headers[name] !== list[0]) continue
+    headers = { ...headers, [name]: list.join(", ") }
+  }
+  return headers
+}
+
 /** `mountPath`: where the host mounted the API, when `req.url` is already relative to it. */
 export const fromNodeRequest = (req: IncomingMessage, mountPath = ""): ApiRequest => ({
   method: req.method ?? "GET",
   url: req.url ?? "/",
   mountPath,
-  headers: req.headers,
+  headers: headersOf(req),
   body: req,
   encrypted: (req.socket as TLSSocket).encrypted === true,
   remoteAddress: req.socket.remoteAddress

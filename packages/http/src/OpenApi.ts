@@ -301,7 +301,7 @@ export const openApiDocument = (resources: ReadonlyArray<RegisteredResource>): R
       post: {
         tags: [DeliveriesResource.path],
         operationId: `${DeliveriesResource.path}.replayOne`,
-        summary: "Queue one delivered or failed message again with a fresh retry schedule (409 while it is pending or delivering)",
+        summary: "Queue one failed message again with a fresh retry schedule (409 when it is delivered, pending or delivering)",
         parameters: [{ name: "id", in: "path", required: true, schema: { type: "string" } }],
         responses: { "200": { description: "OK", content: json(deliveries) }, ...errorResponses(400, 404, 409, 401, 403, 429) }
       }

@@ -15,7 +15,12 @@ export const parseQuery = (raw: string): Effect.Effect<Record<string, unknown>, 
   if (raw === "") return Effect.succeed({})
   // `qs` drops a `__proto__` key whatever its options, which would turn a filter into a full
   // scan: name it and refuse it like any other unknown field.
-  if (/__proto__/i.test(raw) || /__proto__/i.test(safeDecode(raw))) {
+  // Only names count: `regulation=__proto__` is a value like any other.
+  const names = raw.split("&").map((part) => {
+    const eq = part.indexOf("=")
+    return eq === -1 ? part : part.slice(0, eq)
+  })
+  if (names.some((name) => /__proto__/i.test(name) || /__proto__/i.test(safeDecode(name)))) {
     return Effect.fail(
       new InvalidInput({
         message: "Invalid query: __proto__ is not a field of this resource",

@@ -1,5 +1,6 @@
 import {
   acceptInvitation,
+  ConsentEventsResource,
   ConsentUsersResource,
   createPlatformIntegrationSession,
   createSession,
@@ -59,6 +60,12 @@ export interface Route {
   readonly noStore: boolean
   /** The object it works on, whose organization a member's request is counted against. */
   readonly target?: ((context: Context) => Target | undefined) | undefined
+  /**
+   * Whether `?organization_id=` chooses the organization it acts in (a find's filter, a look-up
+   * by an id that is unique per organization only). Actions whose object or body gives the
+   * organization ignore the query: it changes neither their scope nor where they count.
+   */
+  readonly queryNamesOrganization: boolean
   readonly run: (context: Context, principal: Principal) => Use
 }
 
@@ -67,6 +74,7 @@ interface RouteOptions {
   readonly status?: number
   readonly noStore?: boolean
   readonly target?: Route["target"]
+  readonly queryNamesOrganization?: boolean
 }
 
 const route = (method: string, path: string, auth: Route["auth"], run: Route["run"], options: RouteOptions = {}): Route => ({
@@ -77,6 +85,7 @@ const route = (method: string, path: string, auth: Route["auth"], run: Route["ru
   status: options.status ?? 200,
   noStore: options.noStore ?? false,
   target: options.target,
+  queryNamesOrganization: options.queryNamesOrganization ?? true,
   run
 })
 
@@ -142,14 +151,23 @@ export const actions: ReadonlyArray<Route> = [
     const given = header(c.request.headers, "x-platform-authorization")
     return createPlatformIntegrationSession(given?.replace(/^Bearer\s+/i, ""), c.body, c.address)
   }, { status: 201, noStore: true }),
-  route("POST", "webhooks/deliveries/replay", "bearer", (c, p) => replayFailed(p, c.body), { target: webhookOfBody }),
+  route("POST", "webhooks/deliveries/replay", "bearer", (c, p) => replayFailed(p, c.body), {
+    target: webhookOfBody,
+    queryNamesOrganization: false
+  }),
   route("POST", "webhooks/deliveries/:/replay", "bearer", (c, p) => replayDelivery(p, c.params[0]!), {
     body: false,
-    target: (c) => ({ def: DeliveriesResource as RegisteredResource, id: c.params[0]! })
+    target: (c) => ({ def: DeliveriesResource as RegisteredResource, id: c.params[0]! }),
+    queryNamesOrganization: false
   }),
-  route("POST", "widgets/notices/generators/sdk", "bearer", (c, p) => generateSdkConfig(p, c.body), { status: 201 }),
-  route("POST", "exports/execute", "bearer", (c, p) => executeExport(p, c.body), { status: 201 }),
-  route("GET", "consents/events/:/tcstring", "bearer", (c, p) => withLookUp(c, (at) => tcStringOfEvent(p, c.params[0]!, at))),
+  route("POST", "widgets/notices/generators/sdk", "bearer", (c, p) => generateSdkConfig(p, c.body), {
+    status: 201,
+    queryNamesOrganization: false
+  }),
+  route("POST", "exports/execute", "bearer", (c, p) => executeExport(p, c.body), { status: 201, queryNamesOrganization: false }),
+  route("GET", "consents/events/:/tcstring", "bearer", (c, p) => withLookUp(c, (at) => tcStringOfEvent(p, c.params[0]!, at)), {
+    target: (c) => ({ def: ConsentEventsResource as RegisteredResource, id: c.params[0]! })
+  }),
   route("GET", "analytics/dashboards-urls", "bearer", (c, p) => withQuery(c, (q) => findDashboardUrls(p, q)), {
     noStore: DashboardUrlsResource.revealsCredentials !== undefined
   }),

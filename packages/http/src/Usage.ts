@@ -19,29 +19,33 @@ const idsIn = (value: unknown): Array<string> => {
   return []
 }
 
-/** The organizations a request names in `?organization_id=` or in its body's `organization_id`. */
-const namedOrganizations = (query: Record<string, unknown>, body: unknown): Array<string> => [
-  ...idsIn(query.organization_id),
+/**
+ * The organizations a request names: its body's `organization_id`, and `?organization_id=` where
+ * the route acts in the organization the query names.
+ */
+const namedOrganizations = (route: Route, query: Record<string, unknown>, body: unknown): Array<string> => [
+  ...(route.queryNamesOrganization ? idsIn(query.organization_id) : []),
   ...(typeof body === "object" && body !== null && !Array.isArray(body) ? idsIn((body as Record<string, unknown>).organization_id) : [])
 ]
 
-/** The owning organization of the route's object, when the member can see it. */
+/** The owning organization of the route's object, found as the route finds it, when the member can see it. */
 const ownerOfTarget = (route: Route, context: Context, principal: Principal, query: Record<string, unknown>) =>
   Effect.gen(function*() {
     const target = route.target?.(context)
     const owner = target?.def.ownerField
     if (!target || owner === undefined) return undefined
     if (owner === "id") return target.id
-    const at = typeof query.organization_id === "string" ? { organizationId: query.organization_id } : {}
+    const at = route.queryNamesOrganization && typeof query.organization_id === "string" ? { organizationId: query.organization_id } : {}
     const row = yield* Effect.option(ResourceService.loadVisible(target.def, principal, target.id, at))
     return Option.match(row, { onNone: () => undefined, onSome: (r) => r[owner] })
   })
 
 /**
  * A member of one organization always counts there. A member of several counts where the
- * request names (`organization_id`), else where its object belongs; a request that names none
- * of them and works on no object of theirs (a find over all of them, an unknown id) counts once
- * in each.
+ * request's object belongs, else where the request names (`organization_id`); a request that
+ * names none of them and works on no object of theirs (a find over all of them, an unknown id)
+ * counts once in each. The object comes first: an action on one organization's object counts
+ * there whatever else the request names.
  */
 export const countedOrganizations = (
   principal: Principal,
@@ -59,10 +63,10 @@ export const countedOrganizations = (
         if (mine.length <= 1) return mine
         // A query the route will refuse names nothing here; the route answers its 400.
         const query = yield* Effect.orElseSucceed(parseQuery(context.rawQuery), () => ({} as Record<string, unknown>))
-        const named = namedOrganizations(query, context.body).filter((o) => mine.includes(o))
-        if (named.length > 0) return named
         const owner = yield* ownerOfTarget(route, context, principal, query)
-        return typeof owner === "string" && mine.includes(owner) ? [owner] : mine
+        if (typeof owner === "string" && mine.includes(owner)) return [owner]
+        const named = namedOrganizations(route, query, context.body).filter((o) => mine.includes(o))
+        return named.length > 0 ? named : mine
       }
     }
   })

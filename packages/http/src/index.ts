@@ -4,3 +4,4 @@ export { fromRuntime, type HttpApi, type HttpApiOptions, makeHttpApi } from "./H
 export * from "./Message.js"
 export { answerClientError, fromNodeRequest, writeNodeResponse } from "./Node.js"
 export { openApiDocument, servedAt } from "./OpenApi.js"
+export { isHostHeader, isRewrittenPath, unsupportedMethodResponse, unsupportedMethods } from "./Target.js"

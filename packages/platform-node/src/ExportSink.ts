@@ -40,6 +40,11 @@ const writeTo = (stream: Writable, errorOf: () => Error | undefined) => (chunk: 
     }
     stream.once("drain", onDrain)
     stream.once("error", onError)
+    // An interrupted run stops waiting here and aborts the writer: nothing is left listening.
+    return Effect.sync(() => {
+      stream.off("drain", onDrain)
+      stream.off("error", onError)
+    })
   })
 
 const directoryWriter = (root: string | undefined, dir: string, fileName: string) =>

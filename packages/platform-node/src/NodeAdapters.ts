@@ -1,20 +1,22 @@
-import type {
-  CertificateValidator,
-  ExportSink,
-  Ids,
-  Provisioner,
-  SecretBox,
-  SecretHasher,
-  Storage,
-  TcStringEncoder,
-  TokenIssuer,
-  UrlSigner
+import {
+  type CertificateValidator,
+  type ExportSink,
+  type Ids,
+  Mailer,
+  type Provisioner,
+  type SecretBox,
+  type SecretHasher,
+  type Storage,
+  type TcStringEncoder,
+  type TokenIssuer,
+  type UrlSigner
 } from "@cmp/core"
 import * as Layer from "effect/Layer"
 import { X509CertificateValidatorLive } from "./Certificates.js"
 import { provisionerLayer, type ProvisionerOption } from "./DnsProvisioner.js"
 import { NodeExportSinkLive } from "./ExportSink.js"
 import { ScryptHasherLive } from "./Hashing.js"
+import { SmtpMailerLive, type SmtpOptions } from "./Mailer.js"
 import { AesSecretBoxLive } from "./SecretBox.js"
 import { TcStringEncoderLive } from "./TcStrings.js"
 import { JoseTokensLive } from "./Tokens.js"
@@ -38,6 +40,11 @@ export interface NodeAdaptersOptions {
   readonly localAddress?: string | undefined
   /** The IAB Global Vendor List server-side TC strings are encoded against. */
   readonly tcfVendorList?: object | undefined
+  /**
+   * The mail server that delivers invitations (`SMTP_URL`, `MAIL_FROM`). Absent: nothing is
+   * mailed and an invite's answer holds the token, for the inviter to hand on.
+   */
+  readonly smtp?: SmtpOptions | undefined
 }
 
 export type NodeAdapters =
@@ -49,6 +56,7 @@ export type NodeAdapters =
   | CertificateValidator
   | ExportSink
   | TcStringEncoder
+  | Mailer
 
 /**
  * Every port core leaves to the host, implemented on Node. The keys not configured are made once
@@ -63,5 +71,6 @@ export const layer = (options: NodeAdaptersOptions = {}): Layer.Layer<NodeAdapte
     X509CertificateValidatorLive,
     provisionerLayer(options.provisioner),
     NodeExportSinkLive({ exportsRoot: options.exportsRoot, allowHosts: options.allowHosts, localAddress: options.localAddress }),
-    TcStringEncoderLive({ vendorList: options.tcfVendorList })
+    TcStringEncoderLive({ vendorList: options.tcfVendorList }),
+    options.smtp ? SmtpMailerLive(options.smtp) : Mailer.NoneLayer
   )

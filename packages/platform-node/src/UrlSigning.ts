@@ -41,10 +41,20 @@ export const verifySignedUrl = (key: Buffer | string, signed: string, nowSeconds
     Number.isInteger(expires) && expires > nowSeconds
 }
 
+/**
+ * HMAC-SHA256 of `data` under a key derived for `purpose` from the URL signing key, so a check
+ * value of one purpose is not one of another, nor a URL signature.
+ */
+export const macWith = (key: Buffer | string, purpose: string, data: string): string => {
+  const purposeKey = crypto.createHmac("sha256", key).update(`purpose:${purpose}`).digest()
+  return crypto.createHmac("sha256", purposeKey).update(data).digest("base64url")
+}
+
 export const HmacUrlSignerLive = (signingKey?: string) =>
   Layer.effect(
     UrlSigner,
     Effect.map(urlKey(signingKey), (key) => ({
-      sign: (target: string, expiresAtSeconds: number) => Effect.sync(() => signUrlWith(key, target, expiresAtSeconds))
+      sign: (target: string, expiresAtSeconds: number) => Effect.sync(() => signUrlWith(key, target, expiresAtSeconds)),
+      mac: (purpose: string, data: string) => Effect.sync(() => macWith(key, purpose, data))
     }))
   )

@@ -7,6 +7,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { SignJWT } from "jose"
@@ -15,6 +16,7 @@ import {
   DnsProvisionerLive,
   HmacUrlSignerLive,
   JoseTokensLive,
+  macWith,
   NodeAdapters,
   ScryptHasherLive,
   TcStringEncoderLive,
@@ -116,6 +118,20 @@ describe("signed URLs", () => {
       assert.isFalse(verifySignedUrl(key, signed.replace("view=a", "view=b"), 1_999_999_999))
       assert.isFalse(verifySignedUrl("o".repeat(32), signed, 1_999_999_999))
     }).pipe(Effect.provide(HmacUrlSignerLive(key).pipe(Layer.provide(store())))))
+
+  it.effect("a check value is the keyed MAC of its purpose's key: the same for the same key, another for another key or purpose", () =>
+    Effect.gen(function*() {
+      const mac = (k: string, purpose: string, data: string) =>
+        Effect.flatMap(UrlSigner, (s) => s.mac(purpose, data)).pipe(Effect.provide(HmacUrlSignerLive(k).pipe(Layer.provide(store()))))
+      const value = yield* mac(key, "cursor", "position")
+      assert.strictEqual(yield* mac(key, "cursor", "position"), value)
+      assert.strictEqual(value, macWith(key, "cursor", "position"))
+      assert.notStrictEqual(yield* mac("o".repeat(32), "cursor", "position"), value)
+      assert.notStrictEqual(yield* mac(key, "other", "position"), value)
+      assert.notStrictEqual(yield* mac(key, "cursor", "position2"), value)
+      // Not a digest anyone could compute.
+      assert.notStrictEqual(value, crypto.createHash("sha256").update("position").digest("base64url"))
+    }))
 })
 
 describe("certificates", () => {
@@ -125,7 +141,15 @@ describe("certificates", () => {
       const validator = yield* CertificateValidator
       assert.isTrue(Option.isNone(yield* validator.check(pem, Date.parse("2030-01-01T00:00:00Z"))))
       assert.match(Option.getOrThrow(yield* validator.check(pem, Date.parse("2999-01-01T00:00:00Z"))), /expired/)
-      assert.match(Option.getOrThrow(yield* validator.check("not a certificate", Date.now())), /valid PEM X\.509/)
+      const at = Date.parse("2030-01-01T00:00:00Z")
+      assert.match(Option.getOrThrow(yield* validator.check("not a certificate", at)), /exactly one PEM certificate/)
+      // X509Certificate reads the first block only: what follows it would be stored unchecked.
+      assert.match(Option.getOrThrow(yield* validator.check(`${pem}\n${pem}`, at)), /exactly one PEM certificate/)
+      assert.match(Option.getOrThrow(yield* validator.check(`${pem}\ntrailing text`, at)), /exactly one PEM certificate/)
+      const key = "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIA==\n-----END PRIVATE KEY-----\n"
+      assert.match(Option.getOrThrow(yield* validator.check(`${pem}\n${key}`, at)), /must not contain a private key/)
+      const broken = "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----"
+      assert.match(Option.getOrThrow(yield* validator.check(broken, at)), /valid PEM X\.509/)
     }).pipe(Effect.provide(X509CertificateValidatorLive)))
 })
 

@@ -1,6 +1,7 @@
 import { type ExportDestination, ExportFailed, ExportSink } from "@cmp/core"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as fs from "node:fs"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -161,6 +162,35 @@ describe("NodeExportSinkLive, https destinations", () => {
       assert.strictEqual(e.message, "POST 127.0.0.1: timeout after 200 ms")
     }))
 
+  it.scopedLive("an aborted writer aborts the upload: the receiver never sees the body end", () =>
+    Effect.gen(function*() {
+      const got = { chunks: "", ended: false, closed: false }
+      const server = yield* Effect.acquireRelease(
+        Effect.promise(() =>
+          new Promise<http.Server>((resolve) => {
+            const s = http.createServer((req) => {
+              req.setEncoding("utf8")
+              req.on("data", (c: string) => (got.chunks += c))
+              req.on("end", () => (got.ended = true))
+              req.on("close", () => (got.closed = true))
+            })
+            s.listen(0, "127.0.0.1", () => resolve(s))
+          })
+        ),
+        (s) => Effect.promise(() => new Promise<void>((resolve) => {
+          s.closeAllConnections()
+          s.close(() => resolve())
+        }))
+      )
+      const port = (server.address() as AddressInfo).port
+      const writer = yield* open({ allowHosts: ["127.0.0.1"], timeoutMs: 2000 }, https(`http://127.0.0.1:${port}/in`))
+      yield* writer.write("{\"n\":1}\n")
+      assert.isTrue(yield* waitFor(() => got.chunks.length > 0))
+      yield* writer.abort
+      assert.isTrue(yield* waitFor(() => got.closed))
+      assert.isFalse(got.ended)
+    }))
+
   it.scopedLive("plain http is refused for hosts not allow-listed; the local address binds the connection", () =>
     Effect.gen(function*() {
       const e = yield* Effect.flip(open({ allowHosts: [] }, https("http://example.com/in")))
@@ -193,6 +223,14 @@ describe("NodeExportSinkLive, directory destinations", () => {
       yield* dropped.write("partial\n")
       yield* dropped.abort
       assert.isFalse(fs.existsSync(path.join(root, "org/a/two.ndjson")))
+
+      // Interrupted while it waits for the stream to drain, then aborted: no file stays.
+      const waiting = yield* open({ exportsRoot: root }, { type: "directory", path: "org/a" }, "three.ndjson")
+      const big = "x".repeat(4 * 1024 * 1024)
+      const fiber = yield* Effect.fork(waiting.write(big))
+      yield* Fiber.interrupt(fiber)
+      yield* waiting.abort
+      assert.isFalse(fs.existsSync(path.join(root, "org/a/three.ndjson")))
 
       const outside = yield* Effect.flip(open({ exportsRoot: root }, { type: "directory", path: "../escape" }))
       assert.strictEqual(outside.message, "the directory is outside the exports root")

@@ -32,6 +32,12 @@ export interface PlatformOptions extends Omit<NodeAdaptersOptions, "allowHosts" 
   /** The operator key to create on first start (`ADMIN_API_KEY`/`ADMIN_API_SECRET`). */
   readonly admin?: { readonly key?: string | undefined; readonly secret?: string | undefined } | undefined
   readonly logLevel?: LogLevel.Literal | undefined
+  /**
+   * Refuse to start unless `jwtSecret` and `encryptionKey` are given (`REQUIRE_EXTERNAL_KEYS`):
+   * keys kept in the database let anyone holding a copy of it sign operator tokens and open
+   * every sealed secret.
+   */
+  readonly requireExternalKeys?: boolean | undefined
   /** Replaces the clock (tests move time with it). */
   readonly clock?: Clock.Clock | undefined
   /**

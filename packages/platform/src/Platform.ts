@@ -2,6 +2,7 @@ import {
   ApiUsage,
   bootstrap,
   type CertificateValidator,
+  CredentialCache,
   type DeliveryQueue,
   Endpoints,
   EndpointsLive,
@@ -12,6 +13,7 @@ import {
   type Relations,
   RelationsLive,
   LoginThrottle,
+  type Mailer,
   type Provisioner,
   type SecretBox,
   type SecretHasher,
@@ -28,6 +30,7 @@ import { PgStore } from "@cmp/store-postgres"
 import { SqliteStore } from "@cmp/store-sqlite"
 import { Dispatcher } from "@cmp/webhooks"
 import * as Config from "effect/Config"
+import * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
@@ -43,6 +46,7 @@ export type PlatformServices =
   | Endpoints
   | Relations
   | FeatureCache
+  | CredentialCache
   | OutboxSignal
   | Storage
   | UnitOfWork
@@ -60,6 +64,7 @@ export type PlatformServices =
   | CertificateValidator
   | ExportSink
   | TcStringEncoder
+  | Mailer
 
 const isStoreLayer = (store: StoreOption): store is StoreLayer => Layer.isLayer(store)
 
@@ -75,6 +80,18 @@ const storeLayer = (store: StoreOption): StoreLayer =>
  * delivery. The first start also creates the operator organization and key.
  */
 export const layer = (options: PlatformOptions): Layer.Layer<PlatformServices, unknown> => {
+  const keptInDatabase = [
+    ...(options.jwtSecret === undefined ? ["JWT_SECRET"] : []),
+    ...(options.encryptionKey === undefined ? ["ENCRYPTION_KEY"] : [])
+  ]
+  // Refused before the store is opened, so not even a key is generated into it.
+  if (options.requireExternalKeys === true && keptInDatabase.length > 0) {
+    return Layer.fail(ConfigError.MissingData(
+      ["REQUIRE_EXTERNAL_KEYS"],
+      `REQUIRE_EXTERNAL_KEYS is true but ${keptInDatabase.join(" and ")} ${keptInDatabase.length > 1 ? "are" : "is"} not set: ` +
+        "give them from a secret store rather than keep generated keys in the database"
+    ))
+  }
   const allowHosts = options.webhookAllowHosts ?? []
   const base = Layer.mergeAll(
     storeLayer(options.store),
@@ -82,6 +99,7 @@ export const layer = (options: PlatformOptions): Layer.Layer<PlatformServices, u
     RelationsLive,
     LoginThrottle.layer(),
     FeatureCache.layer(),
+    CredentialCache.layer(),
     Settings.layer({ ...options.settings, ...(options.webhookAllowHosts ? { webhookAllowHosts: allowHosts } : {}) })
   )
   const services = Layer.mergeAll(
@@ -101,8 +119,22 @@ export const layer = (options: PlatformOptions): Layer.Layer<PlatformServices, u
     Logger.minimumLogLevel(LogLevel.fromLiteral(options.logLevel ?? "Info")),
     options.clock ? Layer.setClock(options.clock) : Layer.empty
   )
-  return delivering.pipe(Layer.provideMerge(infra))
+  return Layer.merge(delivering, startWarnings(options, keptInDatabase)).pipe(Layer.provideMerge(infra))
 }
+
+/** What a production start should not run with, said once in the log (never the values). */
+const startWarnings = (options: PlatformOptions, keptInDatabase: ReadonlyArray<string>) =>
+  Layer.effectDiscard(Effect.all([
+    keptInDatabase.length === 0 ? Effect.void : Effect.logWarning(
+      `${keptInDatabase.join(" and ")} not set: generated keys are kept in the database beside what they protect, ` +
+        "so whoever reads a copy of the database (a backup) can sign operator tokens and open every sealed secret. " +
+        "Give them from a secret store, with REQUIRE_EXTERNAL_KEYS=true."
+    ),
+    options.smtp ? Effect.void : Effect.logWarning(
+      "SMTP_URL and MAIL_FROM not set: invitation tokens are returned to the inviter instead of being mailed to the " +
+        "person invited, so an inviter can choose the password of a person who has none yet. Configure a mailer in production."
+    )
+  ], { discard: true }))
 
 export type PlatformRuntime = ManagedRuntime.ManagedRuntime<PlatformServices, unknown>
 

@@ -4,7 +4,8 @@ import {
   type PremiumFeatureFlag,
   premiumFeatureFlags,
   type QuotaField,
-  type QuotaPeriod
+  type QuotaPeriod,
+  Settings
 } from "@cmp/core"
 import type { ProvisionerOption } from "@cmp/platform-node"
 import { type DispatcherConfig, parseRetrySchedule } from "@cmp/webhooks"
@@ -240,6 +241,34 @@ const exportsRoot = Config.all({ dir: trimmed("EXPORTS_ROOT"), base: baseDirecto
   Config.map(({ base, dir }) => Option.getOrUndefined(Option.map(dir, (d) => path.resolve(base, d))))
 )
 
+// ---------------------------------------------------------------- invitations by mail
+
+const isWebUrl = (s: string) => {
+  try {
+    return ["https:", "http:"].includes(new URL(s).protocol)
+  } catch {
+    return false
+  }
+}
+
+const smtp = Config.all({ url: trimmed("SMTP_URL"), from: trimmed("MAIL_FROM"), acceptUrl: trimmed("INVITATION_URL") }).pipe(
+  Config.mapOrFail(({ acceptUrl, from, url }) => {
+    if (Option.isSome(acceptUrl) && !isWebUrl(acceptUrl.value)) {
+      return Either.left(invalid("INVITATION_URL", "INVITATION_URL must be an https:// or http:// URL"))
+    }
+    if (Option.isNone(url) && Option.isNone(from)) {
+      return Option.isSome(acceptUrl)
+        ? Either.left(invalid("INVITATION_URL", "INVITATION_URL needs SMTP_URL and MAIL_FROM"))
+        : Either.right(undefined)
+    }
+    if (Option.isNone(url) || Option.isNone(from)) {
+      return Either.left(invalid("SMTP_URL", "SMTP_URL and MAIL_FROM must be set together"))
+    }
+    if (!/^smtps?:\/\//i.test(url.value)) return Either.left(invalid("SMTP_URL", "SMTP_URL must be an smtp:// or smtps:// URL"))
+    return Either.right({ url: url.value, from: from.value, acceptUrl: Option.getOrUndefined(acceptUrl) })
+  })
+)
+
 // ---------------------------------------------------------------- everything
 
 /**
@@ -252,6 +281,8 @@ export const platform: Config.Config<PlatformOptions & { readonly dispatcherSett
   logLevel,
   jwtSecret: Config.map(raw("JWT_SECRET"), Option.getOrUndefined),
   encryptionKey: Config.map(trimmed("ENCRYPTION_KEY"), Option.getOrUndefined),
+  requireExternalKeys: flag("REQUIRE_EXTERNAL_KEYS", false),
+  smtp,
   urlSigningKey,
   provisioner,
   exportsRoot,
@@ -264,10 +295,11 @@ export const platform: Config.Config<PlatformOptions & { readonly dispatcherSett
   apiRequestsPeriod: period,
   managedZone,
   languages,
-  dashboardUrlTtlSeconds: integer("DASHBOARD_URL_TTL_SECONDS", 900, 10, 86_400)
-}).pipe(Config.map(({ apiRequestsPeriod, dashboardUrlTtlSeconds, defaultPremiumFeatures, defaultQuotas, languages, managedZone, ...rest }) => ({
+  dashboardUrlTtlSeconds: integer("DASHBOARD_URL_TTL_SECONDS", 900, 10, 86_400),
+  organizationsPerPerson: integer("ORGANIZATIONS_PER_PERSON", Settings.defaults.organizationsPerPerson)
+}).pipe(Config.map(({ apiRequestsPeriod, dashboardUrlTtlSeconds, defaultPremiumFeatures, defaultQuotas, languages, managedZone, organizationsPerPerson, ...rest }) => ({
   ...rest,
-  settings: { defaultQuotas, defaultPremiumFeatures, apiRequestsPeriod, managedZone, languages, dashboardUrlTtlSeconds }
+  settings: { defaultQuotas, defaultPremiumFeatures, apiRequestsPeriod, managedZone, languages, dashboardUrlTtlSeconds, organizationsPerPerson }
 })))
 
 /** One line per problem of a configuration that cannot be read. */

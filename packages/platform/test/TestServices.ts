@@ -1,4 +1,5 @@
 import {
+  CredentialCache,
   FeatureCache,
   Ids,
   LoginThrottle,
@@ -68,6 +69,7 @@ export const testLayer = (settings: Partial<SettingsShape> = {}) =>
     SqliteStore.layer({ filename: ":memory:" }),
     RelationsLive,
     FeatureCache.layer(),
+    CredentialCache.layer(),
     OutboxSignal.None,
     idsLayer,
     hasherLayer,

@@ -5,7 +5,8 @@ import * as ManagedRuntime from "effect/ManagedRuntime"
 /** `pnpm bootstrap`: print a new operator key and secret as JSON. */
 export const bootstrapKey = async () => {
   const runtime = ManagedRuntime.make(
-    Platform.layerConfig({ dispatcher: false, overrides: { logLevel: "Warning" } })
+    // Its output is the key as JSON on stdout, where the start-up warnings would also go.
+    Platform.layerConfig({ dispatcher: false, overrides: { logLevel: "Error" } })
   )
   try {
     const created = await runtime.runPromise(createOperatorKey)

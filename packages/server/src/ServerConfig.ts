@@ -33,11 +33,21 @@ const tls = Config.all({
   return Either.all({ cert: pem("TLS_CERT", cert.value, base), key: pem("TLS_KEY", key.value, base) })
 }))
 
+/** An integer setting left to the API's own default (undefined) when unset. */
+const apiInteger = (name: string, min: number) =>
+  Config.map(
+    Config.all([PlatformConfig.trimmed(name), PlatformConfig.integer(name, min, min)]),
+    ([set, value]) => (Option.isSome(set) ? value : undefined)
+  )
+
 export const server = Config.all({
   port: PlatformConfig.integer("PORT", 3000, 0, 65535),
   host: Config.map(PlatformConfig.trimmed("HOST"), Option.getOrElse(() => "127.0.0.1")),
   allowHttp: PlatformConfig.flag("ALLOW_HTTP", false),
   trustProxy: PlatformConfig.flag("TRUST_PROXY", false),
+  bodyTimeoutMs: apiInteger("BODY_TIMEOUT_MS", 1),
+  // At least one body of the largest size a route takes by default must fit.
+  bodyMemoryLimit: apiInteger("BODY_MEMORY_LIMIT", 1024 * 1024),
   tls,
   logLevel: PlatformConfig.logLevel,
   store: PlatformConfig.store

@@ -76,14 +76,46 @@ describe("command line", () => {
     expect(r.stderr).not.toMatch(/\n\s+at /)
   }, 30_000)
 
+  it("REQUIRE_EXTERNAL_KEYS=true without JWT_SECRET and ENCRYPTION_KEY refuses to start, creating no database", async () => {
+    const file = path.join(dir, "refused", "consent.db")
+    const r = await run([], { PORT: "0", SQLITE_PATH: file, REQUIRE_EXTERNAL_KEYS: "true", JWT_SECRET: "j".repeat(40) })
+    expect(r.code).not.toBe(0)
+    expect(r.stderr).toMatch(/Configuration error: REQUIRE_EXTERNAL_KEYS is true but ENCRYPTION_KEY is not set/)
+    expect(r.stderr).not.toMatch(/\n\s+at /)
+    expect(fs.existsSync(file)).toBe(false)
+  }, 30_000)
+
+  it("a start with keys kept in the database and no mailer warns of both, never showing a key", async () => {
+    const child = spawn(process.execPath, [main], { env: { ...env, PORT: "0", LOG_LEVEL: "Warning", JWT_SECRET: "s".repeat(40) } })
+    children.push(child)
+    const out = await new Promise<string>((resolve, reject) => {
+      let text = ""
+      child.stdout.on("data", (d) => {
+        text += String(d)
+        if (text.includes("\"listening\"")) resolve(text)
+      })
+      let errors = ""
+      child.stderr.on("data", (d) => (errors += String(d)))
+      child.on("exit", (code) => reject(new Error(`server exited with ${code}: ${text}${errors}`)))
+    })
+    child.kill("SIGTERM")
+    const warnings = out.split("\n").filter((l) => l.includes("\"WARN\"")).map((l) => JSON.parse(l).message as string)
+    expect(warnings.join("\n")).toMatch(/ENCRYPTION_KEY not set: .*copy of the database .*sign operator tokens and open every sealed secret/)
+    expect(warnings.join("\n")).not.toMatch(/JWT_SECRET not set/)
+    expect(warnings.join("\n")).toMatch(/SMTP_URL and MAIL_FROM not set: invitation tokens are returned to the inviter/)
+    expect(out).not.toContain("s".repeat(40))
+  }, 30_000)
+
   it("worker starts on the same configuration and says so", async () => {
     const child = spawn(process.execPath, [main, "worker"], { env })
     children.push(child)
+    // The start-up warnings come first, one JSON line each.
     const line = await new Promise<string>((resolve, reject) => {
       let out = ""
       child.stdout.on("data", (d) => {
         out += String(d)
-        if (out.includes("\n")) resolve(out)
+        const found = out.split("\n").find((l) => l.includes("delivering webhooks"))
+        if (found) resolve(found)
       })
       child.on("exit", (code) => reject(new Error(`worker exited with ${code}: ${out}`)))
     })

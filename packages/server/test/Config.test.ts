@@ -29,6 +29,17 @@ const problem = (env: Record<string, string>) => {
 }
 
 describe("configuration from the environment", () => {
+  it("BODY_TIMEOUT_MS and BODY_MEMORY_LIMIT: unset leave the API's defaults, set are passed on, out of range refused", () => {
+    const unset = settings({}).server
+    expect(unset.bodyTimeoutMs).toBeUndefined()
+    expect(unset.bodyMemoryLimit).toBeUndefined()
+    const set = settings({ BODY_TIMEOUT_MS: "2500", BODY_MEMORY_LIMIT: "8388608" }).server
+    expect(set.bodyTimeoutMs).toBe(2500)
+    expect(set.bodyMemoryLimit).toBe(8 * 1024 * 1024)
+    expect(problem({ BODY_TIMEOUT_MS: "0" })).toContain("BODY_TIMEOUT_MS")
+    expect(problem({ BODY_MEMORY_LIMIT: "1000" })).toContain("BODY_MEMORY_LIMIT")
+  })
+
   it("uses the documented defaults", () => {
     const { platform: p, server: s } = settings({})
     expect(s.port).toBe(3000)

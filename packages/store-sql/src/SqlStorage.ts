@@ -167,6 +167,13 @@ export const make = Effect.gen(function*() {
         }
         case "Or":
           return c.branches.length === 0 ? sql`1=0` : sql.or(c.branches.map(conjunction))
+        case "Prefix": {
+          // substr compares exactly on both dialects (SQLite's LIKE ignores ASCII case, and
+          // a range comparison would follow PostgreSQL's collation).
+          const f = col(c.field)
+          const head = sql`substr(${f}, 1, ${sql.literal(String(c.value.length))})`
+          return c.negate ? sql`(${f} IS NULL OR ${head} <> ${c.value})` : sql`${head} = ${c.value}`
+        }
       }
     }
     const conjunction = (where: ReadonlyArray<Condition>): Statement.Fragment =>

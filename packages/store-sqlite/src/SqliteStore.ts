@@ -35,17 +35,46 @@ const migrate = Layer.effectDiscard(
   )
 )
 
+/**
+ * Creates the database file, and the directories leading to it, readable by their owner only:
+ * the file holds the keys that sign operator tokens and open sealed secrets when they are not
+ * configured. SQLite gives the `-wal`, `-shm` and journal files the mode of the database file.
+ * A file or directory that already exists keeps the mode its owner chose.
+ */
+const createPrivately = (filename: string) => {
+  fs.mkdirSync(path.dirname(path.resolve(filename)), { recursive: true, mode: 0o700 })
+  try {
+    fs.closeSync(fs.openSync(filename, "wx", 0o600))
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error
+  }
+}
+
 /** The SQLite client alone (WAL mode is the client's default). */
 export const clientLayer = (options: SqliteStoreOptions) => {
-  if (options.filename !== ":memory:") fs.mkdirSync(path.dirname(path.resolve(options.filename)), { recursive: true })
+  // An empty file is an empty database to SQLite.
+  if (options.filename !== ":memory:") createPrivately(options.filename)
   return SqliteClient.layer({ filename: options.filename })
 }
+
+/** A file made before, or copied in, may be readable by others: said at start, since it holds keys. */
+const warnIfShared = (filename: string) =>
+  Layer.effectDiscard(Effect.suspend(() => {
+    if (filename === ":memory:") return Effect.void
+    const mode = fs.statSync(filename).mode & 0o777
+    return (mode & 0o077) === 0 ? Effect.void : Effect.logWarning(
+      `The SQLite file ${filename} can be read by other users (mode ${mode.toString(8)}): it holds every ` +
+        "stored secret and the keys kept in the database; make it and its directory readable by the server's user only"
+    )
+  }))
 
 /** The core storage ports on SQLite, migrated on start. */
 export const layer = (
   options: SqliteStoreOptions
 ): Layer.Layer<Storage | UnitOfWork | UsageStore | DeliveryQueue | SqlClient.SqlClient> =>
   SqlStorage.layer.pipe(
-    Layer.provideMerge(Layer.mergeAll(pragmas, migrate).pipe(Layer.provideMerge(clientLayer(options)))),
+    Layer.provideMerge(
+      Layer.mergeAll(pragmas, migrate, warnIfShared(options.filename)).pipe(Layer.provideMerge(clientLayer(options)))
+    ),
     Layer.orDie
   )

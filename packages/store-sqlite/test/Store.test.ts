@@ -5,6 +5,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
 import * as Option from "effect/Option"
 import * as crypto from "node:crypto"
 import * as fs from "node:fs"
@@ -88,6 +89,51 @@ describe("SqliteStore", () => {
         sql<{ journal_mode: string }>`PRAGMA journal_mode`)
       assert.strictEqual(mode[0]?.journal_mode, "wal")
     }).pipe(Effect.provide(fileLayer())))
+
+  it.effect("a new database file, its WAL files and the directory made for it are readable by their owner only", () =>
+    Effect.gen(function*() {
+      const dir = path.join(os.tmpdir(), `cmp-store-${crypto.randomUUID()}`)
+      yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
+      const filename = path.join(dir, "data", "consent.db")
+      const mode = (file: string) => fs.statSync(file).mode & 0o777
+      // Checked while the store is open: closing it folds the WAL back and removes its files.
+      yield* Effect.flatMap(Storage, (s) => s.repository(Tables.keys).create(key)).pipe(
+        Effect.andThen(() => {
+          assert.strictEqual(mode(filename), 0o600)
+          assert.strictEqual(mode(`${filename}-wal`), 0o600)
+          assert.strictEqual(mode(`${filename}-shm`), 0o600)
+        }),
+        Effect.provide(SqliteStore.layer({ filename }))
+      )
+      assert.strictEqual(mode(path.dirname(filename)), 0o700)
+      assert.strictEqual(mode(dir), 0o700)
+    }).pipe(Effect.scoped))
+
+  it.effect("a database file others can read is reported at start; a private one is not", () =>
+    Effect.gen(function*() {
+      const shared = tempFile()
+      const owned = tempFile()
+      yield* Effect.addFinalizer(() => Effect.zipRight(removeDatabase(shared), removeDatabase(owned)))
+      fs.writeFileSync(shared, "", { mode: 0o644 })
+      fs.chmodSync(shared, 0o644)
+      const warnings: Array<string> = []
+      const capture = Logger.replace(
+        Logger.defaultLogger,
+        Logger.make(({ logLevel, message }) => {
+          if (logLevel._tag === "Warning") warnings.push(String(Array.isArray(message) ? message.join(" ") : message))
+        })
+      )
+      const open = (filename: string) =>
+        Effect.provide(Effect.flatMap(Storage, (s) => s.repository(Tables.keys).count([])), SqliteStore.layer({ filename })).pipe(
+          Effect.provide(capture)
+        )
+      yield* open(owned)
+      assert.deepStrictEqual(warnings, [])
+      yield* open(shared)
+      assert.strictEqual(warnings.length, 1)
+      assert.include(warnings[0], shared)
+      assert.include(warnings[0], "can be read by other users (mode 644)")
+    }).pipe(Effect.scoped))
 
   it.effect("two stores open on one file see each other's writes", () =>
     Effect.gen(function*() {

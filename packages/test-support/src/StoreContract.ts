@@ -397,6 +397,19 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
           assert.deepStrictEqual(yield* matching(notIn("active", [true])), ["b", "d"])
         })))
 
+      it.effect("a prefix compares exactly: case, and no wildcard; negated, the rest", () =>
+        run(Effect.gen(function*() {
+          yield* seed
+          const prefix = (value: string, negate = false) => ({ _tag: "Prefix", field: "name", negate, value }) satisfies Condition
+          assert.deepStrictEqual(yield* matching(prefix("al")), ["a", "e"])
+          assert.deepStrictEqual(yield* matching(prefix("alpha")), ["a", "e"])
+          assert.deepStrictEqual(yield* matching(prefix("AL")), [])
+          assert.deepStrictEqual(yield* matching(prefix("a_")), [])
+          assert.deepStrictEqual(yield* matching(prefix("a%")), [])
+          assert.deepStrictEqual(yield* matching(prefix("al", true)), ["b", "c", "d"])
+          assert.deepStrictEqual(yield* matching(prefix("AL", true)), ["a", "b", "c", "d", "e"])
+        })))
+
       it.effect("$or of conjunctions", () =>
         run(Effect.gen(function*() {
           yield* seed

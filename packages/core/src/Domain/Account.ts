@@ -1,5 +1,5 @@
 import * as Schema from "effect/Schema"
-import { Audit, Email, HttpsUrl, Id, Name, NonNegativeInt, opt, PositiveInt, Text, Timestamp, Url } from "./Common.js"
+import { Audit, Email, HttpsUrl, Id, Name, NonNegativeInt, opt, Text, Timestamp, Url } from "./Common.js"
 
 // ---------------------------------------------------------------- sessions
 
@@ -82,6 +82,11 @@ export const ApiKeyUpdate = Schema.Struct({
 
 // ---------------------------------------------------------------- organizations
 
+/** An IAB TCF CMP id: 12 bits in a TC string, 0 meaning none. */
+export const TcfCmpId = Schema.Int.pipe(
+  Schema.between(1, 4095, { message: () => "must be an integer from 1 to 4095 (a TCF CMP id has 12 bits)" })
+)
+
 export const Organization = Schema.Struct({
   id: Id,
   name: Name,
@@ -99,7 +104,7 @@ export const Organization = Schema.Struct({
   self_register: Schema.Boolean,
   organization_group_id: opt(Id),
   organization_group_name: opt(Schema.String),
-  iab_tcf_cmp_id: opt(PositiveInt),
+  iab_tcf_cmp_id: opt(TcfCmpId),
   allow_chat_support: Schema.Boolean,
   ...Audit
 })
@@ -115,8 +120,7 @@ const organizationInputFields = {
   auth_message_priority: Schema.optional(Schema.Array(Schema.String.pipe(Schema.maxLength(64)))),
   organization_group_id: opt(Id),
   /** Input only: the CRM account of the organization's group. */
-  crm_account_id: opt(Id),
-  iab_tcf_cmp_id: opt(PositiveInt)
+  crm_account_id: opt(Id)
 }
 
 export const OrganizationCreate = Schema.Struct(organizationInputFields)
@@ -128,7 +132,9 @@ export const OrganizationOperatorFields = Schema.Struct({
   disable_preferences_in_consents: Schema.optional(Schema.Boolean),
   allow_tcf_with_custom_text: Schema.optional(Schema.Boolean),
   allow_chat_support: Schema.optional(Schema.Boolean),
-  organization_group_name: opt(Schema.String)
+  organization_group_name: opt(Schema.String),
+  // The IAB registers CMPs: an id a client chose could claim another CMP's identity in TC strings.
+  iab_tcf_cmp_id: opt(TcfCmpId)
 })
 
 // ---------------------------------------------------------------- quotas
@@ -147,7 +153,8 @@ export const quotaFields = [
   "acm_scan_max_pages_per_property",
   "secrets",
   "metadata_purposes",
-  "metadata_partners"
+  "metadata_partners",
+  "webhooks"
 ] as const
 export type QuotaField = (typeof quotaFields)[number]
 
@@ -244,8 +251,9 @@ export const SecretUpdate = Schema.Struct({ name: Name, description: opt(Text) }
 export const AuthenticationMethod = Schema.Literal("email_password", "google", "microsoft", "saml_sso")
 
 /**
- * Returned once, to the inviter, in the response to the invitation: the person accepts it
- * with `POST /v1/invitations/accept` (the product sends no email itself).
+ * Returned once, to the inviter, in the response to the invitation when no mailer is configured
+ * (the inviter hands it on); with a mailer it is mailed to the person invited and never
+ * returned. The person accepts it with `POST /v1/invitations/accept`.
  */
 export const Invitation = Schema.Struct({ token: Schema.String, expires_at: Timestamp })
 
@@ -292,10 +300,14 @@ export const SsoConnection = Schema.Struct({
   updated_at: Timestamp,
   version: Schema.optional(Schema.Int)
 })
+/**
+ * Exactly one PEM certificate block and nothing else (surrounding white space aside): a chain,
+ * a key or any other text beside it would be stored and shown with the connection.
+ */
 const PemCertificate = Schema.String.pipe(
   Schema.maxLength(20_000),
-  Schema.pattern(/-----BEGIN CERTIFICATE-----[\s\S]+-----END CERTIFICATE-----/, {
-    message: () => "must be a PEM certificate"
+  Schema.pattern(/^\s*-----BEGIN CERTIFICATE-----[A-Za-z0-9+/=\s]+-----END CERTIFICATE-----\s*$/, {
+    message: () => "must be exactly one PEM certificate (-----BEGIN CERTIFICATE----- ... -----END CERTIFICATE-----) and nothing else"
   })
 )
 const DomainAlias = Schema.String.pipe(

@@ -27,9 +27,25 @@ export const Text = Schema.String.pipe(
   Schema.maxLength(10_000, { message: () => "must be at most 10000 characters" })
 )
 
+/** RFC 5322 `atext`: what a dot-atom local part is made of. */
+const emailAtom = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
+/** An RFC 1035 host label: letters, digits, inner hyphens, at most 63 characters. */
+const hostLabel = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+const emailPattern = new RegExp(
+  `^${emailAtom}(?:\\.${emailAtom})*@(?:${hostLabel}\\.)+(?:[A-Za-z]{2,63}|xn--[A-Za-z0-9-]{1,59})$`
+)
+
+/**
+ * An address mail can be sent to: a dot-atom local part (no leading, trailing or doubled dot,
+ * at most 64 characters), a host name of at least two labels whose last is a top-level domain
+ * (letters, or its `xn--` form), at most 254 characters in all (RFC 5321). Quoted local parts,
+ * address literals and non-ASCII addresses are refused: give a domain in its `xn--` form.
+ */
+export const isEmailAddress = (s: string): boolean =>
+  s.length <= 254 && s.indexOf("@") <= 64 && emailPattern.test(s)
+
 export const Email = Schema.String.pipe(
-  Schema.maxLength(320),
-  Schema.pattern(/^[^\s@]+@[^\s@]+\.[^\s@]+$/, { message: () => "must be an email address" })
+  Schema.filter(isEmailAddress, { message: () => "must be an email address", jsonSchema: { format: "email", maxLength: 254 } })
 )
 
 const parseUrl = (s: string): URL | undefined => {
@@ -66,8 +82,20 @@ export const PositiveInt = Schema.Int.pipe(
   Schema.lessThanOrEqualTo(MAX_INT32, { message: () => `must be at most ${MAX_INT32}` })
 )
 
-/** An arbitrary JSON object (stored as JSON). */
-export const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+/**
+ * An arbitrary JSON object (stored as JSON), kept as it came. Not `Schema.Record`: its decoder
+ * copies each key by assignment, so a key named `__proto__` would be lost (or replace the
+ * copy's prototype); the keys are a client's, any name is just a name.
+ */
+export const JsonObject: Schema.Schema<{ readonly [x: string]: unknown }> = Schema.declare(
+  (u: unknown): u is { readonly [x: string]: unknown } => typeof u === "object" && u !== null && !Array.isArray(u),
+  {
+    identifier: "JsonObject",
+    description: "a JSON object",
+    message: () => "must be a JSON object",
+    jsonSchema: { type: "object" }
+  }
+)
 
 /** Output fields every versioned resource carries. */
 export const Audit = {

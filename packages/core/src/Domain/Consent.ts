@@ -6,9 +6,11 @@ import { Audit, Id, JsonObject, opt, Timestamp } from "./Common.js"
 /**
  * A regulation code (`gdpr`, `ccpa`, `lgpd`, ...). The spec leaves the allowed values "not
  * shown", so any short lower-case code is accepted; the default (`gdpr`) is applied elsewhere.
+ * A code may start with `_` (so `__proto__` is a code like any other: regulations are keys of
+ * maps, which must never treat them as property names).
  */
 export const Regulation = Schema.String.pipe(
-  Schema.pattern(/^[a-z][a-z0-9_-]{0,31}$/, {
+  Schema.pattern(/^(?=_*[a-z])[a-z_][a-z0-9_-]{0,31}$/, {
     message: () => "must be a lower-case regulation code such as gdpr"
   })
 )

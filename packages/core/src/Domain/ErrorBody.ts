@@ -19,6 +19,7 @@ const kinds = {
   403: ["Forbidden", "forbidden"],
   404: ["NotFound", "not-found"],
   405: ["MethodNotAllowed", "method-not-allowed"],
+  408: ["RequestTimeout", "request-timeout"],
   409: ["Conflict", "conflict"],
   413: ["PayloadTooLarge", "payload-too-large"],
   415: ["UnsupportedMediaType", "unsupported-media-type"],

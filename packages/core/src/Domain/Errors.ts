@@ -5,8 +5,16 @@ import * as Schema from "effect/Schema"
  * and the Feathers-style error body.
  */
 
-/** Field path → what is wrong with it (`"consents.purposes.0.id": "is missing"`). */
-export const FieldErrors = Schema.Record({ key: Schema.String, value: Schema.String })
+/**
+ * Field path → what is wrong with it (`"consents.purposes.0.id": "is missing"`). Not
+ * `Schema.Record`, whose decoder copies keys by assignment: a path that is a client's key
+ * named `__proto__` would vanish from the answer.
+ */
+export const FieldErrors: Schema.Schema<{ readonly [x: string]: string }> = Schema.declare(
+  (u: unknown): u is { readonly [x: string]: string } =>
+    typeof u === "object" && u !== null && !Array.isArray(u) && Object.values(u).every((v) => typeof v === "string"),
+  { identifier: "FieldErrors", jsonSchema: { type: "object", additionalProperties: { type: "string" } } }
+)
 export type FieldErrors = typeof FieldErrors.Type
 
 export class InvalidInput extends Schema.TaggedError<InvalidInput>()("InvalidInput", {

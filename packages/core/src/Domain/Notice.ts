@@ -179,16 +179,25 @@ const IabVendorIds = Schema.Array(NonNegativeInt)
 
 export const RestrictionType = Schema.Literal("allow", "disallow", "req-consent", "req-li")
 
+/**
+ * A TCF v2 purpose id, as the decimal text of 1 to 11 and nothing else: the rules compare it as
+ * a number, so `"3 4"` or `"1x"` must not pass for a purpose they would not check.
+ */
+export const TcfPurposeId = Schema.String.pipe(
+  Schema.pattern(/^(?:[1-9]|1[01])$/, { message: () => "must be a TCF purpose id: \"1\" to \"11\"" })
+)
+const TcfPurposeIds = Schema.Array(TcfPurposeId)
+
 /** A restriction says what it restricts: its id, purposes, type and vendor scope stay required. */
 export const TcfRestriction = Schema.Struct({
   id: Schema.String.pipe(Schema.maxLength(255)),
-  purposeId: StringIds,
+  purposeId: TcfPurposeIds,
   restrictionType: RestrictionType,
   vendors: Schema.Struct({
     restrictionType: Schema.Literal("list", "all"),
     /** IAB vendor ids, required (non-empty) when restrictionType is `list`. */
     ids: Schema.optional(IabVendorIds),
-    purposeId: Schema.optional(StringIds)
+    purposeId: Schema.optional(TcfPurposeIds)
   })
 })
 

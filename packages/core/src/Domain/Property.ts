@@ -160,14 +160,21 @@ export const VendorUpdate = Schema.Struct({
 
 // ---------------------------------------------------------------- privacy centers
 
-/** A host name of a custom domain: no scheme, no slash. */
+/**
+ * A host name of a custom domain: no scheme, slash, port or IP address (a last label of digits
+ * only is how every IPv4 form ends, `127.1` and `0x7f.1` included; IPv6 has colons). It names
+ * a host and proves nothing: whether a host is served is decided by the organization's `ready`
+ * domains.
+ */
 export const CustomDomain = Schema.String.pipe(
   Schema.filter((s) => !s.includes("://"), { message: () => "must not include a scheme" }),
   Schema.filter((s) => !s.includes("/"), { message: () => "must not include a slash" }),
+  Schema.filter((s) => !s.includes(":"), { message: () => "must be a host name, without a port or an IPv6 address" }),
   Schema.maxLength(253, { message: () => "must be at most 253 characters" }),
   Schema.pattern(/^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/i, {
     message: () => "must be a host name"
-  })
+  }),
+  Schema.filter((s) => !/(?:^|\.)[0-9]+$/.test(s), { message: () => "must be a host name, not an IP address" })
 )
 
 /** `en` or `en-US`. */

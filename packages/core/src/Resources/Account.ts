@@ -1,3 +1,4 @@
+import { CredentialCache, forgetCredential, forgetOrganizationCredentials } from "../CredentialCache.js"
 import { forgetFeatures } from "../FeatureCache.js"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -25,8 +26,8 @@ import {
   SecretCreate,
   SecretUpdate
 } from "../Domain/Account.js"
-import { Conflict, Forbidden } from "../Domain/Errors.js"
-import { Ids, SecretHasher, Storage } from "../Ports.js"
+import { Conflict, Forbidden, QuotaExceeded } from "../Domain/Errors.js"
+import { Ids, SecretHasher, Storage, UnitOfWork } from "../Ports.js"
 import { isOperator, type Principal } from "../Principal.js"
 import { type Condition, eq, type FindQuery } from "../Query.js"
 import { randomToken } from "../Random.js"
@@ -34,6 +35,7 @@ import { declareResource, defineResource, field, type StoredRow } from "../Resou
 import { Settings } from "../Settings.js"
 import { InvitationsTable, PersonsTable } from "../InternalTables.js"
 import { nowIso } from "../Clock.js"
+import { type InvitationMail, Mailer } from "../Mailer.js"
 
 // ---------------------------------------------------------------- organizations
 
@@ -41,7 +43,7 @@ export const OrganizationsResource = defineResource({
   name: "organization",
   path: "organizations",
   table: "organizations",
-  indexes: [],
+  indexes: [{ name: "organizations_created_by_person", columns: ["created_by_person_id"] }],
   output: Organization,
   createInput: OrganizationCreate,
   updateInput: OrganizationUpdate,
@@ -49,7 +51,9 @@ export const OrganizationsResource = defineResource({
   methods: ["find", "get", "create", "update", "patch", "remove"],
   operatorOnly: ["remove"],
   ownerField: "id",
-  privateFields: { crm_account_id: field.optionalString },
+  // Who created a self-registered organization: it counts against that person's limit even
+  // once the person is no longer a member of it.
+  privateFields: { crm_account_id: field.optionalString, created_by_person_id: field.optionalString },
   unique: [["name"]],
   defaults: {
     validate_purpose_id: false,
@@ -60,13 +64,24 @@ export const OrganizationsResource = defineResource({
     allow_tcf_with_custom_text: false,
     allow_chat_support: false
   },
+  ports: [CredentialCache],
   hooks: {
     create: (principal, row) =>
-      principal._tag === "Client"
-        ? Effect.fail(new Forbidden({ message: "Organizations are created by the operator or by a member" }))
-        : Effect.succeed({
-          row: { ...row, self_register: principal._tag === "Member", public_api_key: `pk_${randomToken(24)}` }
-        }),
+      Effect.gen(function*() {
+        if (principal._tag === "Client") {
+          return yield* Effect.fail(new Forbidden({ message: "Organizations are created by the operator or by a member" }))
+        }
+        const member = principal._tag === "Member"
+        if (member) yield* requireOrganizationAllowance(principal.personId)
+        return {
+          row: {
+            ...row,
+            self_register: member,
+            created_by_person_id: member ? principal.personId : null,
+            public_api_key: `pk_${randomToken(24)}`
+          }
+        }
+      }),
     afterCreate: (principal, org) =>
       Effect.gen(function*() {
         yield* provisionOrganization(org.id)
@@ -80,9 +95,33 @@ export const OrganizationsResource = defineResource({
         }
         // Everything the organization owns goes with it: every table that refers to it (an
         // `organization_id` owner field does) is cascaded by the engine.
-      })
+      }),
+    // Its keys and integrations may have gone with it: their sessions end now in this process.
+    afterCommit: (output) => forgetOrganizationCredentials(output.id)
   }
 })
+
+/**
+ * `ORGANIZATIONS_PER_PERSON`: the organizations a person created and that still exist, whether or
+ * not the person is still a member (leaving them must not make room for more). Only the
+ * operator removes organizations, so a removed one frees its place.
+ */
+const requireOrganizationAllowance = (personId: string): Effect.Effect<void, QuotaExceeded, Settings | UnitOfWork | Storage> =>
+  Effect.gen(function*() {
+    const limit = (yield* Settings).organizationsPerPerson
+    // Two concurrent creates by one person must not both see "one below the limit".
+    yield* Effect.flatMap(UnitOfWork, (uow) => uow.lock(`organizations-per-person:${personId}`))
+    const used = yield* (yield* Storage).repository(OrganizationsResource.tableDef).count([eq("created_by_person_id", personId)])
+    if (used >= limit) {
+      return yield* Effect.fail(
+        new QuotaExceeded({
+          message: `Quota 'organizations_per_person' reached: a person may create at most ${limit} organizations`,
+          quota: "organizations_per_person",
+          limit
+        })
+      )
+    }
+  })
 
 const baseRow = (organizationId: string) =>
   Effect.gen(function*() {
@@ -104,10 +143,15 @@ export const provisionOrganization = (organizationId: string) =>
     yield* Effect.orDie(storage.repository(PremiumFeaturesResource.tableDef).create({ ...(yield* baseRow(organizationId)), ...flags }))
   })
 
-export const addMembership = (personId: string, organizationId: string) =>
+/**
+ * The membership of the person who created the organization, signed in as that person. Not
+ * exported: a membership for anyone else goes through an invitation the person accepts, so none
+ * opens at once to whoever holds the password of a person invited elsewhere.
+ */
+const addMembership = (personId: string, organizationId: string) =>
   Effect.gen(function*() {
     const storage = yield* Storage
-    yield* storage.repository(MembersResource.tableDef).create({
+    yield* storage.repository(Members.tableDef).create({
       ...(yield* baseRow(organizationId)),
       user_id: personId,
       role_id: null,
@@ -188,7 +232,10 @@ export const ApiKeysResource = defineResource({
   privateFields: { secret_hash: field.string },
   unique: [["organization_id", "name"]],
   defaults: { enabled: true, is_internal: false },
+  ports: [CredentialCache],
   hooks: {
+    // A deleted key's sessions end now in this process, not when its cached entry ages.
+    afterCommit: (output) => forgetCredential("api_keys", output.id),
     find: scopeInternalKeys,
     visible: (principal, row) => row.is_internal !== true || isOperator(principal),
     create: (principal, row) =>
@@ -254,7 +301,12 @@ const Members = declareResource({
 })
 
 export const MembersResource = Members.with({
-  hooks: { create: (_principal, row, input) => invite(row, input) }
+  ports: [Mailer],
+  hooks: {
+    create: (_principal, row, input) => invite(row, input),
+    // After the insert, in its transaction: a mail server that refuses the invitation undoes it.
+    afterCreate: (_principal, _row, mail) => mail === undefined ? Effect.void : Effect.flatMap(Mailer, (m) => m.sendInvitation(mail))
+  }
 })
 
 const INVITATION_TTL_MS = 7 * 24 * 3600 * 1000
@@ -305,10 +357,20 @@ const invite = (row: StoredRow<typeof Members>, input: typeof MemberCreate.Type)
       updated_at: now,
       version: 1
     }))
-    return {
-      row: { ...row, user_id: person.id },
-      reveal: { invitation: { token: `inv_${invitationId}.${secret}`, expires_at } }
+    const token = `inv_${invitationId}.${secret}`
+    const mailer = yield* Mailer
+    if (!mailer.delivers) return { row: { ...row, user_id: person.id }, reveal: { invitation: { token, expires_at } } }
+    // The token goes to the address invited and nowhere else: whoever sets a new person's
+    // password has read that person's mail, never the inviter.
+    const organization = yield* storage.repository(OrganizationsResource.tableDef).get(row.organization_id)
+    const mail: InvitationMail = {
+      to: email,
+      name: person.name,
+      organizationName: Option.match(organization, { onNone: () => row.organization_id, onSome: (o) => o.name }),
+      token,
+      expiresAt: expires_at
     }
+    return { row: { ...row, user_id: person.id }, carry: mail }
   })
 
 /**
@@ -340,7 +402,7 @@ export const membershipsOf = (personId: string) =>
       invited.add(i.member_id)
       if (i.accepted_at !== null) accepted.add(i.member_id)
     }
-    // Members added without an invitation (by the operator's tooling) count at once.
+    // A membership without an invitation is the one its creator got with a new organization.
     return page.data.filter((m) => !invited.has(m.id) || accepted.has(m.id))
       .map((m) => m.organization_id)
   })

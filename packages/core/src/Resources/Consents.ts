@@ -67,7 +67,11 @@ const Users = declareResource({
   name: "consent user",
   path: "consents/users",
   table: "consent_users",
-  indexes: [{ name: "consent_users_organization", columns: ["organization_id", "created_at"] }],
+  indexes: [
+    { name: "consent_users_organization", columns: ["organization_id", "created_at"] },
+    // Exports page through a range of users by `updated_at`.
+    { name: "consent_users_organization_updated", columns: ["organization_id", "updated_at"] }
+  ],
   keyedByOrganization: true,
   transient: userView,
   // Every regulation's effective status; the output shows one of them.
@@ -107,9 +111,16 @@ const consentsView = (state: ConsentState | undefined): UserConsents => {
   }
 }
 
+/**
+ * A regulation is a client's code, so it may be the name of a property every object inherits
+ * (`constructor`, `__proto__`): read and write the states by own keys only.
+ */
+const stateOf = (states: UserConsentStates, regulation: string): ConsentState | undefined =>
+  Object.hasOwn(states, regulation) ? states[regulation] : undefined
+
 /** A user as clients see it: its effective status for one regulation. */
 export const userOut = (row: UserRow, regulation: string = DEFAULT_REGULATION) =>
-  toOutput(Users, row, { regulation, consents: consentsView(row.consent_states[regulation]) })
+  toOutput(Users, row, { regulation, consents: consentsView(stateOf(row.consent_states, regulation)) })
 
 /** The regulations a user has a status for (`gdpr` when none): what a change of the user concerns. */
 export const regulationsOf = (row: UserRow): ReadonlyArray<string> => {
@@ -146,7 +157,8 @@ const recompute = (user: UserRow, regulation: string) =>
 const withState = (states: UserConsentStates, regulation: string, next: ConsentState | undefined): UserConsentsValue => {
   const out: UserConsentsValue = { ...states }
   if (next === undefined) delete out[regulation]
-  else out[regulation] = next
+  // Not `out[regulation] = next`: under `__proto__` that would replace the prototype instead.
+  else Object.defineProperty(out, regulation, { value: next, enumerable: true, writable: true, configurable: true })
   return out
 }
 
@@ -155,7 +167,7 @@ const withState = (states: UserConsentStates, regulation: string, next: ConsentS
  * else from scratch (the event must be stored by then).
  */
 const stateWith = (user: UserRow, event: { regulation: string; consents: EventConsents; created_at: string }) => {
-  const current = user.consent_states[event.regulation]
+  const current = stateOf(user.consent_states, event.regulation)
   return current === undefined || (current.updated_at ?? "") <= event.created_at
     ? Effect.succeed<ConsentState | undefined>(mergeEvent(current ?? emptyState, event))
     : recompute(user, event.regulation)
@@ -167,7 +179,7 @@ const stateWith = (user: UserRow, event: { regulation: string; consents: EventCo
  */
 const setState = (user: UserRow, regulation: string, next: ConsentState | undefined) =>
   Effect.gen(function*() {
-    const current = user.consent_states[regulation]
+    const current = stateOf(user.consent_states, regulation)
     const choicesChanged = !sameConsents(current, next)
     if (!choicesChanged && current?.updated_at === next?.updated_at) return { before: user, after: user, choicesChanged }
     const repo = yield* users()

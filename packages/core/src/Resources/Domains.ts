@@ -37,6 +37,9 @@ export const domainType = (fqdn: string, zone: string | undefined) => {
   return z && fqdn.endsWith(`.${z}`) ? "managed" : "custom"
 }
 
+/** A domain name as stored: trimmed, lower-cased, without the root dot. */
+export const domainName = (name: string) => name.trim().toLowerCase().replace(/\.$/, "")
+
 const Domains = declareResource({
   name: "domain",
   path: "domains",
@@ -49,8 +52,9 @@ const Domains = declareResource({
   ownerField: "organization_id",
   defaults: { enabled: true, status: "draft" },
   // "Example.COM." is the domain example.com: trimmed, lower-cased, without the root dot, then validated.
-  normalizeCreate: (body) =>
-    typeof body.id === "string" ? { ...body, id: body.id.trim().toLowerCase().replace(/\.$/, "") } : { ...body }
+  normalizeCreate: (body) => typeof body.id === "string" ? { ...body, id: domainName(body.id) } : { ...body },
+  // ... and reads, changes and removals by that spelling find the same domain.
+  normalizeId: (id) => domainName(id)
 })
 
 type DomainRow = StoredRow<typeof Domains>

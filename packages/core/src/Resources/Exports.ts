@@ -2,8 +2,9 @@ import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import { nowIso } from "../Clock.js"
-import { Conflict, InvalidInput, QuotaExceeded } from "../Domain/Errors.js"
+import * as Option from "effect/Option"
+import { nowIso, nowMillis } from "../Clock.js"
+import { Conflict, InvalidInput, QuotaExceeded, TooManyRequests } from "../Domain/Errors.js"
 import {
   ExportConfig,
   ExportConfigCreate,
@@ -14,7 +15,7 @@ import {
 } from "../Domain/Export.js"
 import { Ids, type Row, Storage, type TableDef } from "../Ports.js"
 import { type Principal, requireOrganization } from "../Principal.js"
-import { type Condition, eq } from "../Query.js"
+import { type Condition, eq, type Scalar } from "../Query.js"
 import { declareResource, defineResource } from "../Resource.js"
 import { checkQuota, decode, loadVisible, requireFeature, requireFeatureBeforeBody, toOutput } from "../Service.js"
 import { Settings } from "../Settings.js"
@@ -119,25 +120,136 @@ export const ExportRunsResource = defineResource({
   ownerField: "organization_id"
 })
 
+/**
+ * Rows per page: one page is read synchronously on SQLite, so it must stay short enough that
+ * requests of other organizations are answered between two pages.
+ */
 const PAGE = 500
 
-/** Pages through a table in `created_at, id` order: at most one page is held in memory. */
+/**
+ * Between two pages: back to the event loop (a timer, not a microtask, so pending I/O such as
+ * other requests is served first).
+ */
+const pause: Effect.Effect<void> = Effect.async<void>((resume) => {
+  const timer = setTimeout(() => resume(Effect.void), 0)
+  return Effect.sync(() => clearTimeout(timer))
+})
+
+/**
+ * Pages through a table in `orderField`, then key order, by keyset (each page starts after the
+ * last row of the one before, never at an offset, so a late page costs what the first did): at
+ * most one page is held in memory.
+ */
 const forEachPage = <A extends Row>(
   table: TableDef<A>,
   where: ReadonlyArray<Condition>,
-  sortField: string,
+  orderField: string,
+  between: Effect.Effect<void, ExportFailed>,
   each: (rows: ReadonlyArray<A>) => Effect.Effect<void, ExportFailed>
 ) =>
   Effect.gen(function*() {
     const repo = (yield* Storage).repository(table)
+    const fields = [orderField, ...table.key]
+    let after: ReadonlyArray<Scalar> | undefined
     let count = 0
-    for (let skip = 0;; skip += PAGE) {
-      const page = yield* repo.find({ count: false, where, sort: [{ field: sortField, direction: 1 }], limit: PAGE, skip })
+    for (;;) {
+      const page = yield* repo.find({ count: false, where, sort: [], limit: PAGE, skip: 0, keyset: { fields, after } })
       if (page.data.length > 0) yield* each(page.data)
       count += page.data.length
       if (page.data.length < PAGE) return count
+      const last = page.data[page.data.length - 1]!
+      after = fields.map((f) => last[f] as Scalar)
+      yield* pause
+      yield* between
     }
   })
+
+// ---------------------------------------------------------------- one run at a time
+
+/**
+ * A run holds its organization's lease, a row of the settings table, so a second run of the
+ * same organization is refused on every server sharing the store. The row carries an expiry,
+ * renewed while the run lasts: a server that dies mid-run frees the organization once it lapses.
+ */
+const LEASE_SECONDS = 30
+/** How often a running export renews its lease: well within it, so a slow store does not lose it. */
+const RENEW_EVERY = "10 seconds"
+
+const leaseId = (organizationId: string) => `export_running:${organizationId}`
+const leaseValue = (runId: string, expiresAtMs: number) =>
+  JSON.stringify({ run: runId, expires_at: new Date(expiresAtMs).toISOString() })
+const expiryOf = (value: unknown): number => {
+  try {
+    const parsed = JSON.parse(String(value)) as { expires_at?: unknown }
+    const ms = typeof parsed.expires_at === "string" ? Date.parse(parsed.expires_at) : Number.NaN
+    return Number.isNaN(ms) ? 0 : ms
+  } catch {
+    return 0
+  }
+}
+
+const alreadyRunning = (retryAfterMs: number) =>
+  new TooManyRequests({
+    message: "An export of this organization is already running: try again when it has finished",
+    retryAfterSeconds: Math.min(LEASE_SECONDS, Math.max(1, Math.ceil(retryAfterMs / 1000)))
+  })
+
+interface Lease {
+  readonly id: string
+  readonly runId: string
+  version: number
+  /** Taken over by another run after this one failed to renew it in time. */
+  lost: boolean
+}
+
+/** Takes the organization's lease, or fails with 429 while another run holds a live one. */
+const takeLease = (organizationId: string, runId: string) =>
+  Effect.gen(function*() {
+    const repo = (yield* Storage).repository(Tables.settings)
+    const id = leaseId(organizationId)
+    const now = yield* nowMillis
+    const iso = new Date(now).toISOString()
+    const value = leaseValue(runId, now + LEASE_SECONDS * 1000)
+    const created = yield* Effect.either(repo.create({ id, value, created_at: iso, updated_at: iso, version: 1 }))
+    if (Either.isRight(created)) return { id, runId, version: created.right.version, lost: false } satisfies Lease
+    const held = yield* repo.get(id)
+    // Released between the insert and the read: the other run has just finished.
+    if (Option.isNone(held)) return yield* Effect.fail(alreadyRunning(1000))
+    const expires = expiryOf(held.value.value)
+    if (expires > now) return yield* Effect.fail(alreadyRunning(expires - now))
+    // A lapsed lease (its server stopped mid-run): taken over, unless another run was quicker.
+    const taken = yield* Effect.either(repo.patch(id, { value, updated_at: iso }, held.value.version))
+    if (Either.isLeft(taken)) return yield* Effect.fail(alreadyRunning(1000))
+    return { id, runId, version: taken.right.version, lost: false } satisfies Lease
+  })
+
+/**
+ * Pushes the lease's expiry forward every RENEW_EVERY for as long as the run lasts, waits on a
+ * slow receiver included. A lease found changed was taken over: the run stops at its next page.
+ */
+const keepLease = (lease: Lease) =>
+  Effect.gen(function*() {
+    const repo = (yield* Storage).repository(Tables.settings)
+    for (;;) {
+      yield* Effect.sleep(RENEW_EVERY)
+      const now = yield* nowMillis
+      const value = leaseValue(lease.runId, now + LEASE_SECONDS * 1000)
+      const renewed = yield* Effect.either(repo.patch(lease.id, { value, updated_at: new Date(now).toISOString() }, lease.version))
+      if (Either.isLeft(renewed)) {
+        lease.lost = true
+        return
+      }
+      lease.version = renewed.right.version
+    }
+  })
+
+const checkLease = (lease: Lease) =>
+  lease.lost
+    ? Effect.fail(new ExportFailed({ message: "the run stalled past its lease and another run of the organization started" }))
+    : Effect.void
+
+const releaseLease = (lease: Lease) =>
+  Effect.flatMap(Storage, (storage) => storage.repository(Tables.settings).remove(lease.id, lease.version)).pipe(Effect.ignore)
 
 const lines = <A>(type: string, rows: ReadonlyArray<A>, out: (r: A) => Row) =>
   rows.map((r) => JSON.stringify({ type, ...out(r) })).join("\n") + "\n"
@@ -182,43 +294,57 @@ export const executeExport = (principal: Principal, body: unknown) =>
       { _tag: "Compare", field: f, op: "gte", value: from },
       { _tag: "Compare", field: f, op: "lt", value: to }
     ]
-    const writers: Array<ExportWriter> = []
-    const run = Effect.gen(function*() {
-      for (const d of destinations) writers.push(yield* sink.open(d, fileName))
-      const writeAll = (chunk: string) => Effect.forEach(writers, (w) => w.write(chunk), { discard: true })
-      const events = yield* forEachPage(
-        ConsentEventsResource.tableDef,
-        range("created_at"),
-        "created_at",
-        (rows) => writeAll(lines("event", rows, (r) => toOutput(ConsentEventsResource, r)))
-      )
-      const users = yield* forEachPage(
-        ConsentUsersResource.tableDef,
-        range("updated_at"),
-        "updated_at",
-        // A line per regulation the user has a status for, each as the API shows it.
-        (rows) => writeAll(lines("user", rows.flatMap((r) => regulationsOf(r).map((regulation) => userOut(r, regulation))), (u) => u))
-      )
-      yield* Effect.forEach(writers, (w) => w.close, { discard: true })
-      return { events, users }
-    })
-    const outcome = yield* Effect.either(run)
-    if (Either.isLeft(outcome)) yield* Effect.forEach(writers, (w) => w.abort, { discard: true })
-    const now = yield* nowIso
-    const stored = yield* Effect.orDie((yield* Storage).repository(ExportRunsResource.tableDef).create({
-      id,
-      organization_id: org,
-      export_config_id: config.id,
-      from,
-      to,
-      status: Either.isRight(outcome) ? "succeeded" : "failed",
-      events_count: Either.isRight(outcome) ? outcome.right.events : 0,
-      users_count: Either.isRight(outcome) ? outcome.right.users : 0,
-      destinations_count: destinations.length,
-      error: Either.isLeft(outcome) ? outcome.left.message : null,
-      created_at: now,
-      updated_at: now,
-      version: 1
-    }))
-    return toOutput(ExportRunsResource, stored)
+    return yield* Effect.acquireUseRelease(
+      takeLease(org, id),
+      (lease) =>
+        Effect.gen(function*() {
+          // Stopped when the run ends, before the lease is released.
+          yield* Effect.forkScoped(keepLease(lease))
+          const between = checkLease(lease)
+          const writers: Array<ExportWriter> = []
+          const abortAll = Effect.forEach(writers, (w) => w.abort, { discard: true })
+          const run = Effect.gen(function*() {
+            for (const d of destinations) writers.push(yield* sink.open(d, fileName))
+            const writeAll = (chunk: string) => Effect.forEach(writers, (w) => w.write(chunk), { discard: true })
+            const events = yield* forEachPage(
+              ConsentEventsResource.tableDef,
+              range("created_at"),
+              "created_at",
+              between,
+              (rows) => writeAll(lines("event", rows, (r) => toOutput(ConsentEventsResource, r)))
+            )
+            const users = yield* forEachPage(
+              ConsentUsersResource.tableDef,
+              range("updated_at"),
+              "updated_at",
+              between,
+              // A line per regulation the user has a status for, each as the API shows it.
+              (rows) => writeAll(lines("user", rows.flatMap((r) => regulationsOf(r).map((regulation) => userOut(r, regulation))), (u) => u))
+            )
+            yield* Effect.forEach(writers, (w) => w.close, { discard: true })
+            return { events, users }
+          })
+          // Interrupted (the server stopping): no partial file stays, no receiver takes half an export.
+          const outcome = yield* Effect.either(run).pipe(Effect.onInterrupt(() => abortAll))
+          if (Either.isLeft(outcome)) yield* abortAll
+          const now = yield* nowIso
+          const stored = yield* Effect.orDie((yield* Storage).repository(ExportRunsResource.tableDef).create({
+            id,
+            organization_id: org,
+            export_config_id: config.id,
+            from,
+            to,
+            status: Either.isRight(outcome) ? "succeeded" : "failed",
+            events_count: Either.isRight(outcome) ? outcome.right.events : 0,
+            users_count: Either.isRight(outcome) ? outcome.right.users : 0,
+            destinations_count: destinations.length,
+            error: Either.isLeft(outcome) ? outcome.left.message : null,
+            created_at: now,
+            updated_at: now,
+            version: 1
+          }))
+          return toOutput(ExportRunsResource, stored)
+        }).pipe(Effect.scoped),
+      releaseLease
+    )
   })

@@ -1,6 +1,7 @@
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { nowSeconds } from "../Clock.js"
+import { CredentialCache, forgetCredential } from "../CredentialCache.js"
 import { PlatformIntegration, PlatformIntegrationCreate, PlatformIntegrationUpdate, type PlatformIntegrationSession } from "../Domain/Account.js"
 import { InvalidInput } from "../Domain/Errors.js"
 import { addressKeys, throttled } from "../LoginThrottle.js"
@@ -25,7 +26,10 @@ export const PlatformIntegrationsResource = defineResource({
   revealsCredentials: "create",
   privateFields: { token_hash: field.string },
   defaults: { enabled: true },
+  ports: [CredentialCache],
   hooks: {
+    // A deleted integration's sessions end now in this process, not when its cached entry ages.
+    afterCommit: (output) => forgetCredential("platform_integrations", output.id),
     create: (_p, row) =>
       Effect.gen(function*() {
         const token = `pit_${row.id}.${randomToken(32)}`
@@ -75,7 +79,8 @@ const integrationSession = (integrationId: string | undefined, token: string) =>
     const iat = yield* nowSeconds
     const access_token = yield* (yield* TokenIssuer).issue({
       sub: integration.id,
-      kind: "client",
+      // Its own kind, so verifying a token knows which credential to look for.
+      kind: "integration",
       org: integration.organization_id,
       iat,
       exp: iat + settings.tokenTtlSeconds

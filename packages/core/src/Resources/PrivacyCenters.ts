@@ -1,7 +1,17 @@
+import * as Effect from "effect/Effect"
 import { PrivacyCenter, PrivacyCenterCreate, PrivacyCenterUpdate } from "../Domain/Property.js"
 import { defineResource } from "../Resource.js"
 
-/** Logo https, custom domains without scheme or slash, language codes and `display_cookies` are schema rules. */
+/** Host names compare without case: kept lower-cased, each once. */
+const hosts = (list: ReadonlyArray<string> | null | undefined) =>
+  list === null || list === undefined ? list : [...new Set(list.map((h) => h.toLowerCase()))]
+
+/**
+ * Logo https, custom domains as host names, language codes and `display_cookies` are schema
+ * rules. A custom domain is only a name the center answers to: naming a host proves nothing, so
+ * another organization's host is not refused here (which would also tell that it exists); a
+ * host is served only when it is a `ready` domain of the center's own organization.
+ */
 export const PrivacyCentersResource = defineResource({
   name: "privacy center",
   path: "privacy-centers",
@@ -12,5 +22,9 @@ export const PrivacyCentersResource = defineResource({
   updateInput: PrivacyCenterUpdate,
   methods: ["find", "get", "create", "update", "patch", "remove"],
   ownerField: "organization_id",
-  defaults: { auth_required: false }
+  defaults: { auth_required: false },
+  hooks: {
+    create: (_principal, row) => Effect.succeed({ row: { ...row, custom_domains: hosts(row.custom_domains) ?? null } }),
+    update: (_principal, _before, after) => Effect.succeed({ ...after, custom_domains: hosts(after.custom_domains) ?? null })
+  }
 })

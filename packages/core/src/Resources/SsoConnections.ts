@@ -22,6 +22,26 @@ const checkCertificate = (pem: string) =>
     }
   })
 
+const privateKeyBlock = /-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----/
+
+/**
+ * Every string of a body, at any depth, that holds a PEM private key block (`PRIVATE KEY`,
+ * `RSA PRIVATE KEY`, `ENCRYPTED PRIVATE KEY`, ...): an identity provider's key must never be
+ * sent to us, so it is refused before anything reads, stores or echoes it.
+ */
+export const privateKeyFields = (body: unknown, path = ""): Record<string, string> => {
+  const out: Record<string, string> = Object.create(null)
+  const walk = (v: unknown, at: string, depth: number): void => {
+    if (typeof v === "string") {
+      if (privateKeyBlock.test(v)) out[at || "body"] = "must not contain a private key: send the certificate only"
+    } else if (depth < 16 && typeof v === "object" && v !== null) {
+      for (const [k, x] of Object.entries(v)) walk(x, at ? `${at}.${k}` : k, depth + 1)
+    }
+  }
+  walk(body, path, 0)
+  return out
+}
+
 export const SsoConnectionsResource = defineResource({
   name: "SSO connection",
   path: "sso-connections",
@@ -37,6 +57,7 @@ export const SsoConnectionsResource = defineResource({
   unique: [["idp_connection_name"]],
   defaults: { idp_domain_aliases: [], idp_sign_saml_request: false },
   ports: [CertificateValidator],
+  screenBody: (body) => privateKeyFields(body),
   hooks: {
     create: (_principal, row) =>
       Effect.gen(function*() {

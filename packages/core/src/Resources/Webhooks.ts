@@ -16,8 +16,8 @@ import {
   WebhookUpdate
 } from "../Domain/Webhook.js"
 import { Storage, type TableDef } from "../Ports.js"
-import type { Principal } from "../Principal.js"
-import { eq } from "../Query.js"
+import { isOperator, type Principal } from "../Principal.js"
+import { eq, notPrefixed } from "../Query.js"
 import { sortableId } from "../Random.js"
 import {
   declareResource,
@@ -31,7 +31,15 @@ import {
 import { decode, loadVisible, requireFeatureBeforeBody, toOutput } from "../Service.js"
 import { Settings } from "../Settings.js"
 import { flattenPayload } from "../Webhooks/Flatten.js"
-import { type Endpoint, Endpoints, forgetEndpoint, SecretBox, subscriberTarget } from "../Webhooks/Ports.js"
+import {
+  type Endpoint,
+  Endpoints,
+  forgetEndpoint,
+  SecretBox,
+  SUBSCRIBER_PREFIX,
+  subscriberOf,
+  subscriberTarget
+} from "../Webhooks/Ports.js"
 
 // ---------------------------------------------------------------- receiver URLs
 
@@ -74,6 +82,8 @@ const Webhooks = declareResource({
   methods: ["find", "get", "create", "update", "patch", "remove"],
   ownerField: "organization_id",
   premiumFeature: "webhooks",
+  // Every webhook counts, enabled or not: enabling one is an update, which no quota checks.
+  quota: "webhooks",
   transient: ["signing_secret"],
   // Every answer: receiver and token URLs often carry a credential in their path or query.
   revealsCredentials: "every",
@@ -142,6 +152,11 @@ export const DeliveriesResource = defineResource({
   transient: ["attempts"],
   privateFields: { lease_until: field.optionalTimestamp, leased_by: field.optionalString },
   hooks: {
+    // An in-process subscriber's messages are the host's, not the organization's, though they
+    // carry the organization of the change: only the operator sees them through the API.
+    find: (principal, query) =>
+      Effect.succeed(isOperator(principal) ? query : { ...query, where: [...query.where, notPrefixed("webhook_id", SUBSCRIBER_PREFIX)] }),
+    visible: (principal, row) => isOperator(principal) || subscriberOf(row.webhook_id) === undefined,
     expand: (_p, row, output) =>
       Effect.map(
         Effect.flatMap(Storage, (s) =>
@@ -276,61 +291,94 @@ export const deleteSubscriber = (name: string) =>
     return Option.isSome(removed)
   })
 
+/** How many webhooks `enqueue` reads at a time, and how many messages it writes per statement. */
+const ENQUEUE_PAGE = 500
+
+interface Target {
+  readonly id: string
+  readonly event_types: ReadonlyArray<WebhookEventType>
+  readonly regulations: ReadonlyArray<string> | null | undefined
+  readonly flatten: boolean | null | undefined
+}
+
 /**
  * Addresses the messages of a change to every enabled webhook of the organization, and to every
  * registered in-process subscriber, whose filters accept them, as outbox rows written in the
- * caller's transaction: the change and its messages commit together or not at all.
+ * caller's transaction: the change and its messages commit together or not at all. Every
+ * enabled webhook gets its message however many there are (the `webhooks` quota bounds them):
+ * they are read a page at a time, in the order of their ids, and the rows written in batches.
  */
 export const enqueue = (organizationId: string, events: ReadonlyArray<OutgoingEvent>) =>
   Effect.gen(function*() {
     if (events.length === 0) return 0
     const storage = yield* Storage
-    const hooks = yield* storage.repository(WebhooksResource.tableDef).find({
-      count: false,
-      where: [eq("organization_id", organizationId), eq("enabled", true)],
-      sort: [],
-      ordered: false,
-      limit: 1000,
-      skip: 0
-    })
-    const subscribers = yield* subscriberList
-    const targets = [
-      ...hooks.data.map((h) => ({ id: h.id, event_types: h.event_types, regulations: h.regulations, flatten: h.flatten })),
-      ...subscribers.map((s) => ({ id: subscriberTarget(s.id), event_types: s.event_types, regulations: s.regulations, flatten: s.flatten }))
-    ]
-    if (targets.length === 0) return 0
+    const deliveries = storage.repository(DeliveriesResource.tableDef)
     const now = yield* nowIso
-    const rows: Array<StoredRow<typeof DeliveriesResource>> = []
-    for (const hook of targets) {
-      const types = hook.event_types
-      const regulations = hook.regulations ?? ["gdpr"]
-      for (const event of events) {
-        if (types.length > 0 && !types.includes(event.type)) continue
-        if (!regulations.includes(event.regulation)) continue
-        const body = { type: event.type, parameters: event.parameters, regulation: event.regulation }
-        rows.push({
-          id: `msg_${sortableId(Date.parse(now))}`,
-          organization_id: organizationId,
-          webhook_id: hook.id,
-          event_type: event.type,
-          regulation: event.regulation,
-          status: "pending",
-          attempts_count: 0,
-          next_attempt_at: now,
-          last_status_code: null,
-          payload: hook.flatten === true ? flattenPayload(body) : body,
-          lease_until: null,
-          leased_by: null,
-          created_at: now,
-          updated_at: now,
-          version: 1
-        })
-      }
+    let written = 0
+    const write = (targets: ReadonlyArray<Target>) =>
+      Effect.gen(function*() {
+        const rows = messagesOf(organizationId, targets, events, now)
+        for (let i = 0; i < rows.length; i += ENQUEUE_PAGE) {
+          yield* Effect.orDie(deliveries.insert(rows.slice(i, i + ENQUEUE_PAGE)))
+        }
+        written += rows.length
+      })
+    const webhooks = storage.repository(WebhooksResource.tableDef)
+    let after: string | undefined
+    for (;;) {
+      const page = yield* webhooks.find({
+        count: false,
+        where: [eq("organization_id", organizationId), eq("enabled", true)],
+        sort: [],
+        keyset: { fields: ["id"], after: after === undefined ? undefined : [after] },
+        limit: ENQUEUE_PAGE,
+        skip: 0
+      })
+      yield* write(page.data)
+      if (page.data.length < ENQUEUE_PAGE) break
+      after = page.data[page.data.length - 1]!.id
     }
-    if (rows.length === 0) return 0
-    yield* Effect.orDie(storage.repository(DeliveriesResource.tableDef).insert(rows))
-    return rows.length
+    const subscribers = yield* subscriberList
+    yield* write(subscribers.map((s) => ({ ...s, id: subscriberTarget(s.id) })))
+    return written
   })
+
+/** The outbox rows of a change's messages to the targets whose filters accept them. */
+const messagesOf = (
+  organizationId: string,
+  targets: ReadonlyArray<Target>,
+  events: ReadonlyArray<OutgoingEvent>,
+  now: string
+): Array<StoredRow<typeof DeliveriesResource>> => {
+  const rows: Array<StoredRow<typeof DeliveriesResource>> = []
+  for (const hook of targets) {
+    const types = hook.event_types
+    const regulations = hook.regulations ?? ["gdpr"]
+    for (const event of events) {
+      if (types.length > 0 && !types.includes(event.type)) continue
+      if (!regulations.includes(event.regulation)) continue
+      const body = { type: event.type, parameters: event.parameters, regulation: event.regulation }
+      rows.push({
+        id: `msg_${sortableId(Date.parse(now))}`,
+        organization_id: organizationId,
+        webhook_id: hook.id,
+        event_type: event.type,
+        regulation: event.regulation,
+        status: "pending",
+        attempts_count: 0,
+        next_attempt_at: now,
+        last_status_code: null,
+        payload: hook.flatten === true ? flattenPayload(body) : body,
+        lease_until: null,
+        leased_by: null,
+        created_at: now,
+        updated_at: now,
+        version: 1
+      })
+    }
+  }
+  return rows
+}
 
 // ---------------------------------------------------------------- endpoints for the dispatcher
 
@@ -398,12 +446,19 @@ export const EndpointsLive = Effect.gen(function*() {
 
 // ---------------------------------------------------------------- replay
 
-/** Re-enqueues one message with a fresh retry schedule; its attempt log is kept. */
+/**
+ * Re-enqueues one failed message with a fresh retry schedule; its attempt log is kept. A
+ * delivered message is not sent again, and a pending or delivering one is already on its way:
+ * both are a 409, so a replay never makes a receiver see a message twice on purpose.
+ */
 export const replayDelivery = (principal: Principal, id: string) =>
   Effect.gen(function*() {
     const row = yield* loadVisible(DeliveriesResource, principal, id)
-    if (row.status === "pending" || row.status === "delivering") {
-      return yield* Effect.fail(new Conflict({ message: `The delivery is already ${row.status}` }))
+    if (row.status !== "failed") {
+      const why = row.status === "delivered" ? "was delivered" : `is already ${row.status}`
+      return yield* Effect.fail(
+        new Conflict({ message: `The delivery '${id}' ${why}: only a failed message can be replayed` })
+      )
     }
     const now = yield* nowIso
     const repo = (yield* Storage).repository(DeliveriesResource.tableDef)

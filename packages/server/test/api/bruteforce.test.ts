@@ -23,8 +23,10 @@ describe("brute force", () => {
     server.clock.advance(1500)
     const ok = await attempt(ADMIN.key, ADMIN.secret)
     expect(ok.status, ok.text).toBe(201)
-    // A success clears the key's failures.
+    // A success clears the key's failures, not the address's: its sixth failure waits 2 s.
     expect400(await attempt(ADMIN.key, "wrong-again"))
+    expect((await attempt(ADMIN.key, ADMIN.secret)).status).toBe(429)
+    server.clock.advance(2500)
     expect((await attempt(ADMIN.key, ADMIN.secret)).status).toBe(201)
   })
 
@@ -59,6 +61,19 @@ describe("brute force on the other credential endpoints", () => {
     expect(r.status, r.text).toBe(201)
     return r.body.invitation.token as string
   }
+
+  it("sessions: a success from an address clears the credential that succeeded, never the address's count", async () => {
+    const session = (key: string, secret: string, address: string) =>
+      call(proxied.url, "POST", "/v1/sessions", { body: { type: "api-key", key, secret }, headers: from(address) })
+    for (let i = 0; i < 4; i++) expect400(await session(`made-up-${i}`, "x", "10.0.5.1"))
+    // A login of the guesser's own between guesses does not buy it more guesses.
+    expect((await session(ADMIN.key, ADMIN.secret, "10.0.5.1")).status).toBe(201)
+    expect400(await session("made-up-4", "x", "10.0.5.1"))
+    expectError(await session("made-up-5", "x", "10.0.5.1"), 429, "TooManyRequests", "too-many-requests")
+    expectError(await session(ADMIN.key, ADMIN.secret, "10.0.5.1"), 429, "TooManyRequests", "too-many-requests")
+    // The credential itself is not held back elsewhere.
+    expect((await session(ADMIN.key, ADMIN.secret, "10.0.5.2")).status).toBe(201)
+  })
 
   it("platform-integration tokens: after five failures the integration waits (429 with Retry-After), then its token works", async () => {
     const org = await op.createOrg()

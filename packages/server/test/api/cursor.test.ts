@@ -1,3 +1,4 @@
+import * as crypto from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { as, expect400, expect403, operatorOf, type Reply, start, type Tenant, type TestServer } from "./helpers.js"
 
@@ -289,11 +290,13 @@ describe("a cursor is bound to its query", () => {
       cursor.slice(0, -3),
       cursor + "x",
       json("just a string"),
-      json({ ...inside, v: 2 }),
+      json({ ...inside, v: inside.v + 1 }),
+      json({ ...inside, v: 1 }),
       json({ ...inside, k: inside.k.slice(1) }),
       json({ ...inside, k: ["yesterday", ...inside.k.slice(1)] }),
       json({ ...inside, k: [1, 2, 3] }),
-      json({ ...inside, q: "another-query" }),
+      json({ ...inside, c: "another-query" }),
+      json({ v: inside.v, k: inside.k }),
       Buffer.from([0xff, 0xfe, 0x7b]).toString("base64url"),
       "A".repeat(5000)
     ]
@@ -306,6 +309,53 @@ describe("a cursor is bound to its query", () => {
     expect400(asList)
     expect(errorKeys(asList)).toEqual(["$cursor"])
   })
+
+  it("a cursor edited by the client, its check computed again without the server's key, is a 400", async () => {
+    const json = (o: unknown) => Buffer.from(JSON.stringify(o)).toString("base64url")
+    const sha256 = (data: string, bytes = 32) => crypto.createHash("sha256").update(data).digest().subarray(0, bytes).toString("base64url")
+    const inside = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"))
+    // Back to before the first event, and on to another filter: both would page what the cursor never allowed.
+    const back = [`${T}.000Z`, inside.k[1], ""]
+    const forged = [
+      // As cursors were once made: a plain digest of the service and the query beside the position.
+      json({ v: 1, q: sha256(JSON.stringify(["consents/events", { $limit: "1", status: "confirmed" }]), 16), k: back }),
+      json({ v: 1, q: sha256(JSON.stringify(["consents/events", { $limit: "1", status: "pending_approval" }]), 16), k: inside.k }),
+      // The current layout, with the check of the edited content computed as a plain digest.
+      json({ ...inside, k: back, c: sha256(JSON.stringify([inside.v, JSON.stringify(["consents/events", { $limit: "1", status: "confirmed" }]), back])) }),
+      // The check of the cursor kept, the position moved.
+      json({ ...inside, k: back })
+    ]
+    for (const [c, q] of [[forged[0]!, "status=confirmed&$limit=1"], [forged[1]!, "status=pending_approval&$limit=1"], [forged[2]!, "status=confirmed&$limit=1"], [forged[3]!, "status=confirmed&$limit=1"]]) {
+      const r = await next(q, c)
+      expect400(r)
+      expect(errorKeys(r), c.slice(0, 60)).toEqual(["$cursor"])
+    }
+  })
+
+  it("a cursor of another server, with another key, is a 400 there", async () => {
+    const other = await start()
+    try {
+      const otherOp = await operatorOf(other.url)
+      const o = await otherOp.tenant()
+      const flags = await otherOp.featuresOf(o.org.id)
+      expect((await otherOp.call("PATCH", `/v1/premium-features/${flags.id}`, { body: { consents_api: true } })).status).toBe(200)
+      const call = as(other.url, o.token)
+      for (const [i, at] of [0, 1, 2].entries()) {
+        const r = await call("POST", "/v1/consents/events", {
+          body: { id: `e${i}`, organization_id: o.org.id, created_at: `${T}.00${at}Z`, user: { id: "u1" }, consents: { purposes: [{ id: "analytics", enabled: true }] } }
+        })
+        expect(r.status, r.text).toBe(201)
+      }
+      // Its own cursor pages; this server's cursor of the same query does not.
+      const own = await page(call, "consents/events", "status=confirmed&$limit=1", "")
+      expect((await page(call, "consents/events", "status=confirmed&$limit=1", own.cursor!)).data.map((e) => e.id)).toEqual(["e1"])
+      const foreign = await call("GET", `/v1/consents/events?status=confirmed&$limit=1&$cursor=${enc(cursor)}`)
+      expect400(foreign)
+      expect(errorKeys(foreign)).toEqual(["$cursor"])
+    } finally {
+      await other.close()
+    }
+  }, 30_000)
 
   it("$sort or $skip with $cursor is a 400 naming them; $limit=0 with it too", async () => {
     for (const [q, key] of [["$sort[created_at]=1", "$sort"], ["$skip=1", "$skip"], ["$skip=0", "$skip"], ["$limit=0", "$limit"]]) {

@@ -88,6 +88,50 @@ describe("domains", () => {
     expect((await asA("GET", `/v1/domains/${d.id}`)).status).toBe(404)
   })
 
+  it("a name reads, changes and goes by any spelling it could be created with", async () => {
+    const name = fqdn()
+    await create(name)
+    const spelled = `${name.toUpperCase()}.`
+    expect((await asA("GET", `/v1/domains/${spelled}`)).body.id).toBe(name)
+    expect((await asA("PATCH", `/v1/domains/${spelled}`, { body: { description: "x" } })).body).toMatchObject({ id: name, description: "x" })
+    expect((await asA("DELETE", `/v1/domains/${spelled}`)).status).toBe(200)
+    expect((await asA("GET", `/v1/domains/${name}`)).status).toBe(404)
+  })
+
+  it("another organization's name: its create answers as a duplicate of one's own, reads as an unknown name", async () => {
+    const b = await op.tenant()
+    const asB = as(server.url, b.token)
+    const name = fqdn()
+    await create(name)
+    const ownDuplicate = await asA("POST", "/v1/domains", { body: { id: name, organization_id: a.org.id, usage: "cmp" } })
+    const foreign = await asB("POST", "/v1/domains", { body: { id: `${name.toUpperCase()}.`, organization_id: b.org.id, usage: "cmp" } })
+    expect409(foreign)
+    // Nothing in the answer tells whose name it is, nor its state.
+    expect(foreign.body).toEqual(ownDuplicate.body)
+    const unknown = fqdn()
+    const read = await asB("GET", `/v1/domains/${name}`)
+    const readUnknown = await asB("GET", `/v1/domains/${unknown}`)
+    expect([read.status, readUnknown.status]).toEqual([404, 404])
+    expect(read.body.message.replace(name, "<id>")).toBe(readUnknown.body.message.replace(unknown, "<id>"))
+    expect((await asB("PATCH", `/v1/domains/${name}`, { body: { description: "mine" } })).status).toBe(404)
+    expect((await asB("DELETE", `/v1/domains/${name}`)).status).toBe(404)
+    expect((await asB("GET", `/v1/domains?id=${name}`)).body.data).toEqual([])
+  })
+
+  it("the operator releases a name its holder never proved (still a draft), and another organization may claim it", async () => {
+    const b = await op.tenant()
+    const asB = as(server.url, b.token)
+    const name = fqdn()
+    await create(name)
+    expect409(await asB("POST", "/v1/domains", { body: { id: name, organization_id: b.org.id, usage: "cmp" } }))
+    const released = await op.call("DELETE", `/v1/domains/${name}`)
+    expect(released.status, released.text).toBe(200)
+    expect(released.body).toMatchObject({ id: name, organization_id: a.org.id, status: "draft" })
+    const claimed = await asB("POST", "/v1/domains", { body: { id: name, organization_id: b.org.id, usage: "cmp" } })
+    expect(claimed.status, claimed.text).toBe(201)
+    expect((await asA("GET", `/v1/domains/${name}`)).status).toBe(404)
+  })
+
   it("enabled: false de-provisions a ready domain; a disabled domain cannot be scheduled", async () => {
     const d = await create()
     await asA("PATCH", `/v1/domains/${d.id}`, { body: { status: "scheduled" } })

@@ -344,3 +344,104 @@ describe("exports: tenant isolation", () => {
     }))
   })
 })
+
+describe("exports: one run at a time per organization", () => {
+  /** A receiver that takes the body, then answers only when the test lets it: the run stays open meanwhile. */
+  let held: http.Server
+  let heldUrl: string
+  const waiting: Array<{ readonly body: Promise<string>; readonly answer: (status: number) => void }> = []
+  let arrived: () => void = () => {}
+  beforeAll(async () => {
+    held = http.createServer((req, res) => {
+      const chunks: Array<Buffer> = []
+      const body = new Promise<string>((resolve) => req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8"))))
+      req.on("data", (c: Buffer) => chunks.push(c))
+      waiting.push({ body, answer: (status) => res.writeHead(status).end("ok") })
+      arrived()
+    })
+    await new Promise<void>((resolve) => held.listen(0, "127.0.0.1", resolve))
+    heldUrl = `http://127.0.0.1:${(held.address() as AddressInfo).port}/held`
+  })
+  afterAll(async () => {
+    held?.closeAllConnections()
+    await new Promise<void>((resolve) => held ? held.close(() => resolve()) : resolve())
+  })
+
+  /** Starts a run to the held receiver and waits until the receiver has its request. */
+  const startHeld = async (t: T, configId: string) => {
+    const request = new Promise<void>((resolve) => (arrived = resolve))
+    const run = t.call("POST", "/v1/exports/execute", {
+      body: { organization_id: t.org.id, export_config_id: configId, from: "2026-11-01T00:00:00Z", to: "2026-12-01T00:00:00Z" }
+    })
+    await request
+    return { run, request: waiting.shift()! }
+  }
+
+  it("a second run of the same organization is a 429 with Retry-After; another organization's run is not held up", async () => {
+    const a = await tenant()
+    const b = await tenant()
+    expect((await event(a, "u", "2026-11-10T00:00:00.000Z")).status).toBe(201)
+    const first = await newConfig(a, [{ type: "https", url: heldUrl }])
+    const second = await newConfig(a, [dir(`second-${a.org.id}`)])
+    const theirs = await newConfig(b, [dir(`theirs-${b.org.id}`)])
+    const { run, request } = await startHeld(a, first.id)
+
+    for (const configId of [first.id, second.id]) {
+      const busy = await a.call("POST", "/v1/exports/execute", {
+        body: { organization_id: a.org.id, export_config_id: configId, from: "2026-11-01T00:00:00Z", to: "2026-12-01T00:00:00Z" }
+      })
+      expect(busy.status, busy.text).toBe(429)
+      expect(busy.body).toMatchObject({ name: "TooManyRequests", code: 429, className: "too-many-requests" })
+      const retryAfter = Number(busy.headers.get("retry-after"))
+      expect(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 60, `Retry-After ${retryAfter}`).toBe(true)
+    }
+    // Refused runs are not recorded: only the one that ran will be.
+    expect((await a.call("GET", "/v1/exports/runs")).body.total).toBe(0)
+
+    const other = await b.call("POST", "/v1/exports/execute", {
+      body: { organization_id: b.org.id, export_config_id: theirs.id, from: "2026-11-01T00:00:00Z", to: "2026-12-01T00:00:00Z" }
+    })
+    expect(other.status, other.text).toBe(201)
+    expect(other.body.status).toBe("succeeded")
+
+    expect(readNdjson(await request.body).filter((l) => l.type === "event")).toHaveLength(1)
+    request.answer(200)
+    const done = await run
+    expect(done.status, done.text).toBe(201)
+    expect(done.body).toMatchObject({ status: "succeeded", events_count: 1 })
+
+    // Finished: the organization may run again.
+    const again = await a.call("POST", "/v1/exports/execute", {
+      body: { organization_id: a.org.id, export_config_id: second.id, from: "2026-11-01T00:00:00Z", to: "2026-12-01T00:00:00Z" }
+    })
+    expect(again.status, again.text).toBe(201)
+    expect(again.body).toMatchObject({ status: "succeeded", events_count: 1 })
+  })
+
+  it("a failed run frees the organization too", async () => {
+    const t = await tenant()
+    const c = await newConfig(t, [{ type: "https", url: heldUrl }])
+    const { run, request } = await startHeld(t, c.id)
+    request.answer(500)
+    expect((await run).body.status).toBe("failed")
+    const next = await startHeld(t, c.id)
+    next.request.answer(200)
+    expect((await next.run).body.status).toBe("succeeded")
+  })
+
+  it("a run whose lease lapsed (its server stopped mid-run) no longer holds the organization", async () => {
+    const t = await tenant()
+    const c = await newConfig(t, [{ type: "https", url: heldUrl }])
+    const stuck = await startHeld(t, c.id)
+    const busy = await t.call("POST", "/v1/exports/execute", {
+      body: { organization_id: t.org.id, export_config_id: c.id, from: "2026-11-01T00:00:00Z", to: "2026-12-01T00:00:00Z" }
+    })
+    expect(busy.status, busy.text).toBe(429)
+    server.clock.advance((Number(busy.headers.get("retry-after")) + 1) * 1000)
+    const next = await startHeld(t, c.id)
+    next.request.answer(200)
+    expect((await next.run).body.status).toBe("succeeded")
+    stuck.request.answer(200)
+    expect((await stuck.run).status).toBe(201)
+  })
+})

@@ -146,8 +146,14 @@ const userToday = (old: any, regulation = "gdpr") => {
     }
   }
 }
-/** An old answer in today's contract: only consent users changed shape. */
+/** A quota as c26579d answered it, in today's contract: the `webhooks` count quota came later (20 for existing organizations). */
+const quotaToday = (old: any) => ({ ...old, webhooks: 20 })
+
+/** An old answer in today's contract: consent users changed shape, quotas gained a field. */
 const today = (record: any) => {
+  if (record.path.startsWith("/v1/quotas")) {
+    return Array.isArray(record.body.data) ? { ...record.body, data: record.body.data.map(quotaToday) } : quotaToday(record.body)
+  }
   if (!record.path.startsWith("/v1/consents/users")) return record.body
   return Array.isArray(record.body.data) ? { ...record.body, data: record.body.data.map((u: any) => userToday(u)) } : userToday(record.body)
 }
@@ -288,6 +294,10 @@ describe(`forward migration from c26579d (${storeKind})`, () => {
     // The webhook of A now points at this test's receiver (its old receiver is gone).
     const patched = await as("A")("PATCH", `/v1/webhooks/${A.webhooks[0].id}`, { body: { url: `${hook.url}/hooks/a` } })
     expect(patched.status, patched.text).toBe(200)
+    // So does B's webhook whose receiver answered 410 Gone (it was switched off then).
+    const gone = B.webhooks[1]
+    const revived = await as("B")("PATCH", `/v1/webhooks/${gone.id}`, { body: { url: `${hook.url}/hooks/b`, enabled: true } })
+    expect(revived.status, revived.text).toBe(200)
     const events = (await as("A")("GET", "/v1/consents/events?$limit=0")).body.total
     const organization = (await as("A")("GET", `/v1/organizations/${A.organization_id}`)).body
     await server!.close()
@@ -305,16 +315,19 @@ describe(`forward migration from c26579d (${storeKind})`, () => {
     }
 
     // The two messages queued above are delivered, signed with the signing secret c26579d
-    // sealed with its encryption key; so is an old message replayed.
-    const replayed = expected.records.find((x: any) => x.as === "A" && x.path.startsWith("/v1/webhooks/deliveries/") && x.body.webhook_id === A.webhooks[0].id).body
-    const replay = await as("A")("POST", `/v1/webhooks/deliveries/${replayed.id}/replay`)
-    expect(replay.status, replay.text).toBeLessThan(300)
+    // sealed with its encryption key; so is an old failed message replayed. An old delivered
+    // message is not sent again.
+    const delivered = expected.records.find((x: any) => x.as === "A" && x.path.startsWith("/v1/webhooks/deliveries/") && x.body.webhook_id === A.webhooks[0].id).body
+    expect((await as("A")("POST", `/v1/webhooks/deliveries/${delivered.id}/replay`)).status).toBe(409)
+    const replayed = expected.records.find((x: any) => x.as === "B" && x.path.startsWith("/v1/webhooks/deliveries/") && x.body.webhook_id === gone.id && x.body.status === "failed").body
+    const replay = await as("B")("POST", `/v1/webhooks/deliveries/${replayed.id}/replay`)
+    expect(replay.status, replay.text).toBe(200)
     const requests = await eventually(
       async () => (hook.requests.some((q) => q.headers["webhook-id"] === replayed.id) && hook.requests.length >= 3 ? hook.requests : undefined),
       "the receiver to get the new messages and the replayed one"
     )
-    const verifier = new Webhook(A.webhooks[0].signing_secret)
     for (const q of requests) {
+      const verifier = new Webhook(q.url === "/hooks/b" ? gone.signing_secret : A.webhooks[0].signing_secret)
       const headers = {
         "webhook-id": String(q.headers["webhook-id"]),
         "webhook-timestamp": String(q.headers["webhook-timestamp"]),

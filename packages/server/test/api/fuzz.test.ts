@@ -43,14 +43,31 @@ const expectContract = (r: Reply, context: string) => {
   }
 }
 
+/** Names every JavaScript object inherits: as keys or values they must be plain names. */
+const prototypeNames = [
+  "constructor",
+  "__proto__",
+  "toString",
+  "hasOwnProperty",
+  "valueOf",
+  "isPrototypeOf",
+  "propertyIsEnumerable",
+  "toLocaleString",
+  "__defineGetter__",
+  "__lookupSetter__"
+]
+const protoName = fc.constantFrom(...prototypeNames)
+const keyName = (maxLength: number) => fc.oneof(fc.string({ maxLength }), protoName)
+
 const value = fc.oneof(
   fc.string({ maxLength: 40 }),
+  protoName,
   fc.integer(),
   fc.double(),
   fc.boolean(),
   fc.constant(null),
   fc.array(fc.string({ maxLength: 8 }), { maxLength: 3 }),
-  fc.dictionary(fc.string({ maxLength: 8 }), fc.oneof(fc.string({ maxLength: 8 }), fc.integer(), fc.boolean()), { maxKeys: 3 }),
+  fc.dictionary(keyName(8), fc.oneof(fc.string({ maxLength: 8 }), fc.integer(), fc.boolean()), { maxKeys: 3 }),
   fc.constantFrom("' OR 1=1 --", "\"; DROP TABLE api_keys; --", "__proto__", "https://127.0.0.1/x", "2026-01-01T00:00:00Z")
 )
 
@@ -60,7 +77,7 @@ const bodyFor = (schemaName: string | undefined) => {
   const known = fields.length > 0
     ? fc.dictionary(fc.constantFrom(...fields), value, { maxKeys: Math.min(fields.length, 6) })
     : fc.constant({})
-  return fc.tuple(known, fc.dictionary(fc.string({ maxLength: 10 }), value, { maxKeys: 2 }), fc.boolean()).map(
+  return fc.tuple(known, fc.dictionary(keyName(10), value, { maxKeys: 2 }), fc.boolean()).map(
     ([k, extra, ownOrg]) => ({ ...(Math.random() < 0.2 ? extra : {}), ...k, ...(ownOrg ? { organization_id: orgId } : {}) })
   )
 }
@@ -97,9 +114,13 @@ describe("fuzzing every service of the OpenAPI document", () => {
     const finds = Object.entries(paths).filter(([p, ops]) => ops.get && !p.includes("{") && p.startsWith("/v1/"))
     const key = fc.oneof(
       fc.string({ maxLength: 12 }),
-      fc.constantFrom("$limit", "$skip", "$sort[created_at]", "$select[]", "$or[0][name]", "name[$in][]", "created_at[$gt]", "id[$nin]", "organization_id", "__proto__[x]", "name[$regex]")
+      protoName,
+      protoName.map((n) => `$sort[${n}]`),
+      protoName.map((n) => `$select[]=${n}`),
+      protoName.map((n) => `${n}[$in][]`),
+      fc.constantFrom("$limit", "$skip", "$sort[created_at]", "$select[]", "$or[0][name]", "name[$in][]", "created_at[$gt]", "id[$nin]", "organization_id", "__proto__[x]", "name[$regex]", "regulation", "$or[0][constructor]")
     )
-    const query = fc.array(fc.tuple(key, fc.string({ maxLength: 12 })), { maxLength: 4 }).map((pairs) =>
+    const query = fc.array(fc.tuple(key, keyName(12)), { maxLength: 4 }).map((pairs) =>
       pairs.map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join("&")
     )
     for (const [path] of finds) {
@@ -137,5 +158,35 @@ describe("fuzzing every service of the OpenAPI document", () => {
         expect(r.status, `POST ${path} ${raw.slice(0, 30)}`).toBeGreaterThanOrEqual(400)
       }
     }
+  }, 120_000)
+})
+
+describe("fuzzing consent events whose map keys are prototype names", () => {
+  it("regulations, purpose ids, vendor ids and metadata keys of any name: accepted, shown back, never a 5xx", async () => {
+    const regulation = fc.constantFrom("gdpr", "ccpa", "constructor", "__proto__")
+    const id = keyName(6).filter((s) => s.length > 0)
+    const metadata = fc.dictionary(keyName(6), fc.oneof(fc.string({ maxLength: 6 }), fc.integer()), { maxKeys: 3 })
+    const event = fc.record({
+      regulation,
+      user: fc.record({ organization_user_id: fc.constantFrom("fuzz-a", "fuzz-b", "constructor", "__proto__"), metadata }),
+      metadata,
+      consents: fc.record({
+        purposes: fc.array(fc.record({ id, enabled: fc.boolean(), metadata }), { maxLength: 3 }),
+        vendors: fc.record({ enabled: fc.array(id, { maxLength: 2 }), disabled_li: fc.array(id, { maxLength: 2 }) })
+      })
+    })
+    await fc.assert(
+      fc.asyncProperty(event, async (e) => {
+        const r = await call("POST", "/v1/consents/events", { body: { organization_id: orgId, ...e } })
+        expect(r.status, r.text).toBe(201)
+        expect(r.body.regulation).toBe(e.regulation)
+        const shown = await call("GET", `/v1/consents/users/${r.body.user.id}?regulation=${encodeURIComponent(e.regulation)}`)
+        expect(shown.status, shown.text).toBe(200)
+        expect(shown.body.regulation).toBe(e.regulation)
+        const ids = new Set(shown.body.consents.purposes.map((p: { id: string }) => p.id))
+        for (const p of e.consents.purposes) expect(ids.has(p.id), p.id).toBe(true)
+      }),
+      { numRuns: 40 }
+    )
   }, 120_000)
 })

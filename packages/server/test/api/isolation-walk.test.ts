@@ -1,3 +1,4 @@
+import { deleteSubscriber, saveSubscriber } from "@cmp/core"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -260,7 +261,9 @@ const FIXTURES: Record<string, Fixture> = {
   "/v1/domains": {
     create: (c) => ({ id: `${c.mark}-${unique("d")}.example.com`, organization_id: c.org, usage: "cmp", description: `${c.mark} domain` }),
     put: (c) => ({ enabled: true, description: `${c.mark} put` }),
-    patch: (c) => ({ description: `${c.mark} patch` })
+    patch: (c) => ({ description: `${c.mark} patch` }),
+    // A name reads the same by any spelling it could be created with.
+    alsoNamedBy: (d) => [`${d.id.toUpperCase()}.`]
   },
   "/v1/cookies": {
     create: (c) => ({
@@ -951,6 +954,46 @@ describe("tenant isolation, walked from the OpenAPI document", () => {
     expect(await status(C, "/v1/consents/events")).toBe(403)
     expect(await status(A, "/v1/consents/events")).toBe(200)
     expect(await status(B, "/v1/consents/events")).toBe(200)
+  })
+
+  it("an in-process subscriber's messages of A's changes are the host's: no principal of A reaches them", async () => {
+    const name = `walk-${A.mark}`
+    await server.api.runtime.runPromise(saveSubscriber(name, {}))
+    try {
+      const event = FIXTURES["/v1/consents/events"]!.create!({ ...ctxOf(A), objs: A.objs })
+      await created(A.call, "/v1/consents/events", { ...event, id: unique("subscribed") })
+      const target = encodeURIComponent(`subscriber:${name}`)
+      const listed = await op.call("GET", `/v1/webhooks/deliveries?organization_id=${A.org.id}&webhook_id=${target}`)
+      expect(listed.status, listed.text).toBe(200)
+      expect(listed.body.total).toBeGreaterThan(0)
+      const message = listed.body.data[0]
+      const problems: Array<string> = []
+      for (const who of ["api key", "member", "platform integration"] as const) {
+        const token = principals[who]
+        const found = await send(token, "GET", `/v1/webhooks/deliveries?webhook_id=${target}`)
+        if (found.status !== 200 || found.body.total !== 0) problems.push(`${who}: find ${found.status} ${found.text.slice(0, 200)}`)
+        const all = await send(token, "GET", "/v1/webhooks/deliveries?$limit=1000")
+        if (all.body.data?.some((d: any) => d.webhook_id.startsWith("subscriber:"))) problems.push(`${who}: listed a subscriber's message`)
+        for (const [method, url] of [["GET", ""], ["POST", "/replay"]] as const) {
+          const r = await send(token, method, `/v1/webhooks/deliveries/${message.id}${url}`)
+          const unknown = await send(token, method, `/v1/webhooks/deliveries/msg_${A.mark}${url}`)
+          if (r.status !== 404 || r.text.replace(message.id, "") !== unknown.text.replace(`msg_${A.mark}`, "")) {
+            problems.push(`${who}: ${method} ${url || "get"}: ${r.status} ${r.text.slice(0, 200)}`)
+          }
+        }
+        // A's own message, with B named in the query: still A's message (pending: 409), no other scope.
+        const own = A.objs["/v1/webhooks/deliveries"]
+        const replay = await send(token, "POST", `/v1/webhooks/deliveries/${own.id}/replay?organization_id=${B.org.id}`)
+        if (replay.status !== 409) problems.push(`${who}: replay of A's message naming B: ${replay.status} ${replay.text.slice(0, 200)}`)
+        const theirs = await send(token, "POST", `/v1/webhooks/deliveries/${B.objs["/v1/webhooks/deliveries"].id}/replay?organization_id=${A.org.id}`)
+        if (theirs.status !== 404) problems.push(`${who}: replay of B's message naming A: ${theirs.status} ${theirs.text.slice(0, 200)}`)
+      }
+      expect(problems).toEqual([])
+      const after = await op.call("GET", `/v1/webhooks/deliveries/${message.id}`)
+      expect(after.body).toMatchObject({ status: message.status, version: message.version })
+    } finally {
+      await server.api.runtime.runPromise(deleteSubscriber(name))
+    }
   })
 })
 

@@ -29,12 +29,35 @@ describe("logs", () => {
     const line = parsed.find((p) => p.annotations?.requestId === "req-123")
     expect(line).toBeDefined()
     expect(line!.message).toBe("request")
-    expect(line!.annotations).toMatchObject({ method: "GET", path: "/v1/keys", status: 200 })
+    expect(line!.annotations).toMatchObject({ method: "GET", route: "/v1/keys", status: 200 })
     expect(typeof line!.annotations.durationMs).toBe("number")
 
     const all = lines.join("\n")
     expect(all).not.toContain(ADMIN.secret)
     expect(all).not.toContain(token)
     expect(all).not.toContain("private-value")
+  })
+
+  it("names the route, never the ids in the path nor a path no route has", async () => {
+    const { call, login } = client(server.url)
+    const token = await login(ADMIN.key, ADMIN.secret)
+    const requests = [
+      ["/v1/consents/users/ada.lovelace%40example.com", "user-by-email", "/v1/consents/users/:id"],
+      ["/v1/keys/key-of-ada.lovelace", "key-by-id", "/v1/keys/:id"],
+      ["/v1/webhooks/deliveries/delivery-of-ada.lovelace/replay", "action-with-id", "/v1/webhooks/deliveries/:id/replay"],
+      ["/v1/no-such-service/ada.lovelace", "unknown-path", "(unknown)"],
+      ["/ada.lovelace/elsewhere", "outside-v1", "(unknown)"]
+    ] as const
+    for (const [path, requestId] of requests) {
+      const method = path.endsWith("/replay") ? "POST" : "GET"
+      await call(method, path, { token, headers: { "x-request-id": requestId } })
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    const parsed = lines.map((l) => JSON.parse(l) as { message: unknown; annotations: Record<string, unknown> })
+    for (const [, requestId, route] of requests) {
+      const line = parsed.find((p) => p.annotations?.requestId === requestId)
+      expect(line?.annotations.route, requestId).toBe(route)
+    }
+    expect(lines.join("\n")).not.toContain("ada.lovelace")
   })
 })

@@ -468,6 +468,28 @@ describe("notices: template configs (IAB TCF rules)", () => {
     }))
   })
 
+  it("restriction purpose ids are TCF purpose ids, \"1\" to \"11\": nothing else slips past the req-li rule", async () => {
+    const t = await tenant()
+    for (const p of ["1x", "1,3", "3 4", "1\u0000", " 3", "3 ", "03", "0", "12", "-1", "1.0", "", "٣", "constructor"]) {
+      for (const restrictionType of ["req-li", "allow"]) {
+        const r = await template(t, app({
+          restrictions: [{ id: "r", purposeId: ["2", p], restrictionType, vendors: { restrictionType: "all" } }]
+        }))
+        expect400(r)
+        expect(Object.keys(r.body.errors), JSON.stringify(p)).toContain("config.app.vendors.iab.restrictions.0.purposeId.1")
+      }
+      const scoped = await template(t, app({
+        restrictions: [{ id: "r", purposeId: ["2"], restrictionType: "allow", vendors: { restrictionType: "all", purposeId: [p] } }]
+      }))
+      expect400(scoped)
+      expect(Object.keys(scoped.body.errors), JSON.stringify(p)).toContain("config.app.vendors.iab.restrictions.0.vendors.purposeId.0")
+    }
+    const ok = await template(t, app({
+      restrictions: [{ id: "r", purposeId: ["2", "7", "11"], restrictionType: "req-li", vendors: { restrictionType: "all", purposeId: ["1", "11"] } }]
+    }))
+    expect(ok.status, ok.text).toBe(201)
+  })
+
   it("vendors.restrictionType list requires vendor ids", async () => {
     const t = await tenant()
     for (const vendors of [{ restrictionType: "list" }, { restrictionType: "list", ids: [] }]) {

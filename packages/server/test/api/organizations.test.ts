@@ -214,6 +214,29 @@ describe("organizations: the operator", () => {
     expect(bad.body.errors).toHaveProperty("validate_purpose_id")
   })
 
+  it("alone sets iab_tcf_cmp_id, an integer from 1 to 4095; anyone else is told it is the operator's", async () => {
+    const org = await op.createOrg({ iab_tcf_cmp_id: 300 })
+    expect(org.iab_tcf_cmp_id).toBe(300)
+    const set = await op.call("PATCH", `/v1/organizations/${org.id}`, { body: { iab_tcf_cmp_id: 4095 } })
+    expect(set.status, set.text).toBe(200)
+    expect(set.body.iab_tcf_cmp_id).toBe(4095)
+    for (const value of [0, 4096, 2 ** 31, 1.5, -1, "12"]) {
+      const r = await op.call("PATCH", `/v1/organizations/${org.id}`, { body: { iab_tcf_cmp_id: value } })
+      expect400(r)
+      expect(r.body.errors, String(value)).toHaveProperty("iab_tcf_cmp_id")
+    }
+    const cleared = await op.call("PATCH", `/v1/organizations/${org.id}`, { body: { iab_tcf_cmp_id: null } })
+    expect(cleared.body.iab_tcf_cmp_id ?? null).toBeNull()
+
+    const before = (await asA("GET", `/v1/organizations/${a.org.id}`)).body
+    for (const method of ["PATCH", "PUT"] as const) {
+      const r = await asA(method, `/v1/organizations/${a.org.id}`, { body: { name: a.org.name, iab_tcf_cmp_id: 12 } })
+      expect400(r)
+      expect(r.body.errors.iab_tcf_cmp_id).toBe("may only be set by the operator")
+    }
+    expect((await asA("GET", `/v1/organizations/${a.org.id}`)).body).toEqual(before)
+  })
+
   it("still cannot set public_api_key or self_register", async () => {
     const org = await op.createOrg()
     for (const field of ["public_api_key", "self_register"]) {

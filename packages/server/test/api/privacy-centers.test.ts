@@ -11,6 +11,7 @@ let a: Tenant
 let asA: ReturnType<typeof as>
 
 const cert = fs.readFileSync(path.join(import.meta.dirname, "fixtures", "localhost-cert.pem"), "utf8")
+const key = fs.readFileSync(path.join(import.meta.dirname, "fixtures", "localhost-key.pem"), "utf8")
 
 beforeAll(async () => {
   server = await start()
@@ -62,6 +63,21 @@ describe("privacy centers", () => {
       expect400(r)
       expect(r.body.errors["custom_domains.0"], d).toBeDefined()
     }
+  })
+
+  it("custom_domains are host names only: no IP address in any form, no port; kept lower-cased", async () => {
+    for (const d of ["10.0.0.1", "127.0.0.1", "169.254.169.254", "127.1", "0x7f.1", "[::1]", "::1", "::ffff:127.0.0.1",
+      "privacy.example.com:8443", "privacy.example.com.", "privacy.123"]) {
+      const r = await center({ custom_domains: ["ok.example.com", d] })
+      expect400(r)
+      expect(r.body.errors["custom_domains.1"], d).toBeDefined()
+    }
+    const r = await center({ custom_domains: ["Privacy.Example.COM", "privacy.example.com", "1password.example.com"] })
+    expect(r.status, r.text).toBe(201)
+    expect(r.body.custom_domains).toEqual(["privacy.example.com", "1password.example.com"])
+    const patched = await asA("PATCH", `/v1/privacy-centers/${r.body.id}`, { body: { custom_domains: ["HELP.Example.org"] } })
+    expect(patched.body.custom_domains).toEqual(["help.example.org"])
+    expect400(await asA("PATCH", `/v1/privacy-centers/${r.body.id}`, { body: { custom_domains: ["192.168.1.1"] } }))
   })
 
   it("languages are two-letter or language-country codes; display_cookies and auth_required are checked", async () => {
@@ -138,6 +154,56 @@ describe("SSO connections", () => {
     expect400(await as(server.url, t.token)("PATCH", `/v1/sso-connections/${ok.body.id}`, {
       body: { organization_id: t.org.id, idp_certificate: forged }
     }))
+  })
+
+  it("idp_certificate is exactly one certificate; a private key in any field is a 400 that says so, never stored nor echoed", async () => {
+    const t = await op.tenant()
+    await enableSso(t.org.id)
+    const asT = as(server.url, t.token)
+    const keyMaterial = key.split("\n")[1]!
+    expect(key).toMatch(/PRIVATE KEY/)
+    const rsa = key.replace(/-----(BEGIN|END) PRIVATE KEY-----/g, "-----$1 RSA PRIVATE KEY-----")
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [{ idp_certificate: `${cert}\n${key}` }, "idp_certificate"],
+      [{ idp_certificate: `${key}\n${cert}` }, "idp_certificate"],
+      [{ idp_certificate: key }, "idp_certificate"],
+      [{ idp_certificate: `${cert}${rsa}` }, "idp_certificate"],
+      [{ idp_sign_in_endpoint: key }, "idp_sign_in_endpoint"],
+      [{ idp_sign_out_endpoint: `https://idp.example.com/${key}` }, "idp_sign_out_endpoint"],
+      [{ idp_domain_aliases: ["example.com", key] }, "idp_domain_aliases.1"],
+      [{ idp_sign_saml_request: key }, "idp_sign_saml_request"],
+      [{ notes: key }, "notes"]
+    ]
+    for (const [extra, field] of cases) {
+      const r = await sso(t.token, t.org.id, extra)
+      expect400(r)
+      expect(r.body.errors[field], field).toMatch(/must not contain a private key/)
+      expect(r.text).not.toContain(keyMaterial)
+    }
+    for (const pem of [`${cert}\n${cert}`, `${cert}\ntrailing text`, `leading text\n${cert}`, cert.replace("-----END CERTIFICATE-----", "")]) {
+      const r = await sso(t.token, t.org.id, { idp_certificate: pem })
+      expect400(r)
+      expect(r.body.errors.idp_certificate).toMatch(/exactly one PEM certificate/)
+    }
+    expect((await asT("GET", "/v1/sso-connections")).body.total).toBe(0)
+    const ok = await sso(t.token, t.org.id, { idp_certificate: `\n${cert}\n` })
+    expect(ok.status, ok.text).toBe(201)
+    const patched = await asT("PATCH", `/v1/sso-connections/${ok.body.id}`, {
+      body: { organization_id: t.org.id, idp_certificate: `${cert}\n${key}` }
+    })
+    expect400(patched)
+    expect(patched.body.errors.idp_certificate).toMatch(/must not contain a private key/)
+    const after = await asT("GET", `/v1/sso-connections/${ok.body.id}`)
+    expect(after.body).toEqual(ok.body)
+    expect(after.text).not.toContain("PRIVATE KEY")
+  })
+
+  it("the certificate check itself takes one certificate and nothing beside it", () => {
+    const now = Date.parse("2030-01-01T00:00:00Z")
+    expect(checkCertificatePem(`${cert}\n${key}`, now)).toMatchObject({ _tag: "Some", value: expect.stringMatching(/private key/) })
+    expect(checkCertificatePem(`${cert}\n${cert}`, now)._tag).toBe("Some")
+    expect(checkCertificatePem(`${cert}junk`, now)._tag).toBe("Some")
+    expect(checkCertificatePem(`  ${cert}  `, now)._tag).toBe("None")
   })
 
   it("an expired certificate is refused (node:crypto X509Certificate)", () => {

@@ -83,6 +83,16 @@ describe("paging", () => {
     expect(page.data).toHaveLength(6)
   })
 
+  it("$limit and $skip above their maximum are clamped however many digits they have", async () => {
+    for (const v of ["1234567890", "9007199254740993", "99999999999999999999999999"]) {
+      const page = await find(`$limit=${v}`)
+      expect(page.limit).toBe(1000)
+      expect(page.data).toHaveLength(6)
+    }
+    const far = await find("$skip=99999999999999999999999999")
+    expect(far).toMatchObject({ total: 6, skip: 2147483647, data: [] })
+  })
+
   it("a negative or non-numeric $limit or $skip is 400", async () => {
     for (const q of ["$limit=-1", "$limit=abc", "$skip=-5", "$skip=x", "$limit[]=1"]) {
       expect400(await asT("GET", `/v1/keys?${q}`))

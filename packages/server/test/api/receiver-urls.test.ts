@@ -58,3 +58,38 @@ describe("plain-http receiver URLs", () => {
     expect(r.body.errors).toEqual({ "destinations.0.url": PLAIN_HTTP })
   })
 })
+
+describe("non-public receiver URLs in every IPv6 form", () => {
+  const forms = [
+    "https://[::ffff:127.0.0.1]/x",
+    "https://[::ffff:7f00:1]/x",
+    // IPv4-translated (SIIT): what a translator turns into the loopback or the metadata endpoint
+    "https://[::ffff:0:7f00:1]/x",
+    "https://[::ffff:0:127.0.0.1]/x",
+    "https://[::ffff:0:a9fe:a9fe]/x",
+    "https://[64:ff9b:1::a9fe:a9fe]/x",
+    "https://[2001::1]/x"
+  ]
+
+  it("are refused when an export destination, a webhook or a token url is saved", async () => {
+    for (const url of forms) {
+      const exp = await asT("POST", "/v1/exports/configs", {
+        body: { organization_id: t.org.id, name: "n", destinations: [{ type: "https", url }] }
+      })
+      expect400(exp)
+      expect(Object.keys(exp.body.errors), url).toEqual(["destinations.0.url"])
+      const hook = await asT("POST", "/v1/webhooks", { body: { organization_id: t.org.id, url } })
+      expect400(hook)
+      expect(Object.keys(hook.body.errors), url).toEqual(["url"])
+      const token = await asT("POST", "/v1/webhooks", {
+        body: { organization_id: t.org.id, url: "https://example.com/hook", auth: { token_url: url, client_id: "c", client_secret: "s" } }
+      })
+      expect400(token)
+      expect(Object.keys(token.body.errors), url).toEqual(["auth.token_url"])
+    }
+    const ok = await asT("POST", "/v1/exports/configs", {
+      body: { organization_id: t.org.id, name: "n", destinations: [{ type: "https", url: "https://[::ffff:0:808:808]/x" }] }
+    })
+    expect(ok.status, ok.text).toBe(201)
+  })
+})

@@ -28,19 +28,17 @@ describe("token lifetimes", () => {
     expect((await as(server.url, early)("GET", "/v1/keys/admin")).status).toBe(200)
   })
 
-  it("a deleted key's token keeps working until it expires, then is 401; it cannot open a new session", async () => {
+  it("a deleted key's token is 401 at once; it cannot open a new session", async () => {
     const op = await operatorOf(server.url)
     const t = await op.tenant()
     const asT = as(server.url, t.token)
     expect((await asT("GET", `/v1/keys/${t.key.id}`)).status).toBe(200)
     expect((await op.call("DELETE", `/v1/keys/${t.key.id}`)).status).toBe(200)
-    expect((await asT("GET", "/v1/keys")).status).toBe(200)
+    expect401(await asT("GET", "/v1/keys"))
     const again = await as(server.url, "")("POST", "/v1/sessions", {
       body: { type: "api-key", key: t.key.id, secret: t.secret }
     })
     expect(again.status).toBe(400)
-    server.clock.advance(3600 * 1000)
-    expect401(await asT("GET", "/v1/keys"))
   })
 
   it("a token verified once is still rejected after it expires (the verified-token cache checks time)", async () => {

@@ -6,6 +6,9 @@ import noticesExports from "./0005_notices_exports.js"
 import organizationScopedIds from "./0006_organization_scoped_ids.js"
 import consentUserStates from "./0007_consent_user_states.js"
 import subscribers from "./0008_subscribers.js"
+import organizationCreators from "./0009_organization_creators.js"
+import webhooksQuota from "./0010_webhooks_quota.js"
+import consentUsersUpdated from "./0011_consent_users_updated.js"
 
 /**
  * Versioned migrations of both stores: a new change is a new entry, never an edit of an old
@@ -19,5 +22,8 @@ export const migrations = {
   "0005_notices_exports": noticesExports,
   "0006_organization_scoped_ids": organizationScopedIds,
   "0007_consent_user_states": consentUserStates,
-  "0008_subscribers": subscribers
+  "0008_subscribers": subscribers,
+  "0009_organization_creators": organizationCreators,
+  "0010_webhooks_quota": webhooksQuota,
+  "0011_consent_users_updated": consentUsersUpdated
 }

@@ -1,0 +1,80 @@
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+
+/** The tables whose rows open sessions that must end when the row is deleted. */
+export type CredentialTable = "api_keys" | "platform_integrations"
+
+/**
+ * Whether the credential behind a token still exists, kept in memory for a moment. Every request
+ * with a key's token asks, so a store read each time would double the cost of a keyed read.
+ *
+ * An entry answers for `ttlMs` from the moment its read *started*: a read racing a delete in
+ * another process can only have seen the row before the delete committed, so it is trusted no
+ * longer than any other. A delete through this process drops the entries at once, and a read
+ * that was already under way when it happened is not kept, so this process never answers from
+ * a copy older than its own delete. Time is the process's monotonic clock: the bound is about
+ * how long another server may still serve a copy, which a moved wall clock must not stretch.
+ */
+export interface CredentialCacheService {
+  /** The credential's organization while it exists, `undefined` once it is gone. */
+  readonly read: <R>(
+    table: CredentialTable,
+    id: string,
+    load: Effect.Effect<string | undefined, never, R>
+  ) => Effect.Effect<string | undefined, never, R>
+  readonly forget: (table: CredentialTable, id: string) => Effect.Effect<void>
+  /** Removing an organization removes its credentials in the same transaction. */
+  readonly forgetOrganization: (organizationId: string) => Effect.Effect<void>
+}
+
+interface Entry {
+  readonly organizationId: string | undefined
+  readonly at: number
+}
+
+export class CredentialCache extends Context.Tag("@cmp/core/CredentialCache")<CredentialCache, CredentialCacheService>() {
+  /** `ttlMs` well under a second, so every server refuses a deleted credential's token within one. */
+  static readonly layer = (ttlMs = 500, now: () => number = () => performance.now()): Layer.Layer<CredentialCache> =>
+    Layer.sync(CredentialCache, () => {
+      const entries = new Map<string, Entry>()
+      // Bumped by every forget: a read started before it must not put back what it dropped.
+      let generation = 0
+      const keyOf = (table: CredentialTable, id: string) => `${table}:${id}`
+      return {
+        read: <R>(table: CredentialTable, id: string, load: Effect.Effect<string | undefined, never, R>) =>
+          Effect.suspend(() => {
+            const key = keyOf(table, id)
+            const started = now()
+            const hit = entries.get(key)
+            if (hit !== undefined && started - hit.at < ttlMs) return Effect.succeed(hit.organizationId)
+            const seen = generation
+            return Effect.tap(load, (organizationId) =>
+              Effect.sync(() => {
+                if (seen !== generation) return
+                // Bounded: ids come from tokens, which only this platform signs, but keys are many.
+                if (entries.size >= 10_000) entries.clear()
+                entries.set(key, { organizationId, at: started })
+              }))
+          }),
+        forget: (table, id) =>
+          Effect.sync(() => {
+            generation++
+            entries.delete(keyOf(table, id))
+          }),
+        forgetOrganization: (organizationId) =>
+          Effect.sync(() => {
+            generation++
+            for (const [key, entry] of entries) if (entry.organizationId === organizationId) entries.delete(key)
+          })
+      }
+    })
+}
+
+export const forgetCredential = (table: CredentialTable, id: unknown): Effect.Effect<void, never, CredentialCache> =>
+  typeof id !== "string" ? Effect.void : Effect.flatMap(CredentialCache, (cache) => cache.forget(table, id))
+
+export const forgetOrganizationCredentials = (organizationId: unknown): Effect.Effect<void, never, CredentialCache> =>
+  typeof organizationId !== "string"
+    ? Effect.void
+    : Effect.flatMap(CredentialCache, (cache) => cache.forgetOrganization(organizationId))
