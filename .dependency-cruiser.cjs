@@ -1,9 +1,11 @@
 /**
  * Which package may import which (`pnpm check:deps`, run by CI). The layers, bottom up:
  * core (pure Effect) ← adapters (stores, webhooks, platform-node) ← platform (composition) ←
- * http (framework-neutral REST) ← http-express, http-fetch (translation) ← server. No adapter imports
- * another, except platform-node using the webhooks package's guarded sender for every outbound
- * call. docs/architecture.md draws it.
+ * http-express, http-fetch (translation, composing platform with http) ← server. http (REST,
+ * framework- and runtime-neutral) rests on core alone: the runtime and the docs page's files are
+ * handed to it, so a host on any runtime or store gets no Node module and no store driver with it.
+ * No adapter imports another, except platform-node using the webhooks package's guarded sender
+ * for every outbound call. docs/architecture.md draws it.
  */
 const allowed = {
   core: [],
@@ -13,7 +15,7 @@ const allowed = {
   webhooks: ["core"],
   "platform-node": ["core", "webhooks"],
   platform: ["core", "platform-node", "webhooks", "store-sqlite", "store-postgres"],
-  http: ["core", "platform"],
+  http: ["core"],
   "http-express": ["http", "platform"],
   "http-fetch": ["http", "platform"],
   server: ["core", "platform", "http-express"],
@@ -38,6 +40,31 @@ module.exports = {
       severity: "error",
       from: { path: "^packages/core/src/" },
       to: { dependencyTypes: ["core", "npm", "npm-dev", "npm-peer", "npm-optional", "npm-no-pkg", "npm-unknown"], pathNot: "node_modules/effect/" }
+    },
+    {
+      name: "core-engine-below-resources",
+      comment:
+        "core's engine (the generic service, queries, ports) and its schemas know no resource declaration: what it needs of one (quotas, premium features) it asks a port; only the composition (index, Registry, PlatformServices) and the features built on the account (Sessions, Bootstrap) import core/src/Resources",
+      severity: "error",
+      from: {
+        path: "^packages/core/src/(?:[^/]+[.]ts$|Domain/)",
+        pathNot: "^packages/core/src/(?:index|Registry|PlatformServices|Sessions|Bootstrap)[.]ts$"
+      },
+      to: { path: "^packages/core/src/Resources/" }
+    },
+    {
+      name: "http-imports-no-node-builtin",
+      comment: "http runs on any runtime (Deno, Bun, edge hosts): Node's modules belong to the adapters",
+      severity: "error",
+      from: { path: "^packages/http/src/" },
+      to: { dependencyTypes: ["core"] }
+    },
+    {
+      name: "http-imports-only-effect-and-qs",
+      comment: "http's libraries run on any runtime; a host's framework or driver belongs to the adapters",
+      severity: "error",
+      from: { path: "^packages/http/src/" },
+      to: { dependencyTypes: ["npm", "npm-dev", "npm-peer", "npm-optional", "npm-no-pkg", "npm-unknown"], pathNot: "node_modules/(effect|qs)/" }
     },
     {
       name: "no-cycles",

@@ -1,10 +1,11 @@
 /**
- * The API on Node's own `http` server, without Express: the framework-neutral layer takes a plain
- * request and gives a plain response, so any framework hosts it the same way. Listens on PORT
- * (default 3003) and HOST (default 127.0.0.1).
+ * The API on Node's own `http` server, without an Express app: the framework-neutral layer takes a
+ * plain request and gives a plain response, so any framework hosts it the same way (the Node
+ * request helpers come with the Express adapter). Listens on PORT (default 3003) and HOST
+ * (default 127.0.0.1).
  *   pnpm --filter @cmp/examples node-http
  */
-import { fromNodeRequest, makeHttpApi, writeNodeResponse } from "@cmp/http"
+import { fromNodeRequest, makeHttpApi, writeNodeResponse } from "@cmp/http-express"
 import { sqlite } from "@cmp/platform"
 import * as http from "node:http"
 

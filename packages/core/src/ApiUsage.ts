@@ -4,9 +4,9 @@ import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
 import { nowMillis } from "./Clock.js"
 import { TooManyRequests } from "./Domain/Errors.js"
-import { Storage, UsageStore } from "./Ports.js"
+import { OrganizationLimits } from "./OrganizationLimits.js"
+import { UsageStore } from "./Ports.js"
 import { type QuotaPeriod, Settings } from "./Settings.js"
-import { organizationRow, Tables } from "./Tables.js"
 
 /** The period a moment falls in: a stable key and when it ends. */
 export const periodOf = (period: QuotaPeriod, ms: number): { key: string; endsAt: number } => {
@@ -51,15 +51,12 @@ export class ApiUsage extends Context.Tag("@cmp/core/ApiUsage")<
 >() {
   static readonly make = Effect.gen(function*() {
     const usage = yield* UsageStore
-    const storage = yield* Storage
+    const limits = yield* OrganizationLimits
     const settings = yield* Settings
     const counters = new Map<string, Counter>()
 
     const readLimit = (organizationId: string) =>
-      Effect.map(organizationRow(Tables.quotas, organizationId), (row) => {
-        const v = row?.api_requests
-        return typeof v === "number" ? v : Number.POSITIVE_INFINITY
-      }).pipe(Effect.provideService(Storage, storage))
+      Effect.map(limits.quotaOf(organizationId, "api_requests"), (limit) => limit ?? Number.POSITIVE_INFINITY)
 
     const flushOne = (organizationId: string, c: Counter) =>
       Effect.gen(function*() {

@@ -3,9 +3,8 @@ import * as Option from "effect/Option"
 import { nowIso } from "./Clock.js"
 import { Ids, SecretHasher, Storage, UnitOfWork } from "./Ports.js"
 import { randomToken } from "./Random.js"
-import { provisionOrganization } from "./Resources/Account.js"
+import { provisionOrganization, Tables } from "./Resources/Account.js"
 import { Settings } from "./Settings.js"
-import { Tables } from "./Tables.js"
 
 /** Creates the operator organization (with its quota and features) when it is missing. */
 export const ensureOperatorOrganization = Effect.gen(function*() {

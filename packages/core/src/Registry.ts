@@ -12,7 +12,8 @@ import {
   SecretsResource
 } from "./Resources/Account.js"
 import { ConsentEventsResource, ConsentUsersResource } from "./Resources/Consents.js"
-import { AttemptsTable, DeliveriesResource, SubscribersTable, WebhooksResource } from "./Resources/Webhooks.js"
+import { AttemptsTable, DeliveriesResource, WebhooksResource } from "./Resources/Webhooks.js"
+import { SubscribersTable } from "./Webhooks/Subscribers.js"
 import { CookiesResource } from "./Resources/Cookies.js"
 import { DashboardsResource, DashboardUrlsResource } from "./Resources/Dashboards.js"
 import { DomainsResource } from "./Resources/Domains.js"

@@ -9,6 +9,7 @@ import type { Relations } from "./Relations.js"
 import type { Settings } from "./Settings.js"
 import type { OutboxSignal, SecretBox } from "./Webhooks/Ports.js"
 import type { FeatureCache } from "./FeatureCache.js"
+import type { OrganizationLimits } from "./OrganizationLimits.js"
 import type { Principal } from "./Principal.js"
 import type { FindQuery, SortKey } from "./Query.js"
 
@@ -27,6 +28,7 @@ export type CoreServices =
   | SecretBox
   | Relations
   | FeatureCache
+  | OrganizationLimits
   | OutboxSignal
 
 export type AnySchema = Schema.Schema<any, any, never>

@@ -12,8 +12,7 @@ import { type Condition, eq, type FindQuery, inList, parseFindQuery } from "./Qu
 import { cursorAfter, type CursorPage, keysetFields, readCursor } from "./Cursor.js"
 import type { UrlSigner } from "./OrganizationPorts.js"
 import { type AnyResource, type AnySchema, type CoreServices, type Declared, isCarried, type Method, type Prepared, type ResourceDef, type Shape, type View } from "./Resource.js"
-import { organizationRow, Tables } from "./Tables.js"
-import { readFeatures } from "./FeatureCache.js"
+import { OrganizationLimits } from "./OrganizationLimits.js"
 import { cascade } from "./Relations.js"
 import { signalOutbox } from "./Webhooks/Ports.js"
 
@@ -239,10 +238,8 @@ const featureOff = (def: AnyResource) =>
   new Forbidden({ message: `The premium feature '${def.premiumFeature}' is not enabled for this organization` })
 
 const hasFeature = (def: AnyResource, organizationId: string) =>
-  Effect.map(
-    readFeatures(organizationId, organizationRow(Tables.premiumFeatures, organizationId)),
-    (row) => row?.[def.premiumFeature!] === true
-  )
+  Effect.flatMap(OrganizationLimits, (limits) =>
+    Effect.map(limits.featuresOf(organizationId), (features) => features.has(def.premiumFeature!)))
 
 /** A gated service answers 403 to an organization without its premium feature (the operator is never gated). */
 export const requireFeature = (def: AnyResource, principal: Principal, organizationId: unknown) =>
@@ -413,8 +410,8 @@ export const checkQuota = (
     if (!def.quota || def.ownerField === undefined) return
     // Two concurrent creates must not both see "one below the limit".
     yield* Effect.flatMap(UnitOfWork, (uow) => uow.lock(`quota:${def.quota}:${organizationId}`))
-    const limit = (yield* organizationRow(Tables.quotas, organizationId))?.[def.quota]
-    if (typeof limit !== "number") return
+    const limit = yield* Effect.flatMap(OrganizationLimits, (limits) => limits.quotaOf(organizationId, def.quota!))
+    if (limit === undefined) return
     const used = yield* (yield* Storage).repository(def.tableDef).count([eq(def.ownerField, organizationId), ...extra])
     if (used >= limit) {
       return yield* Effect.fail(
@@ -430,9 +427,7 @@ export const checkQuota = (
 /** An organization named in an input must exist (the operator can name any id). */
 export const requireExistingOrganization = (organizationId: string) =>
   Effect.gen(function*() {
-    const storage = yield* Storage
-    const org = yield* storage.repository(Tables.organizations).get(organizationId)
-    if (Option.isNone(org)) {
+    if (!(yield* Effect.flatMap(OrganizationLimits, (limits) => limits.exists(organizationId)))) {
       return yield* Effect.fail(
         new InvalidInput({
           message: `Invalid organization_id: no organization '${organizationId}'`,

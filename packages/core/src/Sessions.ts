@@ -7,12 +7,11 @@ import { InvalidInput, NotAuthenticated } from "./Domain/Errors.js"
 import { CredentialCache, type CredentialTable } from "./CredentialCache.js"
 import { Ids, SecretHasher, Storage, type TableDef, TokenIssuer, UnitOfWork } from "./Ports.js"
 import type { Principal } from "./Principal.js"
-import { findPersonByEmail, membershipsOf } from "./Resources/Account.js"
+import { findPersonByEmail, membershipsOf, Tables } from "./Resources/Account.js"
 import { PlatformIntegrationsResource } from "./Resources/PlatformIntegrations.js"
 import { addressKeys, throttled } from "./LoginThrottle.js"
 import { decode } from "./Service.js"
 import { Settings } from "./Settings.js"
-import { Tables } from "./Tables.js"
 
 /** One message for every failed login, so a caller cannot tell which part was wrong. */
 const invalidLogin = () =>
@@ -66,9 +65,9 @@ const authenticateCredentials = (input: SessionInput) =>
     return { type: "email", key: person.value.email, access_token } satisfies Session
   })
 
-const credentialTables: Record<CredentialTable, () => TableDef> = {
-  api_keys: () => Tables.keys,
-  platform_integrations: () => PlatformIntegrationsResource.tableDef
+const credentialTables: Record<CredentialTable, TableDef> = {
+  api_keys: Tables.keys,
+  platform_integrations: PlatformIntegrationsResource.tableDef
 }
 
 /**
@@ -84,7 +83,7 @@ const requireCredential = (organizationId: string, tables: ReadonlyArray<Credent
         table,
         id,
         Effect.suspend(() =>
-          Effect.map(storage.repository(credentialTables[table]()).get(id), (row) =>
+          Effect.map(storage.repository(credentialTables[table]).get(id), (row) =>
             Option.getOrUndefined(Option.map(row, (r) => r.organization_id as string)))
         )
       )

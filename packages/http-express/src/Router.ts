@@ -1,6 +1,8 @@
-import { type ApiRequest, fromNodeRequest, internalErrorResponse, fromRuntime, type HandlerOptions, type HttpApi, type HttpApiOptions, makeHttpApi, writeNodeResponse } from "@cmp/http"
+import { type ApiRequest, internalErrorResponse, type HandlerOptions, type HttpApi } from "@cmp/http"
 import type { PlatformRuntime } from "@cmp/platform"
 import express from "express"
+import { apiFromRuntime, type HttpApiOptions, makeHttpApi } from "./HttpApi.js"
+import { fromNodeRequest, writeNodeResponse } from "./Node.js"
 
 export interface Api extends HttpApi {
   /**
@@ -49,6 +51,6 @@ export const createApi = async (options: HttpApiOptions): Promise<Api> => {
 
 /** The API as an Express router, over a platform runtime the host already made. */
 export const createApiFromRuntime = async (runtime: PlatformRuntime, options: HandlerOptions = {}): Promise<Api> => {
-  const api = await fromRuntime(runtime, options)
+  const api = await apiFromRuntime(runtime, options)
   return { ...api, router: routerOf(api) }
 }

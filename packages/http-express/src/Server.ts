@@ -1,9 +1,9 @@
-import { answerClientError, fromNodeRequest, writeNodeResponse } from "@cmp/http"
 import express from "express"
 import * as http from "node:http"
 import * as https from "node:https"
 import type { AddressInfo } from "node:net"
 import { drainable } from "./Drain.js"
+import { answerClientError, fromNodeRequest, writeNodeResponse } from "./Node.js"
 import type { Api } from "./Router.js"
 
 export interface ListenOptions {

@@ -1,4 +1,4 @@
-import type { HttpApiOptions } from "@cmp/http"
+import type { HttpApiOptions } from "./HttpApi.js"
 import { createApi } from "./Router.js"
 import { listen, type ListenOptions, type RunningServer } from "./Server.js"
 

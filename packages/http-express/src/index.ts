@@ -1,3 +1,5 @@
+export { type HttpApiOptions, makeHttpApi, swaggerUiAssets } from "./HttpApi.js"
+export { answerClientError, fromNodeRequest, writeNodeResponse } from "./Node.js"
 export * from "./Router.js"
 export * from "./Server.js"
 export * from "./StartServer.js"

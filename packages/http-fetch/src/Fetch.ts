@@ -2,14 +2,12 @@ import {
   type ApiRequest,
   type ApiResponse,
   errorResponse,
-  fromRuntime,
   type HandlerOptions,
   type HttpApi,
-  type HttpApiOptions,
-  internalErrorResponse,
-  makeHttpApi
+  internalErrorResponse
 } from "@cmp/http"
 import type { PlatformRuntime } from "@cmp/platform"
+import { apiFromRuntime, type HttpApiOptions, makeHttpApi } from "./HttpApi.js"
 
 /**
  * The API as a web-standard fetch handler, `(request: Request) => Promise<Response>`: what
@@ -141,7 +139,7 @@ const outside = (request: Request) => {
   })
 }
 
-/** The fetch handler over an API the host already made (`makeHttpApi`, `fromRuntime`). */
+/** The fetch handler over an API the host already made (`fromRuntime` of `@cmp/http`). */
 export const toFetchHandler = (api: Pick<HttpApi, "handle">, options: MountOptions = {}): FetchHandler => async (request, info) => {
   let plain: ApiRequest | undefined
   try {
@@ -170,4 +168,4 @@ export const createFetchHandler = async (options: FetchHandlerOptions): Promise<
 export const createFetchHandlerFromRuntime = async (
   runtime: PlatformRuntime,
   options: HandlerOptions & MountOptions = {}
-): Promise<FetchApi> => fetchApiOf(await fromRuntime(runtime, options), options)
+): Promise<FetchApi> => fetchApiOf(await apiFromRuntime(runtime, options), options)

@@ -1,5 +1,15 @@
-import { type ApiResponse, answerClientError, errorBody, errorResponse, isHostHeader, isRewrittenPath, unsupportedMethodResponse, unsupportedMethods, writeNodeResponse } from "@cmp/http"
+import {
+  type ApiResponse,
+  errorBody,
+  errorResponse,
+  isHostHeader,
+  isRewrittenPath,
+  unreadableRequestAnswer,
+  unsupportedMethodResponse,
+  unsupportedMethods
+} from "@cmp/http"
 import * as http from "node:http"
+import type { Duplex } from "node:stream"
 import type { TLSSocket } from "node:tls"
 import type { FetchHandler } from "./Fetch.js"
 
@@ -118,7 +128,16 @@ export const writeWebResponse = async (res: http.ServerResponse, response: Respo
 const refused = (req: http.IncomingMessage, res: http.ServerResponse, response: ApiResponse) => {
   const incoming = req.headers["x-request-id"]
   const requestId = typeof incoming === "string" && /^[\w.-]{1,128}$/.test(incoming) ? incoming : globalThis.crypto.randomUUID()
-  writeNodeResponse(res, { ...response, headers: { ...response.headers, "x-request-id": requestId, "x-content-type-options": "nosniff" } })
+  if (res.headersSent) return
+  const length = typeof response.body === "string" ? Buffer.byteLength(response.body) : response.body.byteLength
+  res.writeHead(response.status, { ...response.headers, "x-request-id": requestId, "x-content-type-options": "nosniff", "content-length": String(length) })
+  res.end(response.body)
+}
+
+/** A request Node cannot parse, answered in the contract's shape rather than Node's bare 400. */
+const answerClientError = (error: Error & { code?: string }, socket: Duplex): void => {
+  if (error.code === "ECONNRESET" || !socket.writable) return void socket.destroy()
+  socket.end(unreadableRequestAnswer(error.code === "HPE_HEADER_OVERFLOW"))
 }
 
 /** The `request` listener of a Node server, answering through `handler` with the socket's address as the client's. */

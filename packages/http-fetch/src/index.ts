@@ -1,2 +1,3 @@
 export * from "./Fetch.js"
+export { type HttpApiOptions } from "./HttpApi.js"
 export * from "./Node.js"

@@ -1,15 +1,20 @@
-import * as fs from "node:fs"
-import { createRequire } from "node:module"
-import * as path from "node:path"
 import type { ApiResponse } from "./Message.js"
 
 /**
- * An offline API docs page: Swagger UI from the installed `swagger-ui-dist` package. Only the
- * files the page loads are served (read once, kept in memory): the rest of the package (its own
+ * An offline API docs page: Swagger UI from the `swagger-ui-dist` package, whose files the host
+ * hands in (`docsAssets`), since reading a package's files is the host's business, not the
+ * HTTP layer's. Only the files the page loads are asked for: the rest of the package (its own
  * `index.html` pointing at a remote demo, `oauth2-redirect.html`, `package.json`) is not ours to
  * publish. Every answer forbids framing and carries a policy that lets the page load nothing but
  * these files and the API's own document: no inline script, no other origin.
  */
+
+/**
+ * The bytes of a file of the `swagger-ui-dist` package by its name (`swagger-ui.css`), asked for
+ * only the files the page loads; undefined when the host has none (the page is then served
+ * without Swagger UI, and the file is a 404).
+ */
+export type DocsAssets = (name: string) => Uint8Array | undefined
 
 const page = `<!doctype html>
 <html lang="en">
@@ -54,23 +59,15 @@ const packaged: Readonly<Record<string, string>> = {
   "swagger-ui-bundle.js": "application/javascript; charset=utf-8"
 }
 
-let directory: string | undefined
-const assets = new Map<string, Uint8Array>()
-
-const asset = (name: string): Uint8Array => {
-  const kept = assets.get(name)
-  if (kept !== undefined) return kept
-  directory ??= path.dirname(createRequire(import.meta.url).resolve("swagger-ui-dist/package.json"))
-  const bytes = fs.readFileSync(path.join(directory, name))
-  assets.set(name, bytes)
-  return bytes
-}
+/** The names of the `swagger-ui-dist` files the docs page loads: all a `DocsAssets` is asked for. */
+export const docsAssetNames: ReadonlyArray<string> = Object.keys(packaged)
 
 /** The answer for `/docs/<rest>`; undefined for any other name. */
-export const docsAsset = (rest: string): ApiResponse | undefined => {
+export const docsAsset = (rest: string, assets: DocsAssets | undefined): ApiResponse | undefined => {
   if (rest === "") return { status: 200, headers: guarded("text/html; charset=utf-8"), body: page }
   if (rest === "init.js") return { status: 200, headers: guarded("application/javascript; charset=utf-8"), body: init }
   const type = Object.hasOwn(packaged, rest) ? packaged[rest] : undefined
-  if (type === undefined) return undefined
-  return { status: 200, headers: guarded(type, { "cache-control": "public, max-age=3600" }), body: asset(rest) }
+  const bytes = type === undefined ? undefined : assets?.(rest)
+  if (type === undefined || bytes === undefined) return undefined
+  return { status: 200, headers: guarded(type, { "cache-control": "public, max-age=3600" }), body: bytes }
 }

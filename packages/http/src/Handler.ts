@@ -1,5 +1,12 @@
-import { ApiUsage, authenticate, isDomainError, isStoreUnavailable, type RegisteredResource, resources as defaultResources } from "@cmp/core"
-import type { PlatformRuntime } from "@cmp/platform"
+import {
+  ApiUsage,
+  authenticate,
+  isDomainError,
+  isStoreUnavailable,
+  type PlatformRuntime,
+  type RegisteredResource,
+  resources as defaultResources
+} from "@cmp/core"
 import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
@@ -9,7 +16,7 @@ import * as Option from "effect/Option"
 import { BodyBudget, readJson } from "./Body.js"
 import { errorResponse, fromDomainError, internalErrorResponse, unavailableResponse } from "./Errors.js"
 import { type ApiRequest, type ApiResponse, header, json } from "./Message.js"
-import { docsAsset } from "./Docs.js"
+import { docsAsset, type DocsAssets } from "./Docs.js"
 import { isHostHeader, isRewrittenPath, unsupportedMethodResponse, unsupportedMethods } from "./Target.js"
 import { openApiDocument, servedAt } from "./OpenApi.js"
 import { actionMethods, type Context, matchRoute, methodsOf, nobody, resourceRoute, type Route, type Use } from "./Routes.js"
@@ -34,6 +41,8 @@ export interface HandlerOptions {
   readonly resources?: ReadonlyArray<RegisteredResource> | undefined
   /** `Info` and below log one line per request. */
   readonly logLevel?: LogLevel.Literal | undefined
+  /** Swagger UI's files for the docs page (`/docs/`); the adapters read them from `swagger-ui-dist`. */
+  readonly docsAssets?: DocsAssets | undefined
 }
 
 export interface Handler {
@@ -237,7 +246,7 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
     }
     if (lower === "/docs") return { status: 301, headers: { location: `${base}/docs/` }, body: "" }
     if (lower.startsWith("/docs/")) {
-      const found = docsAsset(path.slice("/docs/".length))
+      const found = docsAsset(path.slice("/docs/".length), options.docsAssets)
       if (found) return readOnly ? found : errorResponse(405, `Method ${request.method} is not supported by ${base}${path}`, {}, { allow: "GET, HEAD" })
     }
     return errorResponse(404, `Page not found: ${request.method} ${base}${path}`)
@@ -253,7 +262,7 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
     const path = request.url.split("?")[0]!
     const lower = path.toLowerCase()
     if (lower === "/openapi.json" || lower === "/openapi.json/" || lower === "/docs") return `${base}${lower}`
-    if (lower.startsWith("/docs/")) return docsAsset(path.slice("/docs/".length)) ? `${base}${path}` : unknownRoute
+    if (lower.startsWith("/docs/")) return docsAsset(path.slice("/docs/".length), options.docsAssets) ? `${base}${path}` : unknownRoute
     if (lower !== "/v1" && !lower.startsWith("/v1/")) return unknownRoute
     const trimmed = lower.slice(3).replace(/^\/+|\/+$/g, "")
     const segments = trimmed === "" ? [] : trimmed.split("/")

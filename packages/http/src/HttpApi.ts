@@ -1,7 +1,5 @@
-import { Platform, type PlatformOptions, type PlatformRuntime } from "@cmp/platform"
+import type { PlatformRuntime } from "@cmp/core"
 import { type Handler, type HandlerOptions, makeHandler } from "./Handler.js"
-
-export interface HttpApiOptions extends PlatformOptions, HandlerOptions {}
 
 export interface HttpApi extends Handler {
   readonly runtime: PlatformRuntime
@@ -10,15 +8,10 @@ export interface HttpApi extends Handler {
 }
 
 /**
- * The platform and its REST API in one: builds the platform's services now (so a broken
- * database or configuration fails here, not on the first request) and answers plain requests.
- * It delivers webhooks from this process unless `dispatcher: false` (leave delivery to workers);
- * `dispose()` stops the dispatcher, letting calls in flight finish.
+ * The REST API over a platform runtime the host made (the adapters' `makeHttpApi`, or
+ * `Platform.layerConfig`): builds its services now, so a broken database or configuration fails
+ * here, not on the first request. `dispose()` disposes of the runtime.
  */
-export const makeHttpApi = async (options: HttpApiOptions): Promise<HttpApi> =>
-  fromRuntime(Platform.makeRuntime({ ...options, dispatcher: options.dispatcher ?? true }), options)
-
-/** The REST API over a platform runtime the host already made (for example from `Platform.layerConfig`). */
 export const fromRuntime = async (runtime: PlatformRuntime, options: HandlerOptions = {}): Promise<HttpApi> => {
   try {
     await runtime.runtime()

@@ -13,6 +13,7 @@ import {
   getLanguages,
   getUserByOrganizationUserId,
   InvalidInput,
+  type PlatformServices,
   type Principal,
   replayDelivery,
   replayFailed,
@@ -21,7 +22,6 @@ import {
   tcStringOfEvent,
   WebhooksResource
 } from "@cmp/core"
-import type { PlatformServices } from "@cmp/platform"
 import * as Effect from "effect/Effect"
 import { type ApiRequest, header } from "./Message.js"
 import { parseQuery } from "./Query.js"

@@ -1,5 +1,4 @@
-import { type Principal, ResourceService } from "@cmp/core"
-import type { PlatformServices } from "@cmp/platform"
+import { type PlatformServices, type Principal, ResourceService } from "@cmp/core"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { parseQuery } from "./Query.js"

@@ -1,7 +1,8 @@
 import { SqliteStore } from "@cmp/store-sqlite"
 import { ADMIN } from "@cmp/test-support/http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type ApiRequest, type ApiResponse, type HttpApi, makeHttpApi } from "../src/index.js"
+import type { ApiRequest, ApiResponse, HttpApi } from "../src/index.js"
+import { makeApi } from "./api.js"
 
 /**
  * How the handler reads request bodies, without a socket: only for a caller that may send one,
@@ -11,7 +12,7 @@ let api: HttpApi
 const bound = 20 * 1024
 
 beforeAll(async () => {
-  api = await makeHttpApi({
+  api = await makeApi({
     store: SqliteStore.layer({ filename: ":memory:" }),
     hashCost: 1024,
     admin: ADMIN,

@@ -1,7 +1,8 @@
 import { SqliteStore } from "@cmp/store-sqlite"
 import { ADMIN } from "@cmp/test-support/http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type ApiRequest, type ApiResponse, type HttpApi, makeHttpApi } from "../src/index.js"
+import type { ApiRequest, ApiResponse, HttpApi } from "../src/index.js"
+import { docsFiles, makeApi } from "./api.js"
 
 /**
  * The HTTP layer without any framework or socket: plain requests in, plain responses out, as a
@@ -10,7 +11,7 @@ import { type ApiRequest, type ApiResponse, type HttpApi, makeHttpApi } from "..
 let api: HttpApi
 
 beforeAll(async () => {
-  api = await makeHttpApi({
+  api = await makeApi({
     store: SqliteStore.layer({ filename: ":memory:" }),
     hashCost: 1024,
     admin: ADMIN,
@@ -96,7 +97,7 @@ describe("plain requests", () => {
   })
 
   it("plain HTTP is redirected to https under the mount path unless allowed", async () => {
-    const strict = await makeHttpApi({ store: SqliteStore.layer({ filename: ":memory:" }), hashCost: 1024, logLevel: "None" })
+    const strict = await makeApi({ store: SqliteStore.layer({ filename: ":memory:" }), hashCost: 1024, logLevel: "None" })
     try {
       const r = await strict.handle(request("GET", "/v1/keys?$limit=1", { mountPath: "/consent", headers: { host: "api.example.com" } }))
       expect(r.status).toBe(301)
@@ -123,5 +124,49 @@ describe("plain requests", () => {
     expect(bundle.headers["content-type"]).toMatch(/javascript/)
     expect((await api.handle(request("GET", "/docs/..%2Fpackage.json"))).status).toBe(404)
     expect((await api.handle(request("GET", "/docs/package.json/../../x"))).status).toBe(404)
+  })
+
+  it("serves the docs page's files the host hands in, and asks for no other", async () => {
+    const asked: Array<string> = []
+    const host = await makeApi({
+      store: SqliteStore.layer({ filename: ":memory:" }),
+      hashCost: 1024,
+      logLevel: "None",
+      allowHttp: true,
+      dispatcher: false,
+      docsAssets: (name) => {
+        asked.push(name)
+        return docsFiles[name]
+      }
+    })
+    try {
+      const css = await host.handle(request("GET", "/docs/swagger-ui.css"))
+      expect(css.status).toBe(200)
+      expect(css.headers["content-type"]).toBe("text/css; charset=utf-8")
+      expect(css.body).toEqual(docsFiles["swagger-ui.css"])
+      for (const name of ["package.json", "index.html", "oauth2-redirect.html", "swagger-ui-bundle.js.map"]) {
+        expect((await host.handle(request("GET", `/docs/${name}`))).status, name).toBe(404)
+      }
+      expect(asked.every((name) => name === "swagger-ui.css")).toBe(true)
+    } finally {
+      await host.dispose()
+    }
+  })
+
+  it("without the docs page's files, serves the page and answers 404 for them", async () => {
+    const bare = await makeApi({
+      store: SqliteStore.layer({ filename: ":memory:" }),
+      hashCost: 1024,
+      logLevel: "None",
+      allowHttp: true,
+      dispatcher: false,
+      docsAssets: undefined
+    })
+    try {
+      expect((await bare.handle(request("GET", "/docs/"))).status).toBe(200)
+      expect((await bare.handle(request("GET", "/docs/swagger-ui-bundle.js"))).status).toBe(404)
+    } finally {
+      await bare.dispose()
+    }
   })
 })

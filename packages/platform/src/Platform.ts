@@ -1,29 +1,18 @@
 import {
   ApiUsage,
   bootstrap,
-  type CertificateValidator,
   CredentialCache,
-  type DeliveryQueue,
   Endpoints,
   EndpointsLive,
-  type ExportSink,
   FeatureCache,
   Ids,
+  OrganizationLimitsLive,
   OutboxSignal,
-  type Relations,
   RelationsLive,
   LoginThrottle,
-  type Mailer,
-  type Provisioner,
-  type SecretBox,
-  type SecretHasher,
   Settings,
-  type Storage,
-  type TcStringEncoder,
-  type TokenIssuer,
-  type UnitOfWork,
-  type UrlSigner,
-  type UsageStore
+  type PlatformRuntime,
+  type PlatformServices
 } from "@cmp/core"
 import { NodeAdapters } from "@cmp/platform-node"
 import { PgStore } from "@cmp/store-postgres"
@@ -40,31 +29,8 @@ import type { PlatformOptions, StoreLayer, StoreOption } from "./Options.js"
 import * as PlatformConfig from "./PlatformConfig.js"
 
 export type { PlatformOptions, StoreLayer, StoreOption } from "./Options.js"
+export type { PlatformRuntime, PlatformServices } from "@cmp/core"
 
-/** Every service a use-case of core may need, built once. */
-export type PlatformServices =
-  | Endpoints
-  | Relations
-  | FeatureCache
-  | CredentialCache
-  | OutboxSignal
-  | Storage
-  | UnitOfWork
-  | UsageStore
-  | DeliveryQueue
-  | Ids
-  | SecretHasher
-  | Settings
-  | TokenIssuer
-  | ApiUsage
-  | SecretBox
-  | LoginThrottle
-  | Provisioner
-  | UrlSigner
-  | CertificateValidator
-  | ExportSink
-  | TcStringEncoder
-  | Mailer
 
 const isStoreLayer = (store: StoreOption): store is StoreLayer => Layer.isLayer(store)
 
@@ -93,7 +59,7 @@ export const layer = (options: PlatformOptions): Layer.Layer<PlatformServices, u
     ))
   }
   const allowHosts = options.webhookAllowHosts ?? []
-  const base = Layer.mergeAll(
+  const base = OrganizationLimitsLive.pipe(Layer.provideMerge(Layer.mergeAll(
     storeLayer(options.store),
     Ids.Live,
     RelationsLive,
@@ -101,7 +67,7 @@ export const layer = (options: PlatformOptions): Layer.Layer<PlatformServices, u
     FeatureCache.layer(),
     CredentialCache.layer(),
     Settings.layer({ ...options.settings, ...(options.webhookAllowHosts ? { webhookAllowHosts: allowHosts } : {}) })
-  )
+  )))
   const services = Layer.mergeAll(
     ApiUsage.layer(),
     NodeAdapters.layer({ ...options, allowHosts, localAddress: options.webhookLocalAddress })
@@ -136,7 +102,6 @@ const startWarnings = (options: PlatformOptions, keptInDatabase: ReadonlyArray<s
     )
   ], { discard: true }))
 
-export type PlatformRuntime = ManagedRuntime.ManagedRuntime<PlatformServices, unknown>
 
 /** The platform as a runtime a host keeps and disposes of (`runtime.dispose()`). */
 export const makeRuntime = (options: PlatformOptions): PlatformRuntime => ManagedRuntime.make(layer(options))

@@ -4,6 +4,7 @@ import {
   Ids,
   LoginThrottle,
   NotAuthenticated,
+  OrganizationLimitsLive,
   OutboxSignal,
   RelationsLive,
   SecretBox,
@@ -65,7 +66,7 @@ export const secretBoxLayer = Layer.succeed(SecretBox, {
 
 /** A fresh, empty world for each test that provides it. */
 export const testLayer = (settings: Partial<SettingsShape> = {}) =>
-  Layer.mergeAll(
+  OrganizationLimitsLive.pipe(Layer.provideMerge(Layer.mergeAll(
     SqliteStore.layer({ filename: ":memory:" }),
     RelationsLive,
     FeatureCache.layer(),
@@ -77,4 +78,4 @@ export const testLayer = (settings: Partial<SettingsShape> = {}) =>
     secretBoxLayer,
     LoginThrottle.layer(),
     Settings.layer(settings)
-  )
+  )))

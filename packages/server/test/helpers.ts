@@ -8,6 +8,7 @@ import {
   type Tenant as BaseTenant,
   type TestServer
 } from "./api/helpers.js"
+import { type FixtureOptions, type Overrides, useServer as useServerOf } from "./api/fixture.js"
 import * as crypto from "node:crypto"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -76,6 +77,15 @@ export const operatorOf = async (base: string) => {
   }
   return { ...op, tenant }
 }
+
+/**
+ * `useServer` of `./api/fixture.ts` with this file's server (a webhook dispatcher, real-time
+ * clock) and operator (tenants with `consents_api` and `webhooks` on); a minute to start.
+ */
+export const useServer = (overrides: Overrides = {}, options: Omit<FixtureOptions<Operator>, "start" | "operatorOf"> = {}) =>
+  useServerOf(overrides, { start, operatorOf, timeout: 60_000, ...options })
+
+type Operator = Awaited<ReturnType<typeof operatorOf>>
 
 // ---------------------------------------------------------------- consent and webhook shortcuts
 

@@ -1,5 +1,5 @@
 import { Webhook } from "standardwebhooks"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { afterAll, describe, expect, it } from "vitest"
 import { expect409 } from "./api/helpers.js"
 import {
   authServer,
@@ -11,18 +11,16 @@ import {
   expect403,
   expect404,
   expectedFlat,
-  operatorOf,
   purposes,
   type Receiver,
   receiver,
   settled,
   signatureHeaders,
   sleep,
-  start,
   storeKind,
   type Tenant,
-  type TestServer,
   unique,
+  useServer,
   verifyAtItsTime,
   verifyJwt
 } from "./helpers.js"
@@ -53,14 +51,8 @@ const iso = (ms: number) => new Date(ms).toISOString()
 const requestsOf = (r: Receiver, id: string) => r.requests.filter((q) => q.headers["webhook-id"] === id)
 
 describe(`webhooks end to end (${storeKind})`, () => {
-  let server: TestServer
-  let op: Awaited<ReturnType<typeof operatorOf>>
+  const { server, op } = useServer()
 
-  beforeAll(async () => {
-    server = await start()
-    op = await operatorOf(server.url)
-  }, 60_000)
-  afterAll(() => server?.close())
 
   it("1. each of the six event types arrives with the parameters of spec section 6, signed; flatten off and on", async () => {
     const t = await op.tenant()
@@ -404,16 +396,10 @@ describe(`webhooks end to end (${storeKind})`, () => {
 })
 
 describe(`webhook retries (${storeKind})`, () => {
-  let server: TestServer
-  let op: Awaited<ReturnType<typeof operatorOf>>
+  const { server, op } = useServer()
   /** Advances server time by one retry interval. Nothing may be in flight (leases are clock time). */
   const nextRetry = () => server.clock.advance(300_000)
 
-  beforeAll(async () => {
-    server = await start()
-    op = await operatorOf(server.url)
-  }, 60_000)
-  afterAll(() => server?.close())
 
   /** Waits until each listed delivery has the attempts count given and is not in flight. */
   const attemptsReach = async (t: Tenant, hookId: string, counts: Record<string, number>, timeoutMs = 5000) => {

@@ -1,7 +1,7 @@
 import { saveSubscriber } from "@cmp/core"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { beforeAll, describe, expect, it } from "vitest"
 import { client, expect403, expect404, expect409, expectError } from "./api/helpers.js"
-import { as, type Caller, createEvent, operatorOf, purposes, start, storeKind, type Tenant, type TestServer, unique } from "./helpers.js"
+import { as, type Caller, createEvent, purposes, storeKind, type Tenant, unique, useServer } from "./helpers.js"
 
 /**
  * What an organization reaches of the delivery log, and how far a change fans out: an
@@ -10,15 +10,9 @@ import { as, type Caller, createEvent, operatorOf, purposes, start, storeKind, t
  * one gets its message.
  */
 
-let server: TestServer
-let op: Awaited<ReturnType<typeof operatorOf>>
 
-beforeAll(async () => {
-  // Nothing is delivered: messages stay pending, so the log is read as the change wrote it.
-  server = await start({ dispatcher: false })
-  op = await operatorOf(server.url)
-}, 60_000)
-afterAll(() => server?.close())
+// Nothing is delivered: messages stay pending, so the log is read as the change wrote it.
+const { server, op } = useServer({ dispatcher: false })
 
 const RECEIVER = "http://127.0.0.1:9/hook"
 

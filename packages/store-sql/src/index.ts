@@ -1,3 +1,7 @@
 export * as SqlStorage from "./SqlStorage.js"
+export * as SqlRepository from "./SqlRepository.js"
+export * as SqlUnitOfWork from "./SqlUnitOfWork.js"
+export * as SqlDeliveryQueue from "./SqlDeliveryQueue.js"
+export * as SqlUsage from "./SqlUsage.js"
 export * as Ddl from "./Ddl.js"
 export { migrations } from "./migrations/index.js"

@@ -33,7 +33,7 @@ import { type Condition, eq, type FindQuery } from "../Query.js"
 import { randomToken } from "../Random.js"
 import { declareResource, defineResource, field, type StoredRow } from "../Resource.js"
 import { Settings } from "../Settings.js"
-import { InvitationsTable, PersonsTable } from "../InternalTables.js"
+import { InvitationsTable, PersonsTable, SettingsTable } from "../InternalTables.js"
 import { nowIso } from "../Clock.js"
 import { type InvitationMail, Mailer } from "../Mailer.js"
 
@@ -419,3 +419,18 @@ export const findPersonByEmail = (email: string) =>
     })
     return Option.fromNullable(page.data[0])
   })
+
+// ---------------------------------------------------------------- tables
+
+/** The account's tables, for the features that read them directly (sessions, bootstrap, exports). */
+export const Tables = {
+  organizations: OrganizationsResource.tableDef,
+  quotas: QuotasResource.tableDef,
+  premiumFeatures: PremiumFeaturesResource.tableDef,
+  keys: ApiKeysResource.tableDef,
+  secrets: SecretsResource.tableDef,
+  members: MembersResource.tableDef,
+  persons: PersonsTable,
+  invitations: InvitationsTable,
+  settings: SettingsTable
+}

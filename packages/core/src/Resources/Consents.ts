@@ -22,7 +22,7 @@ import { canAccess, type Principal } from "../Principal.js"
 import { eq } from "../Query.js"
 import { carrying, declareResource, field, jsonField, type StoredRow } from "../Resource.js"
 import { ensureMethodFor, findWithin, type LookUp, requireFeature, resolveView, toOutput } from "../Service.js"
-import { enqueue, type OutgoingEvent } from "./Webhooks.js"
+import { enqueue, type OutgoingEvent } from "../Webhooks/Outbox.js"
 
 /**
  * Consent events and end users. A user's effective status, per regulation, is the merge of

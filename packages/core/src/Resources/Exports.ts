@@ -19,7 +19,7 @@ import { type Condition, eq, type Scalar } from "../Query.js"
 import { declareResource, defineResource } from "../Resource.js"
 import { checkQuota, decode, loadVisible, requireFeature, requireFeatureBeforeBody, toOutput } from "../Service.js"
 import { Settings } from "../Settings.js"
-import { Tables } from "../Tables.js"
+import { Tables } from "./Account.js"
 import { ConsentEventsResource, ConsentUsersResource, regulationsOf, userOut } from "./Consents.js"
 import { checkReceiverUrl } from "./Webhooks.js"
 

@@ -7,7 +7,7 @@ import { CertificateValidator } from "../OrganizationPorts.js"
 import { Storage } from "../Ports.js"
 import { randomToken } from "../Random.js"
 import { defineResource, field } from "../Resource.js"
-import { Tables } from "../Tables.js"
+import { Tables } from "./Account.js"
 
 /** The PEM must parse as an X.509 certificate that has not expired (checked by the adapter's port). */
 const checkCertificate = (pem: string) =>

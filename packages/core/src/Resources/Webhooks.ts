@@ -1,45 +1,31 @@
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { isAllowedHost, isNonPublicHostName } from "../AddressPolicy.js"
 import { nowIso } from "../Clock.js"
 import { Timestamp } from "../Domain/Common.js"
-import { Regulation } from "../Domain/Consent.js"
 import { Conflict, InvalidInput } from "../Domain/Errors.js"
 import {
   Webhook,
   type WebhookAuthInput,
   WebhookCreate,
   WebhookDelivery,
-  WebhookEventType,
   WebhookUpdate
 } from "../Domain/Webhook.js"
-import { Storage, type TableDef } from "../Ports.js"
+import { Storage } from "../Ports.js"
 import { isOperator, type Principal } from "../Principal.js"
 import { eq, notPrefixed } from "../Query.js"
-import { sortableId } from "../Random.js"
 import {
   declareResource,
   defineResource,
   defineTable,
   field,
-  jsonField,
   ownedByOrganization,
   type StoredRow
 } from "../Resource.js"
 import { decode, loadVisible, requireFeatureBeforeBody, toOutput } from "../Service.js"
 import { Settings } from "../Settings.js"
-import { flattenPayload } from "../Webhooks/Flatten.js"
-import {
-  type Endpoint,
-  Endpoints,
-  forgetEndpoint,
-  SecretBox,
-  SUBSCRIBER_PREFIX,
-  subscriberOf,
-  subscriberTarget
-} from "../Webhooks/Ports.js"
+import { Endpoints, forgetEndpoint, SecretBox, SUBSCRIBER_PREFIX, subscriberOf } from "../Webhooks/Ports.js"
 
 // ---------------------------------------------------------------- receiver URLs
 
@@ -126,15 +112,7 @@ export const WebhooksResource = Webhooks.with({
   }
 })
 
-// ---------------------------------------------------------------- the outbox
-
-/** A message about one change, before it is addressed to the organization's webhooks. */
-export interface OutgoingEvent {
-  readonly type: WebhookEventType
-  readonly regulation: string
-  readonly parameters: Record<string, unknown>
-}
-
+// ---------------------------------------------------------------- deliveries (the outbox's rows, written by `Webhooks/Outbox.ts`)
 
 export const DeliveriesResource = defineResource({
   name: "webhook delivery",
@@ -189,259 +167,6 @@ export const AttemptsTable = defineTable("webhook_attempts", {
   indexes: [{ name: "webhook_attempts_delivery", columns: ["delivery_id", "attempted_at"] }],
   references: [ownedByOrganization],
   defaultSort: [{ field: "attempted_at", direction: 1 }]
-})
-
-// ---------------------------------------------------------------- in-process subscribers
-
-/**
- * The registrations of in-process subscribers (`createPlatform(...).subscribe`): durable, so a
- * subscriber's messages are written to the outbox whether or not a process has its handler at
- * the time, and handled once one does. Platform-wide: a subscriber sees every organization's
- * changes. Not a REST resource.
- */
-export const SubscribersTable = defineTable("subscribers", {
-  id: field.string,
-  event_types: jsonField<ReadonlyArray<WebhookEventType>>(),
-  regulations: jsonField<ReadonlyArray<string>>(),
-  flatten: field.boolean,
-  created_at: field.timestamp,
-  updated_at: field.timestamp,
-  version: field.number
-})
-
-export type SubscriberRow = typeof SubscribersTable extends TableDef<infer A> ? A : never
-
-/** A subscriber's name: what follows `subscriber:` in its messages' `webhook_id`. */
-export const SubscriberName = Schema.String.pipe(
-  Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, {
-    message: () => "must be 1 to 100 letters, digits, dots, dashes or underscores, starting with a letter or digit"
-  })
-)
-
-/** A subscriber's filters, as a webhook's: every event type when empty, GDPR only by default. */
-export const SubscriberFilters = Schema.Struct({
-  event_types: Schema.optional(Schema.Array(WebhookEventType)),
-  regulations: Schema.optional(Schema.Array(Regulation)),
-  flatten: Schema.optional(Schema.Boolean)
-})
-
-/**
- * `enqueue` runs on every consent event: the subscriber list is kept for a second per store
- * (keyed by the `Storage` service, so two platforms of one process keep their own). A change
- * through this process drops it at once; one made by another process is seen within the second.
- */
-const SUBSCRIBERS_TTL_MS = 1000
-const subscriberLists = new WeakMap<object, { readonly until: number; readonly rows: ReadonlyArray<SubscriberRow> }>()
-
-/** Drops this process's copy of the subscriber list (after a registration changed). */
-export const forgetSubscribers: Effect.Effect<void, never, Storage> = Effect.map(Storage, (s) => void subscriberLists.delete(s))
-
-const subscriberList = Effect.gen(function*() {
-  const storage = yield* Storage
-  const now = Date.now()
-  const hit = subscriberLists.get(storage)
-  if (hit && hit.until > now) return hit.rows
-  const page = yield* storage.repository(SubscribersTable).find({
-    count: false,
-    where: [],
-    sort: [],
-    ordered: false,
-    limit: 1000,
-    skip: 0
-  })
-  subscriberLists.set(storage, { until: now + SUBSCRIBERS_TTL_MS, rows: page.data })
-  return page.data
-})
-
-/** Creates or replaces a subscriber's registration (its filters); answers the stored row. */
-export const saveSubscriber = (name: string, filters: unknown) =>
-  Effect.gen(function*() {
-    const decodedName = decode(SubscriberName, name)
-    if (Either.isLeft(decodedName)) {
-      return yield* Effect.fail(new InvalidInput({ message: `Invalid subscriber name: ${JSON.stringify(name)}`, errors: { name: "invalid" } }))
-    }
-    const decoded = decode(SubscriberFilters, filters ?? {})
-    if (Either.isLeft(decoded)) return yield* Effect.fail(decoded.left)
-    const repo = (yield* Storage).repository(SubscribersTable)
-    const values = {
-      event_types: decoded.right.event_types ?? [],
-      regulations: decoded.right.regulations ?? ["gdpr"],
-      flatten: decoded.right.flatten ?? false
-    }
-    // Two processes registering the same name at once: the loser of the race reads again.
-    for (let i = 0; ; i++) {
-      const now = yield* nowIso
-      const found = yield* repo.get(name)
-      const saved = Option.isNone(found)
-        ? yield* Effect.either(repo.create({ id: name, ...values, created_at: now, updated_at: now, version: 1 }))
-        : yield* Effect.either(repo.patch(name, { ...values, updated_at: now }, found.value.version))
-      if (Either.isRight(saved)) {
-        yield* forgetSubscribers
-        return saved.right
-      }
-      if (i >= 4) return yield* Effect.fail(new Conflict({ message: `The subscriber ${name} changed concurrently` }))
-    }
-  })
-
-/** Deletes a subscriber's registration: no more messages are written for it. Answers whether it existed. */
-export const deleteSubscriber = (name: string) =>
-  Effect.gen(function*() {
-    const removed = yield* Effect.orDie((yield* Storage).repository(SubscribersTable).remove(name))
-    yield* forgetSubscribers
-    return Option.isSome(removed)
-  })
-
-/** How many webhooks `enqueue` reads at a time, and how many messages it writes per statement. */
-const ENQUEUE_PAGE = 500
-
-interface Target {
-  readonly id: string
-  readonly event_types: ReadonlyArray<WebhookEventType>
-  readonly regulations: ReadonlyArray<string> | null | undefined
-  readonly flatten: boolean | null | undefined
-}
-
-/**
- * Addresses the messages of a change to every enabled webhook of the organization, and to every
- * registered in-process subscriber, whose filters accept them, as outbox rows written in the
- * caller's transaction: the change and its messages commit together or not at all. Every
- * enabled webhook gets its message however many there are (the `webhooks` quota bounds them):
- * they are read a page at a time, in the order of their ids, and the rows written in batches.
- */
-export const enqueue = (organizationId: string, events: ReadonlyArray<OutgoingEvent>) =>
-  Effect.gen(function*() {
-    if (events.length === 0) return 0
-    const storage = yield* Storage
-    const deliveries = storage.repository(DeliveriesResource.tableDef)
-    const now = yield* nowIso
-    let written = 0
-    const write = (targets: ReadonlyArray<Target>) =>
-      Effect.gen(function*() {
-        const rows = messagesOf(organizationId, targets, events, now)
-        for (let i = 0; i < rows.length; i += ENQUEUE_PAGE) {
-          yield* Effect.orDie(deliveries.insert(rows.slice(i, i + ENQUEUE_PAGE)))
-        }
-        written += rows.length
-      })
-    const webhooks = storage.repository(WebhooksResource.tableDef)
-    let after: string | undefined
-    for (;;) {
-      const page = yield* webhooks.find({
-        count: false,
-        where: [eq("organization_id", organizationId), eq("enabled", true)],
-        sort: [],
-        keyset: { fields: ["id"], after: after === undefined ? undefined : [after] },
-        limit: ENQUEUE_PAGE,
-        skip: 0
-      })
-      yield* write(page.data)
-      if (page.data.length < ENQUEUE_PAGE) break
-      after = page.data[page.data.length - 1]!.id
-    }
-    const subscribers = yield* subscriberList
-    yield* write(subscribers.map((s) => ({ ...s, id: subscriberTarget(s.id) })))
-    return written
-  })
-
-/** The outbox rows of a change's messages to the targets whose filters accept them. */
-const messagesOf = (
-  organizationId: string,
-  targets: ReadonlyArray<Target>,
-  events: ReadonlyArray<OutgoingEvent>,
-  now: string
-): Array<StoredRow<typeof DeliveriesResource>> => {
-  const rows: Array<StoredRow<typeof DeliveriesResource>> = []
-  for (const hook of targets) {
-    const types = hook.event_types
-    const regulations = hook.regulations ?? ["gdpr"]
-    for (const event of events) {
-      if (types.length > 0 && !types.includes(event.type)) continue
-      if (!regulations.includes(event.regulation)) continue
-      const body = { type: event.type, parameters: event.parameters, regulation: event.regulation }
-      rows.push({
-        id: `msg_${sortableId(Date.parse(now))}`,
-        organization_id: organizationId,
-        webhook_id: hook.id,
-        event_type: event.type,
-        regulation: event.regulation,
-        status: "pending",
-        attempts_count: 0,
-        next_attempt_at: now,
-        last_status_code: null,
-        payload: hook.flatten === true ? flattenPayload(body) : body,
-        lease_until: null,
-        leased_by: null,
-        created_at: now,
-        updated_at: now,
-        version: 1
-      })
-    }
-  }
-  return rows
-}
-
-// ---------------------------------------------------------------- endpoints for the dispatcher
-
-/**
- * The dispatcher reads a webhook (and opens its sealed secrets) for every message; a copy is kept
- * for a second. A change through this process drops it at once (`forgetEndpoint` after the
- * commit); one made through another server process is seen within `ENDPOINT_TTL_MS`.
- */
-const ENDPOINT_TTL_MS = 1000
-
-export const EndpointsLive = Effect.gen(function*() {
-  const storage = yield* Storage
-  const box = yield* SecretBox
-  const repo = storage.repository(WebhooksResource.tableDef)
-  const kept = new Map<string, { readonly endpoint: Option.Option<Endpoint>; readonly until: number }>()
-  const load = (id: string) =>
-    Effect.gen(function*() {
-      const row = yield* repo.get(id)
-      if (Option.isNone(row)) return Option.none<Endpoint>()
-      const w = row.value
-      const auth = w.auth
-      return Option.some<Endpoint>({
-        id: w.id,
-        organization_id: w.organization_id,
-        url: w.url,
-        enabled: w.enabled === true,
-        signingSecret: yield* box.open(w.signing_secret_sealed),
-        auth: auth && typeof w.auth_client_secret_sealed === "string"
-          ? {
-            token_url: auth.token_url,
-            client_id: auth.client_id,
-            client_secret: yield* box.open(w.auth_client_secret_sealed),
-            scope: auth.scope,
-            audience: auth.audience
-          }
-          : null
-      })
-    })
-  const forget = (id: string) => Effect.sync(() => void kept.delete(id))
-  return Endpoints.of({
-    get: (id) =>
-      Effect.suspend(() => {
-        const now = Date.now()
-        const hit = kept.get(id)
-        if (hit && hit.until > now) return Effect.succeed(hit.endpoint)
-        return Effect.tap(load(id), (endpoint) => {
-          if (kept.size >= 10_000) kept.clear()
-          kept.set(id, { endpoint, until: now + ENDPOINT_TTL_MS })
-        })
-      }),
-    forget,
-    disable: (id, _reason) =>
-      Effect.gen(function*() {
-        // A concurrent edit of the webhook wins the version race: read again and retry.
-        for (let i = 0; i < 5; i++) {
-          const row = yield* repo.get(id)
-          if (Option.isNone(row) || row.value.enabled === false) return
-          const done = yield* repo.patch(id, { enabled: false, updated_at: yield* nowIso }, row.value.version)
-            .pipe(Effect.as(true), Effect.catchAll(() => Effect.succeed(false)))
-          if (done) return
-        }
-      }).pipe(Effect.ensuring(forget(id)))
-  })
 })
 
 // ---------------------------------------------------------------- replay

@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { as, call, client, expectError, operatorOf, start, type TestServer, unique } from "./helpers.js"
+import { describe, expect, it } from "vitest"
+import { as, call, client, expectError, unique } from "./helpers.js"
+import { useServer } from "./fixture.js"
 
 /**
  * `api_requests` counts every principal but the operator against the organization it acts in:
@@ -7,16 +8,7 @@ import { as, call, client, expectError, operatorOf, start, type TestServer, uniq
  * organizations) and platform integrations, not client keys only.
  */
 
-let server: TestServer
-let op: Awaited<ReturnType<typeof operatorOf>>
-
-beforeAll(async () => {
-  server = await start()
-  op = await operatorOf(server.url)
-})
-afterAll(async () => {
-  await server?.close()
-})
+const { server, op } = useServer()
 
 /** Quotas are set before an organization's first counted request: the counter caches the limit for 5 s. */
 const setApiRequests = async (organizationId: string, limit: number) => {

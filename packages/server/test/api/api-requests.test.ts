@@ -1,26 +1,20 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { as, client, expectError, operatorOf, start, type Tenant, type TestServer } from "./helpers.js"
+import { beforeAll, describe, expect, it } from "vitest"
+import { as, client, expectError, operatorOf } from "./helpers.js"
+import { useServer } from "./fixture.js"
 
 /** The `api_requests` quota per calendar month; this file moves the clock, so it has its own server. */
 
-let server: TestServer
-let op: Awaited<ReturnType<typeof operatorOf>>
-let t: Tenant
-let other: Tenant
+const fixture = useServer({}, { tenants: 2 })
+const { server, tenants: [t, other] } = fixture
+// Reassigned once the month jump expired the operator's token.
+let op = fixture.op
 
 beforeAll(async () => {
-  server = await start()
-  op = await operatorOf(server.url)
-  t = await op.tenant()
-  other = await op.tenant()
   // Set before the client's first request: the usage counter caches the limit for 5 s.
   const quota = await op.quotaOf(t.org.id)
   const r = await op.call("PATCH", `/v1/quotas/${quota.id}`, { body: { api_requests: 3 } })
   expect(r.status).toBe(200)
   expect(r.body.api_requests).toBe(3)
-})
-afterAll(async () => {
-  await server?.close()
 })
 
 describe("api_requests quota", () => {

@@ -1,13 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { ADMIN, call, expect400, expectError, operatorOf, start, type TestServer, unique } from "./helpers.js"
+import { describe, expect, it } from "vitest"
+import { ADMIN, call, expect400, expectError, unique } from "./helpers.js"
+import { useServer } from "./fixture.js"
 
 /** Repeated failed session attempts are slowed per key and per client address, never for ever. */
-let server: TestServer
 
-beforeAll(async () => {
-  server = await start()
-})
-afterAll(() => server?.close())
+const { server } = useServer({}, { operator: false })
 
 const attempt = (key: string, secret: string, headers: Record<string, string> = {}) =>
   call(server.url, "POST", "/v1/sessions", { body: { type: "api-key", key, secret }, headers })
@@ -42,15 +39,8 @@ describe("brute force", () => {
 
 describe("brute force on the other credential endpoints", () => {
   // Behind a trusted proxy, so a test can speak from several client addresses.
-  let proxied: TestServer
-  let op: Awaited<ReturnType<typeof operatorOf>>
+  const { server: proxied, op } = useServer({ trustProxy: true })
   const from = (address: string) => ({ "x-forwarded-for": address })
-
-  beforeAll(async () => {
-    proxied = await start({ trustProxy: true })
-    op = await operatorOf(proxied.url)
-  })
-  afterAll(() => proxied?.close())
 
   const integrationSession = (token: string, address: string) =>
     call(proxied.url, "POST", "/v1/platform-integrations/sessions", { headers: { "x-platform-authorization": token, ...from(address) } })

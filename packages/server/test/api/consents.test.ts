@@ -1,27 +1,16 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { as, expect400, expect403, expect404, expect409, operatorOf, start, type Tenant, type TestServer, unique } from "./helpers.js"
+import { beforeAll, describe, expect, it } from "vitest"
+import { as, expect400, expect403, expect404, expect409, type Tenant, unique } from "./helpers.js"
+import { useServer } from "./fixture.js"
 
 /**
  * Consent events and users through HTTP: the effective status per regulation, the pending
  * rules of spec section 6, and the outbox messages each change queues for the webhooks.
  */
-let server: TestServer
-let op: Awaited<ReturnType<typeof operatorOf>>
 
-beforeAll(async () => {
-  server = await start({ webhookAllowHosts: ["127.0.0.1"] })
-  op = await operatorOf(server.url)
-})
-afterAll(() => server?.close())
+const { server, op, tenant } = useServer({ webhookAllowHosts: ["127.0.0.1"] })
 
 /** A tenant with the consents API (and webhooks) switched on by the operator. */
-const consentTenant = async (features: Record<string, boolean> = { consents_api: true, webhooks: true }) => {
-  const t = await op.tenant()
-  const flags = await op.featuresOf(t.org.id)
-  const r = await op.call("PATCH", `/v1/premium-features/${flags.id}`, { body: features })
-  expect(r.status, r.text).toBe(200)
-  return { ...t, call: as(server.url, t.token) }
-}
+const consentTenant = (features: Record<string, boolean> = { consents_api: true, webhooks: true }) => tenant(features)
 
 /** Purposes compared by id: their order is not part of the effective status. */
 const byId = (list: Array<{ id: string }>) => [...list].sort((a, b) => a.id.localeCompare(b.id))

@@ -1,6 +1,7 @@
 import * as crypto from "node:crypto"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { as, expect400, expect403, operatorOf, type Reply, start, type Tenant, type TestServer } from "./helpers.js"
+import { beforeAll, describe, expect, it } from "vitest"
+import { as, expect400, expect403, operatorOf, type Reply, start, type Tenant } from "./helpers.js"
+import { useServer } from "./fixture.js"
 
 /**
  * Cursor paging of consent events and users (`$cursor`): keyset pages in `created_at`, then
@@ -8,24 +9,12 @@ import { as, expect400, expect403, operatorOf, type Reply, start, type Tenant, t
  * cursor is bound to the query it was issued for, and scope applies to every page.
  */
 
-let server: TestServer
-let op: Awaited<ReturnType<typeof operatorOf>>
 type Caller = ReturnType<typeof as>
 type ConsentTenant = Tenant & { readonly call: Caller }
 
-const consentTenant = async (): Promise<ConsentTenant> => {
-  const t = await op.tenant()
-  const flags = await op.featuresOf(t.org.id)
-  const r = await op.call("PATCH", `/v1/premium-features/${flags.id}`, { body: { consents_api: true } })
-  expect(r.status, r.text).toBe(200)
-  return { ...t, call: as(server.url, t.token) }
-}
+const consentTenant = (): Promise<ConsentTenant> => tenant({ consents_api: true })
 
-beforeAll(async () => {
-  server = await start()
-  op = await operatorOf(server.url)
-})
-afterAll(() => server?.close())
+const { server, op, tenant } = useServer()
 
 const enc = encodeURIComponent
 const T = "2026-01-05T08:00:00"

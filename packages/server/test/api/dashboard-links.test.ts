@@ -1,6 +1,7 @@
 import { verifySignedUrl } from "@cmp/platform-node"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { as, client, expect400, expect403, memberOf, operatorOf, START, start, type Tenant, type TestServer, unique } from "./helpers.js"
+import { beforeAll, describe, expect, it } from "vitest"
+import { client, expect400, expect403, memberOf, START, type Tenant } from "./helpers.js"
+import { type Caller, useServer } from "./fixture.js"
 
 /**
  * `analytics/dashboards-urls` signs each link for one organization: the caller's only one, or
@@ -8,20 +9,12 @@ import { as, client, expect400, expect403, memberOf, operatorOf, START, start, t
  * dashboard host knows whose data to show and a link cannot be turned into another's.
  */
 const URL_KEY = "test-url-signing-key-0123456789-abcdef"
-let server: TestServer
-let op: Awaited<ReturnType<typeof operatorOf>>
-type Caller = ReturnType<typeof as>
 let a: Tenant & { call: Caller }
 let b: Tenant & { call: Caller }
 let c: Tenant & { call: Caller }
 let platformId: string
 let ofA: string
 let ofB: string
-
-const tenant = async () => {
-  const t = await op.tenant()
-  return { ...t, call: as(server.url, t.token) }
-}
 
 const entry = async (organizationId: string | undefined, order: number) => {
   const r = await op.call("POST", "/v1/analytics/dashboards", {
@@ -40,7 +33,6 @@ const entry = async (organizationId: string | undefined, order: number) => {
   return r.body.id as string
 }
 
-
 const path = (query = "") => `/v1/analytics/dashboards-urls?$sort[order]=1${query}`
 const ids = (r: { body: { data: Array<{ id: string }> } }) => r.body.data.map((d) => d.id)
 /** The organization each link of a page was signed for, after checking the signature. */
@@ -50,9 +42,9 @@ const signedFor = (r: { body: { data: Array<{ url: string }> } }) =>
     return new URL(d.url).searchParams.get("organization_id")
   })
 
+const { server, op, tenant } = useServer({ urlSigningKey: URL_KEY })
+
 beforeAll(async () => {
-  server = await start({ urlSigningKey: URL_KEY })
-  op = await operatorOf(server.url)
   a = await tenant()
   b = await tenant()
   c = await tenant()
@@ -60,7 +52,6 @@ beforeAll(async () => {
   ofA = await entry(a.org.id, 2)
   ofB = await entry(b.org.id, 3)
 })
-afterAll(() => server?.close())
 
 describe("dashboards-urls: whose links", () => {
   it("a client's own organization is implied, and may be named", async () => {

@@ -1,19 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { call, start, type TestServer } from "./helpers.js"
+import { describe, expect, it } from "vitest"
+import { call } from "./helpers.js"
+import { useServer } from "./fixture.js"
 
 /**
  * The docs page serves only the files it loads, each under a policy that allows no inline
  * script, no other origin and no framing.
  */
 
-let server: TestServer
-
-beforeAll(async () => {
-  server = await start()
-})
-afterAll(async () => {
-  await server?.close()
-})
+const { server } = useServer({}, { operator: false })
 
 const expectGuarded = (headers: Headers, what: string) => {
   const policy = headers.get("content-security-policy") ?? ""

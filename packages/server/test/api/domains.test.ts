@@ -1,21 +1,13 @@
 import * as Effect from "effect/Effect"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { dnsProvisioner } from "@cmp/platform-node"
-import { as, expect400, expect403, expect409, operatorOf, start, type Tenant, type TestServer, unique } from "./helpers.js"
+import { as, expect400, expect403, expect409, operatorOf, start, unique } from "./helpers.js"
+import { useServer } from "./fixture.js"
 
 /** Domains: FQDN ids, type from the managed zone, the status machine of api.md, provisioning. */
-let server: TestServer
-let op: Awaited<ReturnType<typeof operatorOf>>
-let a: Tenant
-let asA: ReturnType<typeof as>
 
-beforeAll(async () => {
-  server = await start({ settings: { managedZone: "cmp-managed.net" } })
-  op = await operatorOf(server.url)
-  a = await op.tenant()
-  asA = as(server.url, a.token)
-})
-afterAll(() => server.close())
+const { server, op, tenants: [a] } = useServer({ settings: { managedZone: "cmp-managed.net" } }, { tenants: 1 })
+const asA = a.call
 
 const fqdn = () => `${unique("d")}.example.com`
 const create = async (id = fqdn(), extra: Record<string, unknown> = {}) => {

@@ -4,15 +4,14 @@ import type { AddressInfo } from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { as, expect400, expect403, expect404, expect405, expect409, operatorOf, start, type TestServer } from "./helpers.js"
+import { expect400, expect403, expect404, expect405, expect409 } from "./helpers.js"
+import { useServer } from "./fixture.js"
 
 /**
  * Export configurations (quotas exports_configs and exports_destinations) and manual runs
  * (premium feature batch_exports_manual_run): NDJSON of a time range's events and users,
  * streamed to a directory under EXPORTS_ROOT and to a receiver that takes a POST.
  */
-let server: TestServer
-let op: Awaited<ReturnType<typeof operatorOf>>
 let root: string
 
 interface Got {
@@ -39,23 +38,17 @@ beforeAll(async () => {
   })
   await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve))
   receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/exports`
-  server = await start({ webhookAllowHosts: ["127.0.0.1"], exportsRoot: root })
-  op = await operatorOf(server.url)
 })
+// Registered before the server's hooks: the directory and the receiver outlive the server.
 afterAll(async () => {
-  await server?.close()
   receiver?.closeAllConnections()
   await new Promise<void>((resolve) => receiver ? receiver.close(() => resolve()) : resolve())
   fs.rmSync(root, { recursive: true, force: true })
 })
 
-const tenant = async (features: Record<string, boolean> = { batch_exports_manual_run: true, consents_api: true }) => {
-  const t = await op.tenant()
-  const flags = await op.featuresOf(t.org.id)
-  const r = await op.call("PATCH", `/v1/premium-features/${flags.id}`, { body: features })
-  expect(r.status, r.text).toBe(200)
-  return { ...t, call: as(server.url, t.token) }
-}
+const { server, op, tenant: withFeatures } = useServer(() => ({ webhookAllowHosts: ["127.0.0.1"], exportsRoot: root }))
+
+const tenant = (features: Record<string, boolean> = { batch_exports_manual_run: true, consents_api: true }) => withFeatures(features)
 type T = Awaited<ReturnType<typeof tenant>>
 
 const setQuota = async (orgId: string, changes: Record<string, number>) => {

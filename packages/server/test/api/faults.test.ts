@@ -1,20 +1,17 @@
 import { SqliteStore } from "@cmp/store-sqlite"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { expectError, operatorOf, start, type TestServer } from "./helpers.js"
+import { describe, expect, it } from "vitest"
+import { expectError, operatorOf } from "./helpers.js"
+import { useServer } from "./fixture.js"
 
 /**
  * A database that cannot be written (read-only, full) answers 503 with the reason and a
  * Retry-After, reads keep working, nothing is half-written, and writes work again once the
  * database does. The faults are made on the server's own SQLite connection.
  */
-let server: TestServer
 
-beforeAll(async () => {
-  server = await start({ store: SqliteStore.layer({ filename: ":memory:" }) })
-})
-afterAll(() => server?.close())
+const { server } = useServer({ store: SqliteStore.layer({ filename: ":memory:" }) }, { operator: false })
 
 const onServerDb = <A>(statement: string) =>
   server.api.runtime.runPromise(

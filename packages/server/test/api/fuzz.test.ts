@@ -1,6 +1,7 @@
 import fc from "fast-check"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { as, operatorOf, type Reply, start, type TestServer } from "./helpers.js"
+import { beforeAll, describe, expect, it } from "vitest"
+import { as, type Reply } from "./helpers.js"
+import { useServer } from "./fixture.js"
 
 /**
  * Property-based fuzzing driven by the OpenAPI document, so every service is covered without a
@@ -9,17 +10,16 @@ import { as, operatorOf, type Reply, start, type TestServer } from "./helpers.js
  * own objects. Never a 5xx; every 4xx has the contract's error body; a rejected write changes
  * nothing.
  */
-let server: TestServer
 let call: ReturnType<typeof as>
 let orgId: string
 let keyId: string
 let paths: Record<string, Record<string, any>>
 let schemas: Record<string, any>
 
+const { server, op, tenant } = useServer({ webhookAllowHosts: ["127.0.0.1"] })
+
 beforeAll(async () => {
-  server = await start({ webhookAllowHosts: ["127.0.0.1"] })
-  const op = await operatorOf(server.url)
-  const t = await op.tenant()
+  const t = await tenant()
   const flags = await op.featuresOf(t.org.id)
   // Every premium feature on, so requests reach the deepest validation rather than a 403.
   const all = Object.fromEntries(Object.keys(flags).filter((k) => typeof flags[k] === "boolean").map((k) => [k, true]))
@@ -31,7 +31,6 @@ beforeAll(async () => {
   paths = doc.paths
   schemas = doc.components.schemas
 })
-afterAll(() => server?.close())
 
 const expectContract = (r: Reply, context: string) => {
   expect(r.status, `${context}: ${r.text.slice(0, 300)}`).toBeLessThan(500)

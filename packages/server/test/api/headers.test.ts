@@ -3,22 +3,9 @@ import express from "express"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import * as net from "node:net"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import {
-  ADMIN,
-  as,
-  call,
-  expect405,
-  ManualClock,
-  operatorOf,
-  type Reply,
-  start,
-  START,
-  type Tenant,
-  type TestServer,
-  testStore,
-  unique
-} from "./helpers.js"
+import { describe, expect, it } from "vitest"
+import { ADMIN, as, call, expect405, ManualClock, type Reply, start, START, testStore, unique } from "./helpers.js"
+import { useServer } from "./fixture.js"
 
 /**
  * Headers every answer carries (`X-Content-Type-Options: nosniff`), those of answers showing a
@@ -26,22 +13,8 @@ import {
  * through the standalone server and through the router mounted in a host's Express app.
  */
 
-let server: TestServer
-let op: Awaited<ReturnType<typeof operatorOf>>
-let t: Tenant
-let asT: ReturnType<typeof as>
-
-beforeAll(async () => {
-  server = await start({ urlSigningKey: "test-url-signing-key-0123456789-abcdef" })
-  op = await operatorOf(server.url)
-  t = await op.tenant()
-  asT = as(server.url, t.token)
-  const flags = await op.featuresOf(t.org.id)
-  expect((await op.call("PATCH", `/v1/premium-features/${flags.id}`, { body: { webhooks: true } })).status).toBe(200)
-})
-afterAll(async () => {
-  await server?.close()
-})
+const { server, op, tenants: [t] } = useServer({ urlSigningKey: "test-url-signing-key-0123456789-abcdef" }, { tenants: [{ webhooks: true }] })
+const asT = t.call
 
 const expectNosniff = (r: Reply, what: string) => expect(r.headers.get("x-content-type-options"), what).toBe("nosniff")
 const expectNoStore = (r: Reply, what: string) => expect(r.headers.get("cache-control"), what).toBe("no-store")

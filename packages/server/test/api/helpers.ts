@@ -13,7 +13,8 @@ import { expect } from "vitest"
 
 /**
  * The server of the API suites: the real Express server (what `pnpm start` serves) over a fresh
- * database of the store under test, with a hand-moved clock.
+ * database of the store under test, with a hand-moved clock. Suites start it through
+ * `useServer` of `./fixture.ts`, which also signs the operator in and makes tenants.
  */
 
 export * from "@cmp/test-support/http"

@@ -1,34 +1,10 @@
 import * as http from "node:http"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import {
-  as,
-  call,
-  expect400,
-  expect401,
-  expect404,
-  expect405,
-  expectError,
-  operatorOf,
-  start,
-  type Tenant,
-  type TestServer,
-  unique
-} from "./helpers.js"
+import { describe, expect, it } from "vitest"
+import { call, expect400, expect401, expect404, expect405, expectError, unique } from "./helpers.js"
+import { useServer } from "./fixture.js"
 
-let server: TestServer
-let op: Awaited<ReturnType<typeof operatorOf>>
-let t: Tenant
-let asT: ReturnType<typeof as>
-
-beforeAll(async () => {
-  server = await start()
-  op = await operatorOf(server.url)
-  t = await op.tenant()
-  asT = as(server.url, t.token)
-})
-afterAll(async () => {
-  await server?.close()
-})
+const { server, tenants: [t] } = useServer({}, { tenants: 1 })
+const asT = t.call
 
 /** A raw HTTP request, for headers fetch will not send (Host). */
 const raw = (url: string, path: string, headers: Record<string, string>) =>
@@ -44,17 +20,9 @@ const raw = (url: string, path: string, headers: Record<string, string>) =>
   })
 
 describe("HTTPS enforcement", () => {
-  let strict: TestServer
-  let proxied: TestServer
-
-  beforeAll(async () => {
-    strict = await start({ allowHttp: false })
-    proxied = await start({ allowHttp: false, trustProxy: true })
-  })
-  afterAll(async () => {
-    await strict?.close()
-    await proxied?.close()
-  })
+  // Plain HTTP cannot sign the operator in on these.
+  const { server: strict } = useServer({ allowHttp: false }, { operator: false })
+  const { server: proxied } = useServer({ allowHttp: false, trustProxy: true }, { operator: false })
 
   it("plain HTTP is 301 to the https URL of the same path and query", async () => {
     const host = new URL(strict.url).host

@@ -1,7 +1,8 @@
 import type { AddressInfo } from "node:net"
 import { SMTPServer } from "smtp-server"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { as, client, expect400, operatorOf, start, type TestServer, unique } from "./helpers.js"
+import { as, client, expect400, operatorOf, unique } from "./helpers.js"
+import { useServer } from "./fixture.js"
 
 /**
  * With a mailer (`SMTP_URL`, `MAIL_FROM`), an invitation's token reaches only the address
@@ -39,20 +40,16 @@ const smtp = new SMTPServer({
   }
 })
 
-let server: TestServer
-let operator: Awaited<ReturnType<typeof operatorOf>>
-
+// Registered before the server's hooks: the mail server listens before it starts, and closes after it stops.
 beforeAll(async () => {
   await new Promise<void>((resolve) => smtp.listen(0, "127.0.0.1", () => resolve()))
-  const { port } = smtp.server.address() as AddressInfo
-  server = await start({
-    smtp: { url: `smtp://127.0.0.1:${port}`, from: "Consent <no-reply@example.com>", acceptUrl: "https://app.example.com/accept" }
-  })
-  operator = await operatorOf(server.url)
 })
 afterAll(async () => {
-  await server.close()
   await new Promise<void>((resolve) => smtp.close(() => resolve()))
+})
+const { server, op: operator } = useServer(() => {
+  const { port } = smtp.server.address() as AddressInfo
+  return { smtp: { url: `smtp://127.0.0.1:${port}`, from: "Consent <no-reply@example.com>", acceptUrl: "https://app.example.com/accept" } }
 })
 
 const invite = (token: string, organizationId: string, email: string) =>
@@ -126,16 +123,15 @@ describe("invitations delivered by mail", () => {
 })
 
 describe("a mail server that does not take the invitation", () => {
-  let unreachable: TestServer
+  let port = 0
   beforeAll(async () => {
     // A port that was listening a moment ago and no longer is.
     const down = new SMTPServer({ authOptional: true, disabledCommands: ["STARTTLS", "AUTH"], logger: false })
     await new Promise<void>((resolve) => down.listen(0, "127.0.0.1", () => resolve()))
-    const { port } = down.server.address() as AddressInfo
+    port = (down.server.address() as AddressInfo).port
     await new Promise<void>((resolve) => down.close(() => resolve()))
-    unreachable = await start({ smtp: { url: `smtp://127.0.0.1:${port}`, from: "no-reply@example.com" } })
   })
-  afterAll(() => unreachable.close())
+  const { server: unreachable } = useServer(() => ({ smtp: { url: `smtp://127.0.0.1:${port}`, from: "no-reply@example.com" } }), { operator: false })
 
   it("answers 503 and leaves no member behind", async () => {
     const a = await (await operatorOf(unreachable.url)).tenant()

@@ -3,7 +3,8 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { as, call, operatorOf, type Reply, start, type TestServer, unique } from "./helpers.js"
+import { as, call, type Reply, unique } from "./helpers.js"
+import { useServer } from "./fixture.js"
 
 /**
  * Tenant isolation, generated from the OpenAPI document: organization B gets one object of
@@ -82,8 +83,6 @@ const cert = fs.readFileSync(path.join(import.meta.dirname, "fixtures", "localho
 const vendorList = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, "fixtures", "vendor-list.json"), "utf8"))
 const iso = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/
 
-let server: TestServer
-let op: Awaited<ReturnType<typeof operatorOf>>
 let exportsRoot: string
 let doc: { paths: Record<string, Record<string, any>>; components: { schemas: Record<string, any> } }
 let A: Org
@@ -774,10 +773,16 @@ const totalOf = async (coll: string) => {
   return r.body.total as number
 }
 
-beforeAll(async () => {
+// Registered before the server's hooks: the exports directory is there before it starts and goes after it stops.
+beforeAll(() => {
   exportsRoot = fs.mkdtempSync(path.join(os.tmpdir(), "cmp-isolation-walk-"))
-  server = await start({ webhookAllowHosts: ["127.0.0.1"], exportsRoot, tcfVendorList: vendorList })
-  op = await operatorOf(server.url)
+})
+afterAll(() => {
+  if (exportsRoot) fs.rmSync(exportsRoot, { recursive: true, force: true })
+})
+const { server, op } = useServer(() => ({ webhookAllowHosts: ["127.0.0.1"], exportsRoot, tcfVendorList: vendorList }))
+
+beforeAll(async () => {
   doc = (await call(server.url, "GET", "/openapi.json")).body
   const org = async (label: string): Promise<Org> => {
     const t = await op.tenant()
@@ -823,10 +828,6 @@ beforeAll(async () => {
   }
 }, 120_000)
 
-afterAll(async () => {
-  await server?.close()
-  if (exportsRoot) fs.rmSync(exportsRoot, { recursive: true, force: true })
-})
 
 describe("tenant isolation, walked from the OpenAPI document", () => {
   it("every path and method of the document is covered by a fixture of B or the commented allow-list", () => {

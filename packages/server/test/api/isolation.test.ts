@@ -1,39 +1,21 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import {
-  as,
-  expect403,
-  expect404,
-  expect405,
-  operatorOf,
-  type Reply,
-  start,
-  type Tenant,
-  type TestServer,
-  unique
-} from "./helpers.js"
+import { beforeAll, describe, expect, it } from "vitest"
+import { as, expect403, expect404, expect405, type Reply, unique } from "./helpers.js"
+import { useServer } from "./fixture.js"
 
 /**
  * A client of organization A against every object of organization B: reads and writes
  * answer 404 (never revealing B's data), creating in B and filtering on B answer 403.
  */
 
-let server: TestServer
-let op: Awaited<ReturnType<typeof operatorOf>>
-let a: Tenant
-let b: Tenant
-let asA: ReturnType<typeof as>
-
 /** B's objects, one per service. */
 const bOf: Record<string, any> = {}
 /** A's own objects, one per service. */
 const aOf: Record<string, any> = {}
 
+const { server, op, tenants: [a, b] } = useServer({}, { tenants: 2 })
+const asA = a.call
+
 beforeAll(async () => {
-  server = await start()
-  op = await operatorOf(server.url)
-  a = await op.tenant()
-  b = await op.tenant()
-  asA = as(server.url, a.token)
   const asB = as(server.url, b.token)
 
   for (const [t, store, call] of [[a, aOf, asA], [b, bOf, asB]] as const) {
@@ -51,9 +33,6 @@ beforeAll(async () => {
     const { invitation: _shownOnce, ...stored } = member.body
     store.members = stored
   }
-})
-afterAll(async () => {
-  await server?.close()
 })
 
 /** No field of B's object (other than an id the caller itself sent) shows up in the body. */

@@ -1,35 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import {
-  ADMIN,
-  as,
-  call,
-  expect400,
-  expect403,
-  expect404,
-  expect409,
-  operatorOf,
-  start,
-  type Tenant,
-  type TestServer,
-  unique
-} from "./helpers.js"
+import { beforeAll, describe, expect, it } from "vitest"
+import { ADMIN, as, call, expect400, expect403, expect404, expect409, unique } from "./helpers.js"
+import { useServer } from "./fixture.js"
 
-let server: TestServer
-let op: Awaited<ReturnType<typeof operatorOf>>
-let a: Tenant
-let b: Tenant
-let asA: ReturnType<typeof as>
-
-beforeAll(async () => {
-  server = await start()
-  op = await operatorOf(server.url)
-  a = await op.tenant()
-  b = await op.tenant()
-  asA = as(server.url, a.token)
-})
-afterAll(async () => {
-  await server?.close()
-})
+const { server, op, tenants: [a, b] } = useServer({}, { tenants: 2 })
+const asA = a.call
 
 const createKey = (body: Record<string, unknown>) => asA("POST", "/v1/keys", { body: { organization_id: a.org.id, ...body } })
 

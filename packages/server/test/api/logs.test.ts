@@ -1,20 +1,20 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
-import { ADMIN, client, start, type TestServer } from "./helpers.js"
+import { ADMIN, client } from "./helpers.js"
+import { useServer } from "./fixture.js"
 
 /** Structured JSON logs: one line per request with its id, and never a secret or a token. */
-let server: TestServer
 const lines: Array<string> = []
 
-beforeAll(async () => {
+// Registered before the server's hooks: the spy is on before it starts, and off after it stops.
+beforeAll(() => {
   vi.spyOn(console, "log").mockImplementation((...args: Array<unknown>) => {
     lines.push(args.map(String).join(" "))
   })
-  server = await start({ logLevel: "Info" })
 })
-afterAll(async () => {
-  await server.close()
+afterAll(() => {
   vi.restoreAllMocks()
 })
+const { server } = useServer({ logLevel: "Info" }, { operator: false })
 
 describe("logs", () => {
   it("one JSON line per request, carrying the request id, without secrets or tokens", async () => {

@@ -1,15 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { as, client, expect400, expect401, expect404, expect409, operatorOf, start, type TestServer, unique } from "./helpers.js"
+import { describe, expect, it } from "vitest"
+import { as, client, expect400, expect401, expect404, expect409, operatorOf, unique } from "./helpers.js"
+import { useServer } from "./fixture.js"
 
 /** Members are invitations; accepting one opens an email session (spec section 5.7). */
-let server: TestServer
-let operator: Awaited<ReturnType<typeof operatorOf>>
 
-beforeAll(async () => {
-  server = await start()
-  operator = await operatorOf(server.url)
-})
-afterAll(() => server.close())
+const { server, op: operator } = useServer()
 
 const invite = (token: string, organizationId: string, email: string) =>
   as(server.url, token)("POST", "/v1/members", { body: { name: "Ada", email, organization_id: organizationId } })

@@ -1,7 +1,8 @@
 import { TCString } from "@iabtechlabtcf/core"
 import * as fs from "node:fs"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { as, expect400, expect403, expect404, expect405, expect409, operatorOf, start, type TestServer } from "./helpers.js"
+import { describe, expect, it } from "vitest"
+import { as, expect400, expect403, expect404, expect405, expect409 } from "./helpers.js"
+import { useServer } from "./fixture.js"
 
 /**
  * Notices through HTTP: texts and their default per platform, reviewed contents, notice and
@@ -9,19 +10,8 @@ import { as, expect400, expect403, expect404, expect405, expect409, operatorOf, 
  */
 const vendorList = JSON.parse(fs.readFileSync(new URL("./fixtures/vendor-list.json", import.meta.url), "utf8"))
 
-let server: TestServer
-let op: Awaited<ReturnType<typeof operatorOf>>
+const { server, op, tenant } = useServer({ tcfVendorList: vendorList })
 
-beforeAll(async () => {
-  server = await start({ tcfVendorList: vendorList })
-  op = await operatorOf(server.url)
-})
-afterAll(() => server?.close())
-
-const tenant = async () => {
-  const t = await op.tenant()
-  return { ...t, call: as(server.url, t.token) }
-}
 type T = Awaited<ReturnType<typeof tenant>>
 
 const newText = async (t: T, body: Record<string, unknown> = {}) => {

@@ -10,7 +10,8 @@ import { fileURLToPath } from "node:url"
 import openapiTS, { astToString } from "openapi-typescript"
 import ts from "typescript"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { ADMIN, call, expect401, ManualClock, start, START, testStore, type TestServer } from "./helpers.js"
+import { ADMIN, call, expect401, ManualClock, START, testStore } from "./helpers.js"
+import { useServer } from "./fixture.js"
 
 /**
  * The OpenAPI document as a client meets it: a standard validator and a linter find no error in
@@ -18,11 +19,10 @@ import { ADMIN, call, expect401, ManualClock, start, START, testStore, type Test
  * and a typed client generated from it compiles.
  */
 
-let server: TestServer
+const { server } = useServer({}, { operator: false })
 let mounted: { base: string; close: () => Promise<void> }
 
 beforeAll(async () => {
-  server = await start()
   const store = await testStore()
   const api = await createApi({
     store: store.layer,
@@ -52,7 +52,6 @@ beforeAll(async () => {
   }
 })
 afterAll(async () => {
-  await server?.close()
   await mounted?.close()
 })
 

@@ -1,33 +1,25 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { as, expect400, expect403, expect404, operatorOf, start, type Tenant, type TestServer, unique } from "./helpers.js"
+import { beforeAll, describe, expect, it } from "vitest"
+import { as, expect400, expect403, expect404, type Tenant, unique } from "./helpers.js"
+import { useServer } from "./fixture.js"
 
 /** Tenant isolation of every organization resource, and their OpenAPI entries. */
-let server: TestServer
-let op: Awaited<ReturnType<typeof operatorOf>>
-let a: Tenant
-let b: Tenant
-let asA: ReturnType<typeof as>
-let asB: ReturnType<typeof as>
 let propertyB: any
 
 const cert = fs.readFileSync(path.join(import.meta.dirname, "fixtures", "localhost-cert.pem"), "utf8")
 
+const { server, op, tenants: [a, b] } = useServer({}, { tenants: 2 })
+const asA = a.call
+const asB = b.call
+
 beforeAll(async () => {
-  server = await start()
-  op = await operatorOf(server.url)
-  a = await op.tenant()
-  b = await op.tenant()
-  asA = as(server.url, a.token)
-  asB = as(server.url, b.token)
   for (const t of [a, b]) {
     const flags = await op.featuresOf(t.org.id)
     await op.call("PATCH", `/v1/premium-features/${flags.id}`, { body: { sso: true } })
   }
   propertyB = (await asB("POST", "/v1/properties", { body: { organization_id: b.org.id, name: "B", website: "https://b.example" } })).body
 })
-afterAll(() => server.close())
 
 interface Case {
   readonly path: string

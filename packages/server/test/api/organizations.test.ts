@@ -1,31 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import {
-  as,
-  expect400,
-  expect403,
-  expect404,
-  expect409,
-  operatorOf,
-  start,
-  type Tenant,
-  type TestServer,
-  unique
-} from "./helpers.js"
+import { describe, expect, it } from "vitest"
+import { as, expect400, expect403, expect404, expect409, unique } from "./helpers.js"
+import { useServer } from "./fixture.js"
 
-let server: TestServer
-let op: Awaited<ReturnType<typeof operatorOf>>
-let a: Tenant
-let asA: ReturnType<typeof as>
-
-beforeAll(async () => {
-  server = await start()
-  op = await operatorOf(server.url)
-  a = await op.tenant()
-  asA = as(server.url, a.token)
-})
-afterAll(async () => {
-  await server?.close()
-})
+const { server, op, tenants: [a] } = useServer({}, { tenants: 1 })
+const asA = a.call
 
 describe("organizations: create", () => {
   it("the operator creates one: 201, self_register false, public_api_key, defaults", async () => {

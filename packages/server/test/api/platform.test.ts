@@ -1,21 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { verifySignedUrl } from "@cmp/platform-node"
-import { as, call, expect400, expect403, expect404, expect409, operatorOf, START, start, type Tenant, type TestServer } from "./helpers.js"
+import { as, call, expect400, expect403, expect404, expect409, operatorOf, START, start } from "./helpers.js"
+import { useServer } from "./fixture.js"
 
 /** Source systems, platform integrations and their sessions, the dashboard catalogue and languages. */
 const URL_KEY = "test-url-signing-key-0123456789-abcdef"
-let server: TestServer
-let op: Awaited<ReturnType<typeof operatorOf>>
-let a: Tenant
-let asA: ReturnType<typeof as>
 
-beforeAll(async () => {
-  server = await start({ urlSigningKey: URL_KEY })
-  op = await operatorOf(server.url)
-  a = await op.tenant()
-  asA = as(server.url, a.token)
-})
-afterAll(() => server.close())
+const { server, op, tenants: [a] } = useServer({ urlSigningKey: URL_KEY }, { tenants: 1 })
+const asA = a.call
 
 describe("organizations-source-systems", () => {
   it("create (201), find (list envelope), get, remove; no update or patch", async () => {

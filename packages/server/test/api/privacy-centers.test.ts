@@ -1,25 +1,17 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { checkCertificatePem } from "@cmp/platform-node"
-import { as, expect400, expect403, operatorOf, start, type Tenant, type TestServer } from "./helpers.js"
+import { as, expect400, expect403 } from "./helpers.js"
+import { useServer } from "./fixture.js"
 
 /** Privacy centers (spec section 8.5) and SSO connections. */
-let server: TestServer
-let op: Awaited<ReturnType<typeof operatorOf>>
-let a: Tenant
-let asA: ReturnType<typeof as>
 
 const cert = fs.readFileSync(path.join(import.meta.dirname, "fixtures", "localhost-cert.pem"), "utf8")
 const key = fs.readFileSync(path.join(import.meta.dirname, "fixtures", "localhost-key.pem"), "utf8")
 
-beforeAll(async () => {
-  server = await start()
-  op = await operatorOf(server.url)
-  a = await op.tenant()
-  asA = as(server.url, a.token)
-})
-afterAll(() => server.close())
+const { server, op, tenants: [a] } = useServer({}, { tenants: 1 })
+const asA = a.call
 
 const center = (extra: Record<string, unknown> = {}) =>
   asA("POST", "/v1/privacy-centers", { body: { organization_id: a.org.id, name: "Privacy", ...extra } })

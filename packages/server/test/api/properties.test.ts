@@ -1,19 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { as, expect400, expect404, expect409, operatorOf, start, type Tenant, type TestServer } from "./helpers.js"
+import { describe, expect, it } from "vitest"
+import { expect400, expect404, expect409 } from "./helpers.js"
+import { useServer } from "./fixture.js"
 
 /** Properties, and the cookies and vendors that hang off them (spec section 2, api.md). */
-let server: TestServer
-let op: Awaited<ReturnType<typeof operatorOf>>
-let a: Tenant
-let asA: ReturnType<typeof as>
-
-beforeAll(async () => {
-  server = await start()
-  op = await operatorOf(server.url)
-  a = await op.tenant()
-  asA = as(server.url, a.token)
-})
-afterAll(() => server.close())
+const { tenants: [a] } = useServer({}, { tenants: 1 })
+const asA = a.call
 
 const property = async (website: string | null = "https://www.example.com/home") => {
   const r = await asA("POST", "/v1/properties", { body: { organization_id: a.org.id, name: "Site", website } })

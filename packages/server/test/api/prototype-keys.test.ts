@@ -1,27 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { as, operatorOf, start, type TestServer } from "./helpers.js"
+import { describe, expect, it } from "vitest"
+import { useServer } from "./fixture.js"
 
 /**
  * Values that become keys of a map (regulations, purpose ids, vendor ids, metadata keys) are
  * just values, whatever their name: one that is also the name of a property every JavaScript
  * object inherits must behave like `gdpr` or `analytics`.
  */
-let server: TestServer
-let op: Awaited<ReturnType<typeof operatorOf>>
 
-beforeAll(async () => {
-  server = await start({ webhookAllowHosts: ["127.0.0.1"] })
-  op = await operatorOf(server.url)
-})
-afterAll(() => server?.close())
+const { tenant } = useServer({ webhookAllowHosts: ["127.0.0.1"] })
 
-const consentTenant = async () => {
-  const t = await op.tenant()
-  const flags = await op.featuresOf(t.org.id)
-  const r = await op.call("PATCH", `/v1/premium-features/${flags.id}`, { body: { consents_api: true, webhooks: true } })
-  expect(r.status, r.text).toBe(200)
-  return { ...t, call: as(server.url, t.token) }
-}
+const consentTenant = () => tenant({ consents_api: true, webhooks: true })
 
 const names = ["constructor", "__proto__", "toString", "hasOwnProperty", "valueOf", "__defineGetter__"]
 

@@ -1,14 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { as, expect400, operatorOf, start, type Tenant, type TestServer } from "./helpers.js"
+import { beforeAll, describe, expect, it } from "vitest"
+import { as, expect400, operatorOf, start } from "./helpers.js"
+import { useServer } from "./fixture.js"
 
 /**
  * The find query syntax through HTTP, on `keys`. The organization holds its own login key
  * (created first) and five more, one second apart.
  */
 
-let server: TestServer
-let t: Tenant
-let asT: ReturnType<typeof as>
 const keys: Record<string, any> = {}
 
 const specs = [
@@ -19,11 +17,10 @@ const specs = [
   { name: "echo", description: "fifth", enabled: false }
 ] as const
 
+const { server, op, tenants: [t] } = useServer({}, { tenants: 1 })
+const asT = t.call
+
 beforeAll(async () => {
-  server = await start()
-  const op = await operatorOf(server.url)
-  t = await op.tenant()
-  asT = as(server.url, t.token)
   keys.own = t.key
   for (const s of specs) {
     server.clock.advance(1000)
@@ -40,9 +37,6 @@ beforeAll(async () => {
   // Keys of another organization must never show up.
   const other = await op.tenant()
   await as(server.url, other.token)("POST", "/v1/keys", { body: { organization_id: other.org.id, name: "alpha" } })
-})
-afterAll(async () => {
-  await server?.close()
 })
 
 const find = async (query: string) => {

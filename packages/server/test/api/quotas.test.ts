@@ -1,34 +1,10 @@
 import { premiumFeatureFlags, quotaFields } from "@cmp/core"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import {
-  as,
-  call,
-  expect400,
-  expect403,
-  expect404,
-  expect405,
-  expect409,
-  operatorOf,
-  start,
-  type Tenant,
-  type TestServer,
-  unique
-} from "./helpers.js"
+import { describe, expect, it } from "vitest"
+import { as, call, expect400, expect403, expect404, expect405, expect409, unique } from "./helpers.js"
+import { useServer } from "./fixture.js"
 
-let server: TestServer
-let op: Awaited<ReturnType<typeof operatorOf>>
-let a: Tenant
-let asA: ReturnType<typeof as>
-
-beforeAll(async () => {
-  server = await start()
-  op = await operatorOf(server.url)
-  a = await op.tenant()
-  asA = as(server.url, a.token)
-})
-afterAll(async () => {
-  await server?.close()
-})
+const { server, op, tenants: [a] } = useServer({}, { tenants: 1 })
+const asA = a.call
 
 const fullQuota = (value: number) => Object.fromEntries(quotaFields.map((f) => [f, value]))
 const allFlags = (value: boolean) => Object.fromEntries(premiumFeatureFlags.map((f) => [f, value]))

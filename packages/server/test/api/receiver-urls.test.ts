@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { as, expect400, operatorOf, start, type Tenant, type TestServer } from "./helpers.js"
+import { describe, expect, it } from "vitest"
+import { expect400 } from "./helpers.js"
+import { useServer } from "./fixture.js"
 
 /**
  * Plain-http URLs the service would call (webhook receivers, OAuth token endpoints, export
@@ -8,22 +9,8 @@ import { as, expect400, operatorOf, start, type Tenant, type TestServer } from "
 
 const PLAIN_HTTP = "plain http is only allowed for hosts listed in WEBHOOK_ALLOW_HOSTS; use https"
 
-let server: TestServer
-let t: Tenant
-let asT: ReturnType<typeof as>
-
-beforeAll(async () => {
-  server = await start({ webhookAllowHosts: ["allowed.example"] })
-  const op = await operatorOf(server.url)
-  t = await op.tenant()
-  asT = as(server.url, t.token)
-  const flags = await op.featuresOf(t.org.id)
-  const r = await op.call("PATCH", `/v1/premium-features/${flags.id}`, { body: { webhooks: true, batch_exports_manual_run: true } })
-  expect(r.status, r.text).toBe(200)
-})
-afterAll(async () => {
-  await server?.close()
-})
+const { tenants: [t] } = useServer({ webhookAllowHosts: ["allowed.example"] }, { tenants: [{ webhooks: true, batch_exports_manual_run: true }] })
+const asT = t.call
 
 describe("plain-http receiver URLs", () => {
   it("a webhook url says plain http needs WEBHOOK_ALLOW_HOSTS; an allowed host is accepted", async () => {

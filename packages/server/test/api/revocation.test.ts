@@ -2,34 +2,16 @@ import { type RunningServer, type ServerOptions, startServer } from "@cmp/http-e
 import { PgStore } from "@cmp/store-postgres"
 import { createTestDatabase, type TestDatabase } from "@cmp/test-support/database"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import {
-  ADMIN,
-  as,
-  call,
-  client,
-  expect401,
-  expect403,
-  memberOf,
-  operatorOf,
-  start,
-  storeKind,
-  type TestServer,
-  unique
-} from "./helpers.js"
+import { ADMIN, as, call, client, expect401, expect403, memberOf, operatorOf, start, storeKind, unique } from "./helpers.js"
+import { useServer } from "./fixture.js"
 
 /**
  * Deleting a key or a platform integration ends the sessions it opened, on every server of the
  * database; disabling one only stops new sessions. A person's self-registered organizations are
  * counted against `ORGANIZATIONS_PER_PERSON` for good.
  */
-let server: TestServer
-let op: Awaited<ReturnType<typeof operatorOf>>
 
-beforeAll(async () => {
-  server = await start()
-  op = await operatorOf(server.url)
-})
-afterAll(() => server?.close())
+const { server, op } = useServer()
 
 const integrationSession = async (base: string, token: string) => {
   const r = await call(base, "POST", "/v1/platform-integrations/sessions", { headers: { "x-platform-authorization": token } })

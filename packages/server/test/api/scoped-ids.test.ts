@@ -1,19 +1,8 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import {
-  as,
-  client,
-  expect400,
-  expect404,
-  expect409,
-  memberOf,
-  operatorOf,
-  start,
-  type Tenant,
-  type TestServer,
-  unique
-} from "./helpers.js"
+import { beforeAll, describe, expect, it } from "vitest"
+import { client, expect400, expect404, expect409, memberOf, type Tenant, unique } from "./helpers.js"
+import { type Caller, useServer } from "./fixture.js"
 
 /**
  * Ids a client chooses for consent events and users belong to its organization: two
@@ -21,22 +10,16 @@ import {
  * duplicate inside one organization is a conflict; a principal that sees several organizations
  * names one with `?organization_id=` when the id is held by more than one of them.
  */
-let server: TestServer
-let op: Awaited<ReturnType<typeof operatorOf>>
-type Caller = ReturnType<typeof as>
-let a: Tenant & { call: Caller }
-let b: Tenant & { call: Caller }
+const vendorList = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, "fixtures", "vendor-list.json"), "utf8"))
+const consents = { consents_api: true, webhooks: true }
+const { server, op, tenant, tenants: [a, b] } = useServer(
+  { webhookAllowHosts: ["127.0.0.1"], tcfVendorList: vendorList },
+  { tenants: [consents, consents] }
+)
 /** A member of both A and B. */
 let member: Caller
 
-const consentTenant = async () => {
-  const t = await op.tenant()
-  const flags = await op.featuresOf(t.org.id)
-  const r = await op.call("PATCH", `/v1/premium-features/${flags.id}`, { body: { consents_api: true, webhooks: true } })
-  expect(r.status, r.text).toBe(200)
-  return { ...t, call: as(server.url, t.token) }
-}
-
+const consentTenant = () => tenant(consents)
 
 const eventBody = (t: Tenant, id: string, userId: string, purposes: Array<[string, boolean]>) => ({
   id,
@@ -54,14 +37,8 @@ const post = async (t: { call: Caller } & Tenant, id: string, userId: string, pu
 const enc = encodeURIComponent
 
 beforeAll(async () => {
-  const vendorList = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, "fixtures", "vendor-list.json"), "utf8"))
-  server = await start({ webhookAllowHosts: ["127.0.0.1"], tcfVendorList: vendorList })
-  op = await operatorOf(server.url)
-  a = await consentTenant()
-  b = await consentTenant()
   member = await memberOf(server.url, a, b)
 })
-afterAll(() => server?.close())
 
 describe("client-chosen ids belong to their organization", () => {
   it("two organizations use the same event and user ids, each reading only its own", async () => {

@@ -1,31 +1,13 @@
 import { SignJWT } from "jose"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import {
-  ADMIN,
-  as,
-  call,
-  client,
-  expect400,
-  expect401,
-  JWT_SECRET,
-  operatorOf,
-  start,
-  type Tenant,
-  type TestServer
-} from "./helpers.js"
+import { describe, expect, it } from "vitest"
+import { ADMIN, as, call, client, expect400, expect401, JWT_SECRET, operatorOf, type Tenant } from "./helpers.js"
+import { useServer } from "./fixture.js"
 
-let server: TestServer
-let op: Awaited<ReturnType<typeof operatorOf>>
-let tenant: Tenant
-
-beforeAll(async () => {
-  server = await start({ jwtSecret: JWT_SECRET })
-  op = await operatorOf(server.url)
-  tenant = await op.tenant()
-})
-afterAll(async () => {
-  await server?.close()
-})
+const fixture = useServer({ jwtSecret: JWT_SECRET }, { tenants: 1 })
+const { server } = fixture
+// Reassigned by the test that lets every session expire.
+let op = fixture.op
+let tenant: Tenant = fixture.tenants[0]
 
 const post = (body: unknown) => call(server.url, "POST", "/v1/sessions", { body })
 

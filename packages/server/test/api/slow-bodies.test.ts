@@ -1,6 +1,7 @@
 import * as net from "node:net"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { as, operatorOf, start, type Tenant, type TestServer } from "./helpers.js"
+import { afterAll, describe, expect, it } from "vitest"
+import { as } from "./helpers.js"
+import { useServer } from "./fixture.js"
 
 /**
  * Request bodies are read only for a caller that may send them, only as far as the route takes,
@@ -96,15 +97,8 @@ const closeOpened = () => {
 }
 
 describe("a request without a valid token", () => {
-  let server: TestServer
-
-  beforeAll(async () => {
-    server = await start()
-  })
-  afterAll(async () => {
-    closeOpened()
-    await server?.close()
-  })
+  const { server } = useServer({}, { operator: false })
+  afterAll(closeOpened)
 
   it("is answered 401 before its body is read, and its connection serves the next request once the body is sent", async () => {
     const c = await open(server.url)
@@ -125,15 +119,8 @@ describe("a request without a valid token", () => {
 })
 
 describe("routes whose credential is in the body", () => {
-  let server: TestServer
-
-  beforeAll(async () => {
-    server = await start()
-  })
-  afterAll(async () => {
-    closeOpened()
-    await server?.close()
-  })
+  const { server } = useServer({}, { operator: false })
+  afterAll(closeOpened)
 
   it("sessions and invitations/accept take at most 16 KiB (413 past it, declared or streamed)", async () => {
     const big = JSON.stringify({ type: "api-key", key: "admin", secret: "s".repeat(16 * 1024) })
@@ -158,17 +145,8 @@ describe("routes whose credential is in the body", () => {
 })
 
 describe("a body that stalls", () => {
-  let server: TestServer
-  let t: Tenant
-
-  beforeAll(async () => {
-    server = await start({ bodyTimeoutMs: 300 })
-    t = await (await operatorOf(server.url)).tenant()
-  })
-  afterAll(async () => {
-    closeOpened()
-    await server?.close()
-  })
+  const { server, tenants: [t] } = useServer({ bodyTimeoutMs: 300 }, { tenants: 1 })
+  afterAll(closeOpened)
 
   it("is answered 408 RequestTimeout and its connection closed", async () => {
     for (const path of ["/v1/keys", "/v1/sessions"]) {
@@ -191,18 +169,9 @@ describe("a body that stalls", () => {
 })
 
 describe("the bound on bodies being read at once", () => {
-  let server: TestServer
-  let t: Tenant
   const bound = 256 * 1024
-
-  beforeAll(async () => {
-    server = await start({ bodyMemoryLimit: bound })
-    t = await (await operatorOf(server.url)).tenant()
-  })
-  afterAll(async () => {
-    closeOpened()
-    await server?.close()
-  })
+  const { server, tenants: [t] } = useServer({ bodyMemoryLimit: bound }, { tenants: 1 })
+  afterAll(closeOpened)
 
   const post = (c: Connection, headers: Record<string, string | number>, data = "") =>
     c.write(head("POST", "/v1/keys", { authorization: `Bearer ${t.token}`, ...headers }) + data)

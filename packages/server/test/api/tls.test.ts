@@ -1,22 +1,19 @@
 import * as fs from "node:fs"
 import * as https from "node:https"
 import * as path from "node:path"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { ADMIN, start, type TestServer } from "./helpers.js"
+import { describe, expect, it } from "vitest"
+import { ADMIN } from "./helpers.js"
+import { useServer } from "./fixture.js"
 
 /** Serving HTTPS directly from a certificate and key (`TLS_CERT`/`TLS_KEY`). */
 const fixtures = path.join(import.meta.dirname, "fixtures")
 const cert = fs.readFileSync(path.join(fixtures, "localhost-cert.pem"), "utf8")
-let server: TestServer
-
-beforeAll(async () => {
-  // No allowHttp: TLS connections are secure, so nothing is redirected.
-  server = await start({
-    allowHttp: false,
-    tls: { cert, key: fs.readFileSync(path.join(fixtures, "localhost-key.pem"), "utf8") }
-  })
-})
-afterAll(() => server?.close())
+// No allowHttp: TLS connections are secure, so nothing is redirected. The operator signs in
+// over plain HTTP, which this server does not speak.
+const { server } = useServer(
+  { allowHttp: false, tls: { cert, key: fs.readFileSync(path.join(fixtures, "localhost-key.pem"), "utf8") } },
+  { operator: false }
+)
 
 const request = (method: string, url: string, body?: unknown) =>
   new Promise<{ status: number; body: any }>((resolve, reject) => {

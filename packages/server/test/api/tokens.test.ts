@@ -1,14 +1,11 @@
 import { SignJWT } from "jose"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { ADMIN, as, call, expect401, JWT_SECRET, operatorOf, START, start, type TestServer } from "./helpers.js"
+import { describe, expect, it } from "vitest"
+import { ADMIN, as, call, expect401, JWT_SECRET, operatorOf, START } from "./helpers.js"
+import { useServer } from "./fixture.js"
 
 /** Token lifetimes beyond the basics: not yet valid, a deleted key's token, a cached token. */
-let server: TestServer
 
-beforeAll(async () => {
-  server = await start({ jwtSecret: JWT_SECRET })
-})
-afterAll(() => server?.close())
+const { server } = useServer({ jwtSecret: JWT_SECRET }, { operator: false })
 
 const sign = (claims: Record<string, unknown>, iat: number, nbf: number, exp: number) =>
   new SignJWT(claims)

@@ -1,26 +1,15 @@
 import { resources } from "@cmp/core"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { as, client, expect400, expect403, memberOf, operatorOf, start, type Tenant, type TestServer, unique } from "./helpers.js"
+import { describe, expect, it } from "vitest"
+import { client, expect400, expect403, memberOf, unique } from "./helpers.js"
+import { useServer } from "./fixture.js"
 
 /**
  * What a write hears first: an organization without a service's premium feature gets 403 before
  * its body is validated (so an incomplete body does not hide the real reason), and a field only
  * the operator may set is named as such, not as output only.
  */
-let server: TestServer
-let op: Awaited<ReturnType<typeof operatorOf>>
-type Caller = ReturnType<typeof as>
 
-beforeAll(async () => {
-  server = await start()
-  op = await operatorOf(server.url)
-})
-afterAll(() => server?.close())
-
-const tenant = async (): Promise<Tenant & { call: Caller }> => {
-  const t = await op.tenant()
-  return { ...t, call: as(server.url, t.token) }
-}
+const { server, op, tenant } = useServer()
 
 const enable = async (organizationId: string, flags: ReadonlyArray<string>) => {
   const row = await op.featuresOf(organizationId)
@@ -29,7 +18,6 @@ const enable = async (organizationId: string, flags: ReadonlyArray<string>) => {
   })
   expect(r.status, r.text).toBe(200)
 }
-
 
 /** Every gated create: the declared resources with a premium feature and a create, and the gated actions. */
 const gated: ReadonlyArray<{ readonly path: string; readonly feature: string }> = [

@@ -1,8 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { Duplex } from "node:stream"
 import type { TLSSocket } from "node:tls"
-import { errorBody } from "./Errors.js"
-import type { ApiRequest, ApiResponse } from "./Message.js"
+import { type ApiRequest, type ApiResponse, unreadableRequestAnswer } from "@cmp/http"
 
 /**
  * Node's own request and response (what Express, `node:http` and most Node frameworks hand a
@@ -57,15 +56,5 @@ export const writeNodeResponse = (res: ServerResponse, response: ApiResponse): v
  */
 export const answerClientError = (error: Error & { code?: string }, socket: Duplex): void => {
   if (error.code === "ECONNRESET" || !socket.writable) return void socket.destroy()
-  const tooLarge = error.code === "HPE_HEADER_OVERFLOW"
-  const body = JSON.stringify(errorBody(400, tooLarge ? "The request headers are too large" : "The request is not valid HTTP"))
-  socket.end([
-    "HTTP/1.1 400 Bad Request",
-    "content-type: application/json; charset=utf-8",
-    `content-length: ${Buffer.byteLength(body)}`,
-    "x-content-type-options: nosniff",
-    "connection: close",
-    "",
-    body
-  ].join("\r\n"))
+  socket.end(unreadableRequestAnswer(error.code === "HPE_HEADER_OVERFLOW"))
 }

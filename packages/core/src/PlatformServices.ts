@@ -1,0 +1,47 @@
+import type * as ManagedRuntime from "effect/ManagedRuntime"
+import type { ApiUsage } from "./ApiUsage.js"
+import type { CredentialCache } from "./CredentialCache.js"
+import type { FeatureCache } from "./FeatureCache.js"
+import type { LoginThrottle } from "./LoginThrottle.js"
+import type { Mailer } from "./Mailer.js"
+import type { OrganizationLimits } from "./OrganizationLimits.js"
+import type { CertificateValidator, Provisioner, UrlSigner } from "./OrganizationPorts.js"
+import type { Ids, SecretHasher, Storage, TokenIssuer, UnitOfWork, UsageStore } from "./Ports.js"
+import type { Relations } from "./Relations.js"
+import type { ExportSink } from "./Resources/Exports.js"
+import type { TcStringEncoder } from "./Resources/Notices.js"
+import type { Settings } from "./Settings.js"
+import type { DeliveryQueue, Endpoints, OutboxSignal, SecretBox } from "./Webhooks/Ports.js"
+
+/**
+ * Every service a use-case of core may need, built once. Declared here rather than where the
+ * services are built, so the REST layer can name what it runs on without depending on how (or on
+ * which store) a host builds it.
+ */
+export type PlatformServices =
+  | Endpoints
+  | Relations
+  | FeatureCache
+  | OrganizationLimits
+  | CredentialCache
+  | OutboxSignal
+  | Storage
+  | UnitOfWork
+  | UsageStore
+  | DeliveryQueue
+  | Ids
+  | SecretHasher
+  | Settings
+  | TokenIssuer
+  | ApiUsage
+  | SecretBox
+  | LoginThrottle
+  | Provisioner
+  | UrlSigner
+  | CertificateValidator
+  | ExportSink
+  | TcStringEncoder
+  | Mailer
+
+/** Those services, built and running: what a host's composition hands the REST layer. */
+export type PlatformRuntime = ManagedRuntime.ManagedRuntime<PlatformServices, unknown>

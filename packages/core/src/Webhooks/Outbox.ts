@@ -1,0 +1,109 @@
+import * as Effect from "effect/Effect"
+import { nowIso } from "../Clock.js"
+import type { WebhookEventType } from "../Domain/Webhook.js"
+import { Storage } from "../Ports.js"
+import { eq } from "../Query.js"
+import { sortableId } from "../Random.js"
+import type { StoredRow } from "../Resource.js"
+import { DeliveriesResource, WebhooksResource } from "../Resources/Webhooks.js"
+import { flattenPayload } from "./Flatten.js"
+import { subscriberTarget } from "./Ports.js"
+import { subscriberList } from "./Subscribers.js"
+
+// ---------------------------------------------------------------- the outbox
+
+/** A message about one change, before it is addressed to the organization's webhooks. */
+export interface OutgoingEvent {
+  readonly type: WebhookEventType
+  readonly regulation: string
+  readonly parameters: Record<string, unknown>
+}
+
+/** How many webhooks `enqueue` reads at a time, and how many messages it writes per statement. */
+const ENQUEUE_PAGE = 500
+
+interface Target {
+  readonly id: string
+  readonly event_types: ReadonlyArray<WebhookEventType>
+  readonly regulations: ReadonlyArray<string> | null | undefined
+  readonly flatten: boolean | null | undefined
+}
+
+/**
+ * Addresses the messages of a change to every enabled webhook of the organization, and to every
+ * registered in-process subscriber, whose filters accept them, as outbox rows written in the
+ * caller's transaction: the change and its messages commit together or not at all. Every
+ * enabled webhook gets its message however many there are (the `webhooks` quota bounds them):
+ * they are read a page at a time, in the order of their ids, and the rows written in batches.
+ */
+export const enqueue = (organizationId: string, events: ReadonlyArray<OutgoingEvent>) =>
+  Effect.gen(function*() {
+    if (events.length === 0) return 0
+    const storage = yield* Storage
+    const deliveries = storage.repository(DeliveriesResource.tableDef)
+    const now = yield* nowIso
+    let written = 0
+    const write = (targets: ReadonlyArray<Target>) =>
+      Effect.gen(function*() {
+        const rows = messagesOf(organizationId, targets, events, now)
+        for (let i = 0; i < rows.length; i += ENQUEUE_PAGE) {
+          yield* Effect.orDie(deliveries.insert(rows.slice(i, i + ENQUEUE_PAGE)))
+        }
+        written += rows.length
+      })
+    const webhooks = storage.repository(WebhooksResource.tableDef)
+    let after: string | undefined
+    for (;;) {
+      const page = yield* webhooks.find({
+        count: false,
+        where: [eq("organization_id", organizationId), eq("enabled", true)],
+        sort: [],
+        keyset: { fields: ["id"], after: after === undefined ? undefined : [after] },
+        limit: ENQUEUE_PAGE,
+        skip: 0
+      })
+      yield* write(page.data)
+      if (page.data.length < ENQUEUE_PAGE) break
+      after = page.data[page.data.length - 1]!.id
+    }
+    const subscribers = yield* subscriberList
+    yield* write(subscribers.map((s) => ({ ...s, id: subscriberTarget(s.id) })))
+    return written
+  })
+
+/** The outbox rows of a change's messages to the targets whose filters accept them. */
+const messagesOf = (
+  organizationId: string,
+  targets: ReadonlyArray<Target>,
+  events: ReadonlyArray<OutgoingEvent>,
+  now: string
+): Array<StoredRow<typeof DeliveriesResource>> => {
+  const rows: Array<StoredRow<typeof DeliveriesResource>> = []
+  for (const hook of targets) {
+    const types = hook.event_types
+    const regulations = hook.regulations ?? ["gdpr"]
+    for (const event of events) {
+      if (types.length > 0 && !types.includes(event.type)) continue
+      if (!regulations.includes(event.regulation)) continue
+      const body = { type: event.type, parameters: event.parameters, regulation: event.regulation }
+      rows.push({
+        id: `msg_${sortableId(Date.parse(now))}`,
+        organization_id: organizationId,
+        webhook_id: hook.id,
+        event_type: event.type,
+        regulation: event.regulation,
+        status: "pending",
+        attempts_count: 0,
+        next_attempt_at: now,
+        last_status_code: null,
+        payload: hook.flatten === true ? flattenPayload(body) : body,
+        lease_until: null,
+        leased_by: null,
+        created_at: now,
+        updated_at: now,
+        version: 1
+      })
+    }
+  }
+  return rows
+}

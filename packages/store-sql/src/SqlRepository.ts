@@ -1,0 +1,240 @@
+import {
+  type Condition,
+  Conflict,
+  type FindQuery,
+  type Keyset,
+  NotFound,
+  type Page,
+  type Repository,
+  type Row,
+  type RowKey,
+  Storage,
+  type TableDef
+} from "@cmp/core"
+import * as SqlClient from "@effect/sql/SqlClient"
+import type * as Statement from "@effect/sql/Statement"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Unavailable from "./Unavailable.js"
+import { decodeValue, dialectOf, encodeValue, mapWriteError } from "./SqlValues.js"
+
+/**
+ * The repository port over `SqlClient`, for SQLite and PostgreSQL: one repository per declared
+ * table. Identifiers only ever come from table declarations (the query parser has already
+ * checked every field), values are always bound parameters.
+ */
+export const make = Effect.gen(function*() {
+  const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+  const dialect = dialectOf(sql)
+  const cache = new Map<string, Repository>()
+
+  const repository = (table: TableDef): Repository => {
+    const cached = cache.get(table.table)
+    if (cached) return cached
+    const t = sql(table.table)
+    const columns = Object.keys(table.fields)
+    const col = (name: string) => {
+      if (!Object.hasOwn(table.fields, name)) throw new Error(`Unknown column ${table.table}.${name}`)
+      return sql(name)
+    }
+    const enc = (row: Row): Row => {
+      const out: Row = {}
+      for (const [k, v] of Object.entries(row)) {
+        if (Object.hasOwn(table.fields, k)) out[k] = encodeValue(dialect, table.fields[k], v)
+      }
+      return out
+    }
+    const dec = (raw: Record<string, unknown>): Row => {
+      const out: Row = {}
+      for (const c of columns) out[c] = decodeValue(dialect, table.fields[c]!, raw[c])
+      return out
+    }
+    const param = (field: string, v: unknown) => encodeValue(dialect, table.fields[field], v)
+
+    const compare = { eq: "=", ne: "<>", lt: "<", lte: "<=", gt: ">", gte: ">=" } as const
+    const condition = (c: Condition): Statement.Fragment => {
+      switch (c._tag) {
+        case "Compare": {
+          const f = col(c.field)
+          if (c.value === null) return c.op === "ne" ? sql`${f} IS NOT NULL` : sql`${f} IS NULL`
+          const v = param(c.field, c.value)
+          if (c.op === "ne") return sql`(${f} <> ${v} OR ${f} IS NULL)`
+          return sql`${f} ${sql.literal(compare[c.op])} ${v}`
+        }
+        case "In": {
+          const f = col(c.field)
+          const values = c.values.filter((v) => v !== null).map((v) => param(c.field, v))
+          const hasNull = values.length !== c.values.length
+          if (!c.negate) {
+            const inPart = values.length > 0 ? sql`${f} IN ${sql.in(values)}` : sql`1=0`
+            return hasNull ? sql`(${inPart} OR ${f} IS NULL)` : inPart
+          }
+          if (hasNull) return values.length > 0 ? sql`(${f} NOT IN ${sql.in(values)} AND ${f} IS NOT NULL)` : sql`${f} IS NOT NULL`
+          return values.length > 0 ? sql`(${f} NOT IN ${sql.in(values)} OR ${f} IS NULL)` : sql`1=1`
+        }
+        case "Or":
+          return c.branches.length === 0 ? sql`1=0` : sql.or(c.branches.map(conjunction))
+        case "Prefix": {
+          // substr compares exactly on both dialects (SQLite's LIKE ignores ASCII case, and
+          // a range comparison would follow PostgreSQL's collation).
+          const f = col(c.field)
+          const head = sql`substr(${f}, 1, ${sql.literal(String(c.value.length))})`
+          return c.negate ? sql`(${f} IS NULL OR ${head} <> ${c.value})` : sql`${head} = ${c.value}`
+        }
+      }
+    }
+    const conjunction = (where: ReadonlyArray<Condition>): Statement.Fragment =>
+      where.length === 0 ? sql`1=1` : sql.and(where.map(condition))
+
+    /**
+     * The query's sort, then the default sort, then `id` ascending, so equal rows page stably.
+     * `id` is unique: a sort on it (in either direction) ends the order there. NULL sorts as
+     * the smallest value on every dialect (PostgreSQL's default is the opposite).
+     */
+    const orderBy = (q: FindQuery) => {
+      const keys = [...q.sort, ...table.defaultSort.filter((d) => !q.sort.some((s) => s.field === d.field))]
+      const idAt = keys.findIndex((k) => k.field === "id")
+      const ordered = idAt === -1 ? [...keys, { field: "id", direction: 1 as const }] : keys.slice(0, idAt + 1)
+      return sql.csv(ordered.map((k) => {
+        const nulls = table.fields[k.field]?.nullable ? (k.direction === 1 ? " NULLS FIRST" : " NULLS LAST") : ""
+        return sql`${k.field === "id" ? sql("id") : col(k.field)} ${sql.literal((k.direction === 1 ? "ASC" : "DESC") + nulls)}`
+      }))
+    }
+
+    /**
+     * Rows after a keyset position, as one row-value comparison (both dialects have them), which
+     * an index on the same columns can seek to. Every field must be a non-null column: a
+     * comparison with NULL is never true, and the row would silently drop out of the walk.
+     */
+    const keysetAfter = (k: Keyset): Statement.Fragment => {
+      for (const f of k.fields) {
+        if (table.fields[f]?.nullable !== false) throw new Error(`Keyset field ${table.table}.${f} must be a non-null column`)
+      }
+      if (k.after === undefined) return sql`1=1`
+      if (k.after.length !== k.fields.length) throw new Error(`A keyset position on ${table.table} needs one value per field`)
+      return sql`(${sql.csv(k.fields.map((f) => sql`${col(f)}`))}) > ${sql.in(k.after.map((v, i) => param(k.fields[i]!, v)))}`
+    }
+    const filter = (q: FindQuery): Statement.Fragment =>
+      q.keyset === undefined ? conjunction(q.where) : sql.and([conjunction(q.where), keysetAfter(q.keyset)])
+
+    const count = (where: ReadonlyArray<Condition>) => countWhere(conjunction(where))
+    const countWhere = (where: Statement.Fragment) =>
+      sql<{ total: unknown }>`SELECT COUNT(*) AS total FROM ${t} WHERE ${where}`.pipe(
+        Effect.map((rows) => Number(rows[0]?.total ?? 0)),
+        Unavailable.orDie
+      )
+
+    const find = (q: FindQuery) =>
+      Effect.gen(function*() {
+        const where = filter(q)
+        const skip = q.keyset ? 0 : q.skip
+        // An unordered look-up (one row by a unique key) saves SQLite a sorter per call.
+        const order = q.keyset
+          ? sql`ORDER BY ${sql.csv(q.keyset.fields.map((f) => sql`${col(f)} ASC`))}`
+          : q.ordered === false
+          ? sql``
+          : sql`ORDER BY ${orderBy(q)}`
+        const rows = q.limit === 0
+          ? []
+          : yield* sql<Record<string, unknown>>`SELECT * FROM ${t} WHERE ${where} ${order} LIMIT ${q.limit} OFFSET ${skip}`
+        const total = q.count === false ? skip + rows.length : yield* countWhere(where)
+        return { total, limit: q.limit, skip, data: rows.map(dec) } satisfies Page<Row>
+      }).pipe(Unavailable.orDie)
+
+    /**
+     * The WHERE of one row. A bare id on a table keyed by organization could match a row of
+     * each organization: that is a bug in the caller, never a look-up to guess at.
+     */
+    const keyed = table.key.length > 1
+    const match = (key: RowKey): Statement.Fragment => {
+      if (typeof key === "string") {
+        if (keyed) throw new Error(`${table.table} is keyed by organization: a bare id names no single row`)
+        return sql`${sql("id")} = ${key}`
+      }
+      return sql`${sql("organization_id")} = ${key.organization_id} AND ${sql("id")} = ${key.id}`
+    }
+    const idOf = (key: RowKey) => (typeof key === "string" ? key : key.id)
+
+    const get = (key: RowKey) =>
+      Effect.suspend(() => sql<Record<string, unknown>>`SELECT * FROM ${t} WHERE ${match(key)}`).pipe(
+        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), dec)),
+        Unavailable.orDie
+      )
+
+    /** Many rows in one statement, nothing read back (the outbox of one change). */
+    const insert = (rows: ReadonlyArray<Row>) =>
+      rows.length === 0
+        ? Effect.void
+        : sql`INSERT INTO ${t} ${sql.insert(rows.map(enc))}`.pipe(
+          Effect.catchTag("SqlError", mapWriteError(table)),
+          Effect.asVoid
+        )
+
+    const create = (row: Row) =>
+      sql<Record<string, unknown>>`INSERT INTO ${t} ${sql.insert(enc(row))} RETURNING *`.pipe(
+        Effect.catchTag("SqlError", mapWriteError(table)),
+        Effect.map((rows) => dec(rows[0]!))
+      )
+
+    /** A write that matched nothing is a stale version when the row still exists. */
+    const missed = (key: RowKey): Effect.Effect<never, NotFound | Conflict> =>
+      Effect.flatMap(get(key), (row): Effect.Effect<never, NotFound | Conflict> =>
+        Option.isNone(row)
+          ? Effect.fail(new NotFound({ message: `No record found for id '${idOf(key)}'` }))
+          : Effect.fail(
+            new Conflict({
+              message: `The record was changed meanwhile (version ${row.value.version}); reload it and try again`,
+              errors: { version: "is not the current version" }
+            })
+          ))
+
+    const write = (key: RowKey, changes: Row, expectedVersion: number): Effect.Effect<Row, NotFound | Conflict> =>
+      Effect.suspend(() => {
+        const values = enc({ ...changes, version: expectedVersion + 1 })
+        // A row never moves to another key (another organization).
+        for (const k of table.key) delete values[k]
+        return sql<Record<string, unknown>>`UPDATE ${t} SET ${sql.update(values)} WHERE ${match(key)} AND ${
+          sql("version")
+        } = ${expectedVersion} RETURNING *`
+      }).pipe(
+        Effect.catchTag("SqlError", mapWriteError(table)),
+        Effect.flatMap((rows) => (rows.length === 0 ? missed(key) : Effect.succeed(dec(rows[0]!))))
+      )
+
+    const update = (key: RowKey, row: Row, expectedVersion: number) => {
+      const full: Row = {}
+      for (const c of columns) if (c !== "id" && c !== "created_at") full[c] = row[c] ?? null
+      return write(key, full, expectedVersion)
+    }
+
+    const remove = (key: RowKey, expectedVersion?: number) => {
+      const versionCheck = expectedVersion === undefined ? sql`1=1` : sql`${sql("version")} = ${expectedVersion}`
+      return Effect.suspend(() =>
+        sql<Record<string, unknown>>`DELETE FROM ${t} WHERE ${match(key)} AND ${versionCheck} RETURNING *`
+      ).pipe(
+        Unavailable.orDie,
+        Effect.flatMap((rows) =>
+          rows.length > 0
+            ? Effect.succeed(Option.some(dec(rows[0]!)))
+            : expectedVersion === undefined
+            ? Effect.succeed(Option.none())
+            : Effect.flatMap(get(key), (row) =>
+              Option.isNone(row)
+                ? Effect.succeed(Option.none<Row>())
+                : Effect.fail(new Conflict({ message: "The record was changed meanwhile; reload it and try again" })))
+        )
+      )
+    }
+
+    const repo: Repository = { find, count, get, create, insert, update, patch: write, remove }
+    cache.set(table.table, repo)
+    return repo
+  }
+
+  // Rows are decoded column by column from the table's declaration: the boundary where a
+  // stored row becomes the declared row type.
+  return Storage.of({ repository: <A extends Row>(table: TableDef<A>) => repository(table) as unknown as Repository<A> })
+})
+
+export const layer: Layer.Layer<Storage, never, SqlClient.SqlClient> = Layer.effect(Storage, make)
