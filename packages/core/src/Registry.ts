@@ -66,6 +66,9 @@ export type ResourcePorts = PortsOf<(typeof declared)[number]>
 /** A resource of the registry: its hooks need at most the registry's ports. */
 export type RegisteredResource = ResourceDef<AnyShape, ResourcePorts, any>
 
+/** Every declared resource with its literal types (its `path`), for APIs derived from the registry. */
+export type DeclaredResource = (typeof declared)[number]
+
 /** Every resource served through the generic path, in the order they are documented. */
 export const resources: ReadonlyArray<RegisteredResource> = declared
 

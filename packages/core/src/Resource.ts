@@ -177,12 +177,19 @@ export interface ResourceData<
   C extends AnySchema | undefined = AnySchema | undefined,
   U extends AnySchema | undefined = AnySchema | undefined,
   P extends Readonly<Record<string, FieldInfo>> = Readonly<Record<string, FieldInfo>>,
-  T extends string = string
+  T extends string = string,
+  Path extends string = string,
+  Own extends boolean = boolean
 > {
   /** Human name used in messages ("API key"). */
   readonly name: string
-  /** Service path under `/v1`. */
-  readonly path: string
+  /** Service path under `/v1`; its literal type names the resource's place in the host API. */
+  readonly path: Path
+  /**
+   * Its methods are answered by its own actions, not by the generic use-cases (a dashboard link
+   * is signed per row), so the in-process host API offers no generic operations for it.
+   */
+  readonly ownActions?: Own
   readonly table: string
   readonly output: O
   readonly createInput?: C
@@ -262,7 +269,9 @@ export interface Behaviour<S extends Shape, R, Carry> {
   readonly hooks?: Hooks<S, NoInfer<R>, Carry>
 }
 
-export interface ResourceDef<S extends Shape = AnyShape, R = never, Carry = never> extends ResourceData {
+export interface ResourceDef<S extends Shape = AnyShape, R = never, Carry = never, Path extends string = string, Own extends boolean = boolean>
+  extends ResourceData<AnySchema, AnySchema | undefined, AnySchema | undefined, Readonly<Record<string, FieldInfo>>, string, Path, Own>
+{
   /** The resource's types, for the compiler only. */
   readonly "~shape"?: S
   readonly tableDef: TableDef<S["stored"]>
@@ -283,12 +292,15 @@ export interface ResourceDef<S extends Shape = AnyShape, R = never, Carry = neve
  * table (a consent user's hooks read users), which the declaration cannot name while it is
  * being written.
  */
-export interface Declaration<S extends Shape> extends Declared<S> {
-  readonly with: <R = never, Carry = never>(behaviour: Behaviour<S, R, Carry>) => ResourceDef<S, R, Carry>
+export interface Declaration<S extends Shape, Path extends string = string, Own extends boolean = boolean> extends Declared<S, Path, Own> {
+  readonly with: <R = never, Carry = never>(behaviour: Behaviour<S, R, Carry>) => ResourceDef<S, R, Carry, Path, Own>
 }
 
 /** A declaration's data, with or without its behaviour. */
-export type Declared<S extends Shape> = Omit<ResourceDef<S, any, any>, "hooks" | "ownerFrom">
+export type Declared<S extends Shape, Path extends string = string, Own extends boolean = boolean> = Omit<
+  ResourceDef<S, any, any, Path, Own>,
+  "hooks" | "ownerFrom"
+>
 
 /** The stored row of a resource or declaration. */
 export type StoredRow<D extends { readonly "~shape"?: Shape | undefined }> = NonNullable<D["~shape"]>["stored"]
@@ -298,7 +310,9 @@ export type OutputOf<D extends { readonly "~shape"?: Shape | undefined }> = NonN
 
 const keys = (s: AnySchema | undefined): ReadonlySet<string> => new Set(s ? Object.keys(fieldsOf(s)) : [])
 
-const declare = <S extends Shape>(options: ResourceData): Declaration<S> => {
+const declare = <S extends Shape, Path extends string, Own extends boolean>(
+  options: ResourceData<AnySchema, AnySchema | undefined, AnySchema | undefined, Readonly<Record<string, FieldInfo>>, string, Path, Own>
+): Declaration<S, Path, Own> => {
   const outputFields = fieldsOf(options.output)
   const transient = new Set<string>(options.transient ?? [])
   const columns: Record<string, FieldInfo> = {}
@@ -323,7 +337,7 @@ const declare = <S extends Shape>(options: ResourceData): Declaration<S> => {
   if (options.cursorPaging && columns.created_at?.nullable !== false) {
     throw new Error(`${options.path}: cursor paging orders by created_at, which must be a non-null column`)
   }
-  const data: Omit<ResourceDef<S>, "hooks" | "ownerFrom"> = {
+  const data: Declared<S, Path, Own> = {
     ...options,
     operatorOnly: options.operatorOnly ?? [],
     defaults: options.defaults ?? {},
@@ -336,7 +350,7 @@ const declare = <S extends Shape>(options: ResourceData): Declaration<S> => {
   }
   return {
     ...data,
-    with: <R, Carry>(behaviour: Behaviour<S, R, Carry>): ResourceDef<S, R, Carry> => ({
+    with: <R, Carry>(behaviour: Behaviour<S, R, Carry>): ResourceDef<S, R, Carry, Path, Own> => ({
       ...data,
       ownerFrom: behaviour.ownerFrom,
       hooks: behaviour.hooks ?? {}
@@ -350,8 +364,10 @@ export const declareResource = <
   C extends AnySchema | undefined = undefined,
   U extends AnySchema | undefined = undefined,
   const P extends Readonly<Record<string, FieldInfo>> = {},
-  const T extends string = never
->(options: ResourceData<O, C, U, P, T>): Declaration<ShapeOf<O, C, U, P, T>> => declare(options)
+  const T extends string = never,
+  const Path extends string = string,
+  const Own extends boolean = false
+>(options: ResourceData<O, C, U, P, T, Path, Own>): Declaration<ShapeOf<O, C, U, P, T>, Path, Own> => declare(options)
 
 /**
  * Declares a resource once: its schemas, columns, scope, methods and behaviour. Its types (the
@@ -366,13 +382,15 @@ export const defineResource = <
   const P extends Readonly<Record<string, FieldInfo>> = {},
   const T extends string = never,
   R = never,
-  Carry = never
+  Carry = never,
+  const Path extends string = string,
+  const Own extends boolean = false
 >(
-  options: ResourceData<O, C, U, P, T> & Behaviour<ShapeOf<O, C, U, P, T>, R, Carry>
-): ResourceDef<ShapeOf<O, C, U, P, T>, Exclude<R, CoreServices>, Carry> => {
+  options: ResourceData<O, C, U, P, T, Path, Own> & Behaviour<ShapeOf<O, C, U, P, T>, R, Carry>
+): ResourceDef<ShapeOf<O, C, U, P, T>, Exclude<R, CoreServices>, Carry, Path, Own> => {
   const { hooks, ownerFrom, ports: _ports, ...data } = options
   // The core services are always there: a declaration's type names only the ports beyond them.
-  return declare<ShapeOf<O, C, U, P, T>>(data).with({ ownerFrom, hooks } as Behaviour<
+  return declare<ShapeOf<O, C, U, P, T>, Path, Own>(data).with({ ownerFrom, hooks } as Behaviour<
     ShapeOf<O, C, U, P, T>,
     Exclude<R, CoreServices>,
     Carry

@@ -1,41 +1,18 @@
 import {
-  ApiKeysResource,
-  ConsentEventsResource,
-  ConsentUsersResource,
-  CookiesResource,
-  DashboardsResource,
-  DeliveriesResource,
-  DomainsResource,
+  type DeclaredResource,
   type DomainError,
   type ErrorBody,
-  ExportConfigsResource,
-  ExportRunsResource,
   fromDomainError,
   fromStoreUnavailable,
   generalErrorBody,
   isDomainError,
   isStoreUnavailable,
-  MembersResource,
-  NoticeConfigsResource,
-  NoticeTemplateConfigsResource,
-  NoticeTextContentsResource,
-  NoticeTextsResource,
-  OrganizationSourceSystemsResource,
-  OrganizationsResource,
-  PlatformIntegrationsResource,
-  PremiumFeaturesResource,
-  PrivacyCentersResource,
   type Principal,
-  PropertiesResource,
-  QuotasResource,
   type ResourceDef,
+  resources,
   ResourceService,
-  SecretsResource,
   Settings,
-  type Shape,
-  SsoConnectionsResource,
-  VendorsResource,
-  WebhooksResource
+  type Shape
 } from "@cmp/core"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
@@ -159,20 +136,39 @@ export interface ResourceEffects<S extends Shape> {
 /** The same operations as Promises, rejecting with a `PlatformError`. */
 export type ResourceClient<S extends Shape> = Promised<ResourceEffects<S>>
 
-type ShapeOfDef<D> = D extends ResourceDef<infer S, any, any> ? S : never
+/** How a call's options are completed before it runs (a scoped client's, which may be left out, get its `as`). */
+type Bind = (options: CallOptions) => CallOptions
 
 const lookUp = (o: CallOptions): ResourceService.LookUp => ({ organizationId: o.organizationId, query: o.view })
 
-const effectsOf = <S extends Shape>(def: ResourceDef<S, any, any>, provide: Provide): ResourceEffects<S> => {
+const effectsOf = <S extends Shape>(def: ResourceDef<S, any, any>, provide: Provide, bind: Bind): ResourceEffects<S> => {
   // Every declaration of the registry needs at most the platform's services.
   const registered: ResourceDef<S, PlatformServices, any> = def
   return {
-    find: (query, o) => provide(ResourceService.find(registered, o.as.principal, { ...o.view, ...query })),
-    get: (id, o) => provide(ResourceService.get(registered, o.as.principal, id, lookUp(o))),
-    create: (input, o) => provide(ResourceService.create(registered, o.as.principal, input, { query: o.view })),
-    update: (id, input, o) => provide(ResourceService.update(registered, o.as.principal, id, input, lookUp(o))),
-    patch: (id, input, o) => provide(ResourceService.patch(registered, o.as.principal, id, input, lookUp(o))),
-    remove: (id, o) => provide(ResourceService.remove(registered, o.as.principal, id, lookUp(o)))
+    find: (query, given) => {
+      const o = bind(given)
+      return provide(ResourceService.find(registered, o.as.principal, { ...o.view, ...query }))
+    },
+    get: (id, given) => {
+      const o = bind(given)
+      return provide(ResourceService.get(registered, o.as.principal, id, lookUp(o)))
+    },
+    create: (input, given) => {
+      const o = bind(given)
+      return provide(ResourceService.create(registered, o.as.principal, input, { query: o.view }))
+    },
+    update: (id, input, given) => {
+      const o = bind(given)
+      return provide(ResourceService.update(registered, o.as.principal, id, input, lookUp(o)))
+    },
+    patch: (id, input, given) => {
+      const o = bind(given)
+      return provide(ResourceService.patch(registered, o.as.principal, id, input, lookUp(o)))
+    },
+    remove: (id, given) => {
+      const o = bind(given)
+      return provide(ResourceService.remove(registered, o.as.principal, id, lookUp(o)))
+    }
   }
 }
 
@@ -181,40 +177,50 @@ type Provide = <A>(effect: Effect.Effect<A, DomainError, PlatformServices>) => E
 
 // ---------------------------------------------------------------- every resource
 
-/** The resources by their path (`consents/events` is `consents.events`), as Effects. */
-const effectsTree = (provide: Provide) => {
-  const of = <D extends ResourceDef<any, any, any>>(def: D) => effectsOf<ShapeOfDef<D>>(def, provide)
-  return {
-    organizations: of(OrganizationsResource),
-    keys: of(ApiKeysResource),
-    quotas: of(QuotasResource),
-    premiumFeatures: of(PremiumFeaturesResource),
-    secrets: of(SecretsResource),
-    members: of(MembersResource),
-    webhooks: { ...of(WebhooksResource), deliveries: of(DeliveriesResource) },
-    consents: { events: of(ConsentEventsResource), users: of(ConsentUsersResource) },
-    widgets: {
-      notices: {
-        texts: of(NoticeTextsResource),
-        textsContents: of(NoticeTextContentsResource),
-        configs: of(NoticeConfigsResource),
-        templates: { configs: of(NoticeTemplateConfigsResource) }
-      }
-    },
-    exports: { configs: of(ExportConfigsResource), runs: of(ExportRunsResource) },
-    properties: of(PropertiesResource),
-    domains: of(DomainsResource),
-    cookies: of(CookiesResource),
-    vendors: of(VendorsResource),
-    privacyCenters: of(PrivacyCentersResource),
-    ssoConnections: of(SsoConnectionsResource),
-    organizationsSourceSystems: of(OrganizationSourceSystemsResource),
-    platformIntegrations: of(PlatformIntegrationsResource),
-    analytics: { dashboards: of(DashboardsResource) }
-  }
-}
+/** `texts-contents` is `textsContents`. */
+type Camel<S extends string> = S extends `${infer Head}-${infer Tail}` ? `${Head}${Capitalize<Camel<Tail>>}` : S
 
-export type PlatformEffects = ReturnType<typeof effectsTree>
+/** A path as nested keys: `consents/events` is `{ consents: { events: Leaf } }`. */
+type Nest<Path extends string, Leaf> = Path extends `${infer Head}/${infer Rest}` ? { readonly [K in Camel<Head>]: Nest<Rest, Leaf> }
+  : { readonly [K in Camel<Path>]: Leaf }
+
+type UnionToIntersection<U> = (U extends unknown ? (u: U) => void : never) extends (i: infer I) => void ? I : never
+
+/** Merges the intersected branches into one object type per level, down to the operations. */
+type Flatten<T> = T extends (...args: ReadonlyArray<any>) => unknown ? T : { readonly [K in keyof T]: Flatten<T[K]> }
+
+/** The declarations the host offers: those answered by the generic use-cases. */
+type HostResource = Exclude<DeclaredResource, { readonly ownActions?: true }>
+
+type Branch<D> = D extends { readonly path: infer Path extends string; readonly "~shape"?: infer S extends Shape | undefined }
+  ? Nest<Path, ResourceEffects<NonNullable<S>>>
+  : never
+
+/** The resources by their path (`consents/events` is `consents.events`), as Effects. */
+export type PlatformEffects = Flatten<UnionToIntersection<Branch<HostResource>>>
+
+const camel = (segment: string): string => segment.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase())
+
+/** The keys of a resource in the host tree: its path's segments in camelCase. */
+const hostKeys = (path: string): ReadonlyArray<string> => path.split("/").map(camel)
+
+/** Whether the host tree offers a declaration's generic operations. */
+const isHostResource = (def: { readonly ownActions?: boolean | undefined }): boolean => def.ownActions !== true
+
+const effectsTree = (provide: Provide, bind: Bind): PlatformEffects => {
+  const tree: Record<string, Record<string, unknown>> = {}
+  for (const def of resources) {
+    if (!isHostResource(def)) continue
+    const keys = hostKeys(def.path)
+    let node = tree
+    for (const key of keys.slice(0, -1)) node = (node[key] ??= {}) as Record<string, Record<string, unknown>>
+    const last = keys[keys.length - 1]!
+    // A resource that is also a parent (`webhooks`, `webhooks/deliveries`) has both.
+    node[last] = { ...node[last], ...effectsOf(def, provide, bind) }
+  }
+  // The shape follows the registry's types by construction: the loop above mirrors `PlatformEffects`.
+  return tree as unknown as PlatformEffects
+}
 
 /** A tree of Effects as Promises: each operation resolves with its value or rejects with a `PlatformError`. */
 export type Promised<T> = {
@@ -235,6 +241,24 @@ const promiseTree = <T extends object>(tree: T, run: Run): Promised<T> => {
 
 type Run = <A>(effect: Effect.Effect<A, DomainError>) => Promise<A>
 
+// ---------------------------------------------------------------- one organization's client
+
+/** The options of a call in a scoped client: who it acts as is the client's. */
+export type ScopedOptions = Omit<CallOptions, "as">
+
+type ScopedArgs<P> = P extends readonly [...infer Head, CallOptions] ? [...Head, options?: ScopedOptions] : P
+
+/** A tree of operations acting as one principal: their options are optional and name no `as`. */
+export type Scoped<T> = {
+  readonly [K in keyof T]: T[K] extends (...args: infer P) => infer R ? (...args: ScopedArgs<P>) => R : Scoped<T[K]>
+}
+
+/** The operations of every resource acting as one organization, as `asOrganization(id)` does. */
+export interface OrganizationClient extends Promised<Scoped<PlatformEffects>> {
+  /** The same operations as Effects. */
+  readonly effect: Scoped<PlatformEffects>
+}
+
 // ---------------------------------------------------------------- the platform
 
 export interface ConsentPlatformApi extends Promised<PlatformEffects>, SubscriberMethods {
@@ -242,6 +266,8 @@ export interface ConsentPlatformApi extends Promised<PlatformEffects>, Subscribe
   readonly effect: PlatformEffects
   /** Acts as an organization's own client: its scope, its premium features, its count quotas. */
   readonly asOrganization: (organizationId: string) => Actor
+  /** Every operation acting as the organization (`cmp.forOrganization(id).consents.events.create(…)`), with no `{ as }` to pass. */
+  readonly forOrganization: (organizationId: string) => OrganizationClient
   /** Acts as the operator: every organization, operator-only fields and actions, never gated. */
   readonly asOperator: () => Actor
   /** The Effect runtime of the platform's services, for hosts that call core use-cases directly. */
@@ -260,11 +286,20 @@ export const createPlatform = async (options: PlatformOptions): Promise<ConsentP
   const provide: Provide = (effect) => Effect.flatMap(runtime.runtimeEffect, (rt) => Effect.provide(effect, rt)) as never
   const run: Run = (effect) =>
     runtime.runPromiseExit(effect).then((exit) => (Exit.isSuccess(exit) ? exit.value : Promise.reject(fromCause(exit.cause))))
-  const effects = effectsTree(provide)
+  const effects = effectsTree(provide, (o) => o)
+  const asOrganization = (organizationId: string) => actor({ _tag: "Client", keyId: HOST_KEY_ID, organizationId })
+  const forOrganization = (organizationId: string): OrganizationClient => {
+    const as = asOrganization(organizationId)
+    // The options may be left out since the bind completes them; its `as` comes last, so an `as`
+    // a plain-JavaScript caller passes cannot leave the organization.
+    const scoped = effectsTree(provide, (given) => ({ ...given, as })) as unknown as Scoped<PlatformEffects>
+    return { ...promiseTree(scoped, run), effect: scoped }
+  }
   return {
     ...promiseTree(effects, run),
     effect: effects,
-    asOrganization: (organizationId) => actor({ _tag: "Client", keyId: HOST_KEY_ID, organizationId }),
+    asOrganization,
+    forOrganization,
     asOperator: () => actor({ _tag: "Operator", keyId: HOST_KEY_ID, organizationId: settings.operatorOrganizationId }),
     runtime,
     ...(await subscriberMethods(runtime, (effect) => run(provide(effect)))),

@@ -37,6 +37,7 @@ export const DashboardsResource = defineResource({
 export const DashboardUrlsResource = defineResource({
   name: "dashboard",
   path: "analytics/dashboards-urls",
+  ownActions: true,
   table: "dashboards",
   indexes: [{ name: "dashboards_organization", columns: ["organization_id", "created_at"] }],
   output: Dashboard,
