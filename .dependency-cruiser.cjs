@@ -5,7 +5,9 @@
  * framework- and runtime-neutral) rests on core alone: the runtime and the docs page's files are
  * handed to it, so a host on any runtime or store gets no Node module and no store driver with it.
  * No adapter imports another, except platform-node using the webhooks package's guarded sender
- * for every outbound call. docs/architecture.md draws it.
+ * for every outbound call. The store is the host's choice: platform and the HTTP packages take
+ * it as a layer, and only server, which picks one from the environment, imports both.
+ * docs/architecture.md draws it.
  */
 const allowed = {
   core: [],
@@ -14,11 +16,11 @@ const allowed = {
   "store-postgres": ["core", "store-sql"],
   webhooks: ["core"],
   "platform-node": ["core", "webhooks"],
-  platform: ["core", "platform-node", "webhooks", "store-sqlite", "store-postgres"],
+  platform: ["core", "platform-node", "webhooks"],
   http: ["core"],
   "http-express": ["http", "platform"],
   "http-fetch": ["http", "platform"],
-  server: ["core", "platform", "http-express"],
+  server: ["core", "platform", "http-express", "store-sqlite", "store-postgres"],
   "test-support": ["core"]
 }
 const packages = Object.keys(allowed)
@@ -65,6 +67,14 @@ module.exports = {
       severity: "error",
       from: { path: "^packages/http/src/" },
       to: { dependencyTypes: ["npm", "npm-dev", "npm-peer", "npm-optional", "npm-no-pkg", "npm-unknown"], pathNot: "node_modules/(effect|qs)/" }
+    },
+    {
+      name: "store-is-the-hosts-choice",
+      comment:
+        "platform and the HTTP packages take the store a host hands in (`sqlite(…)` from @cmp/store-sqlite, `postgres(…)` from @cmp/store-postgres): importing one would install its driver, and a native build, for every host",
+      severity: "error",
+      from: { path: "^packages/(?:platform|http|http-fetch|http-express)/src/" },
+      to: { path: "(?:^packages/store-|node_modules/@cmp/store-|node_modules/(?:better-sqlite3|pg|@effect/sql-sqlite-node|@effect/sql-pg)/)" }
     },
     {
       name: "no-cycles",

@@ -7,7 +7,7 @@
  *   pnpm --filter @cmp/examples fetch-handler
  */
 import { createFetchHandler, serveNode } from "@cmp/http-fetch"
-import { sqlite } from "@cmp/platform"
+import { sqlite } from "@cmp/store-sqlite"
 
 const api = await createFetchHandler({
   store: sqlite({ filename: "./data/fetch-handler.db" }),

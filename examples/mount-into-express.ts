@@ -4,7 +4,7 @@
  *   pnpm --filter @cmp/examples mount
  */
 import { createApi } from "@cmp/http-express"
-import { SqliteStore } from "@cmp/store-sqlite"
+import { sqlite } from "@cmp/store-sqlite"
 import express from "express"
 
 const app = express()
@@ -15,7 +15,7 @@ app.get("/health", (_req, res) => {
 })
 
 const api = await createApi({
-  store: SqliteStore.layer({ filename: "./data/mounted.db" }),
+  store: sqlite({ filename: "./data/mounted.db" }),
   allowHttp: true,
   admin: { key: "admin", secret: "change-me-to-a-long-secret" }
 })

@@ -6,7 +6,7 @@
  *   pnpm --filter @cmp/examples node-http
  */
 import { fromNodeRequest, makeHttpApi, writeNodeResponse } from "@cmp/http-express"
-import { sqlite } from "@cmp/platform"
+import { sqlite } from "@cmp/store-sqlite"
 import * as http from "node:http"
 
 const api = await makeHttpApi({

@@ -4,10 +4,10 @@
  *   pnpm --filter @cmp/examples standalone
  */
 import { startServer } from "@cmp/http-express"
-import { SqliteStore } from "@cmp/store-sqlite"
+import { sqlite } from "@cmp/store-sqlite"
 
 const running = await startServer({
-  store: SqliteStore.layer({ filename: "./data/standalone.db" }),
+  store: sqlite({ filename: "./data/standalone.db" }),
   port: Number(process.env.PORT || 3001),
   host: process.env.HOST || "127.0.0.1",
   // Development only: serve plain HTTP on localhost instead of redirecting to https.

@@ -16,6 +16,11 @@
  *    command is installed (and that `cmp-server` starts), copies the host script into it
  *    and runs it with plain `node`: no TypeScript, no loader. The host exits 0 when all is well.
  *    By default the host is `scripts/pack-smoke.mjs`; any other `.mjs` file can be given.
+ * 4. Makes a second plain npm project with `@cmp/http-fetch` and `@cmp/store-postgres` alone (the
+ *    tarballs they need and `pg`): fails if a native module was built (`better-sqlite3` installed,
+ *    or a `.node` file under a `build/` directory, node-gyp's output), then runs `scripts/pack-fetch-postgres.mjs` there, the fetch
+ *    handler on PostgreSQL (`DATABASE_URL`, default postgres://postgres@127.0.0.1:5432/postgres,
+ *    in a database of its own, dropped after) given web `Request`s and answering `Response`s.
  *
  * Exits non-zero on the first failure. PACK_CHECK_KEEP=1 keeps the temporary directory.
  */
@@ -84,6 +89,7 @@ const shipsTypes = (dir, dep) => {
 const license = fs.readFileSync(path.join(root, "LICENSE"), "utf8")
 const builtins = new Set(builtinModules)
 const packed = []
+const packedByName = new Map()
 
 for (const { dir, manifest } of libraries) {
   const name = manifest.name
@@ -100,6 +106,7 @@ for (const { dir, manifest } of libraries) {
   if (created.length !== 1) fail(`${name}: expected one tarball, found ${created.join(", ") || "none"}`)
   const tarball = path.join(tarballs, created[0])
   packed.push(tarball)
+  packedByName.set(name, tarball)
 
   const files = execFileSync("tar", ["-tzf", tarball], { encoding: "utf8" })
     .split("\n")
@@ -225,4 +232,53 @@ run(process.execPath, [hostCopy], {
   cwd: app,
   env: { ...process.env, NODE_OPTIONS: "", CMP_PACKAGES: libraries.map((l) => l.manifest.name).join(",") }
 })
-console.log(`\npack-check: ${libraries.length} packages packed, installed with npm and run by plain node`)
+
+// A host on PostgreSQL installing the fetch adapter and that store alone: nothing native is built.
+const fetchApp = path.join(work, "fetch-postgres")
+fs.mkdirSync(fetchApp)
+const chosen = ["@cmp/http-fetch", "@cmp/store-postgres"]
+const needed = new Set()
+const addWithDependencies = (name) => {
+  if (needed.has(name)) return
+  const library = libraries.find((l) => l.manifest.name === name)
+  if (!library) fail(`${name} was not packed`)
+  needed.add(name)
+  for (const dep of Object.keys(library.manifest.dependencies ?? {})) if (packedByName.has(dep)) addWithDependencies(dep)
+}
+chosen.forEach(addWithDependencies)
+if (needed.has("@cmp/store-sqlite")) fail(`${chosen.join(" with ")} depend on @cmp/store-sqlite: ${[...needed].join(", ")}`)
+const serverManifest = JSON.parse(fs.readFileSync(path.join(root, "packages", "server", "package.json"), "utf8"))
+const pgVersion = serverManifest.devDependencies?.pg
+if (!pgVersion) fail("no pg version in the devDependencies of packages/server")
+fs.writeFileSync(path.join(fetchApp, "package.json"), JSON.stringify({ name: "fetch-postgres", private: true, type: "module" }, null, 2) + "\n")
+console.log(`\npack-check: npm install ${[...needed].join(" ")} pg@${pgVersion} in ${fetchApp}`)
+run("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error", ...[...needed].map((n) => packedByName.get(n)), `pg@${pgVersion}`], { cwd: fetchApp, env: npmEnv })
+// A module compiled at install time is a `.node` file under a `build/` directory (node-gyp's
+// output). Prebuilt binaries that arrive as packages of their own are not built: msgpackr's
+// optional extractor (through @effect/platform, which every store needs) is one, and msgpackr
+// runs without it.
+const built = []
+const prebuilt = []
+const walk = (dir) => {
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const file = path.join(dir, entry.name)
+    const relative = path.relative(fetchApp, file)
+    if (entry.isDirectory()) {
+      if (entry.name === "better-sqlite3") built.push(relative)
+      walk(file)
+    } else if (entry.name.endsWith(".node")) {
+      ;(relative.split(path.sep).includes("build") ? built : prebuilt).push(relative)
+    }
+  }
+}
+walk(path.join(fetchApp, "node_modules"))
+if (built.length > 0) fail(`${chosen.join(" with ")} built native modules: ${built.join(", ")}`)
+const sqliteTree = spawnSync("npm", ["ls", "better-sqlite3", "--all", "--parseable"], { cwd: fetchApp, encoding: "utf8" })
+if (sqliteTree.stdout.trim() !== "") fail(`npm ls better-sqlite3 in ${fetchApp}: ${sqliteTree.stdout.trim()}`)
+console.log(`pack-check: no native module built, no better-sqlite3${prebuilt.length > 0 ? `; prebuilt binaries installed as packages: ${prebuilt.join(", ")}` : ""}`)
+const fetchHost = path.join(fetchApp, "fetch-postgres.mjs")
+fs.copyFileSync(path.join(root, "scripts", "pack-fetch-postgres.mjs"), fetchHost)
+console.log(`\npack-check: node ${path.basename(fetchHost)}`)
+run(process.execPath, [fetchHost], { cwd: fetchApp, env: { ...process.env, NODE_OPTIONS: "" } })
+
+console.log(`\npack-check: ${libraries.length} packages packed, installed with npm and run by plain node; @cmp/http-fetch on PostgreSQL alone, no native module`)

@@ -23,7 +23,7 @@ for (const name of packages) {
 }
 
 const { createApi } = await import("@cmp/http-express")
-const { sqlite } = await import("@cmp/platform")
+const { sqlite } = await import("@cmp/store-sqlite")
 const { default: express } = await import("express")
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "cmp-smoke-"))

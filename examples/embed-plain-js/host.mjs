@@ -3,10 +3,11 @@
 // in-process API, reads it back over HTTP, and receives its webhook, signed, on a local
 // receiver. It exits 0 only when all of that held.
 //
-//   npm install @cmp/platform @cmp/http-express express standardwebhooks
+//   npm install @cmp/platform @cmp/http-express @cmp/store-sqlite express standardwebhooks
 //   node host.mjs
 import { createApiFromRuntime } from "@cmp/http-express"
-import { createPlatform, sqlite } from "@cmp/platform"
+import { createPlatform } from "@cmp/platform"
+import { sqlite } from "@cmp/store-sqlite"
 import express from "express"
 import * as fs from "node:fs"
 import * as http from "node:http"

@@ -11,37 +11,45 @@ import type { Relations } from "./Relations.js"
 import type { ExportSink } from "./Resources/Exports.js"
 import type { TcStringEncoder } from "./Resources/Notices.js"
 import type { Settings } from "./Settings.js"
-import type { DeliveryQueue, Endpoints, OutboxSignal, SecretBox } from "./Webhooks/Ports.js"
+import type { DeliveryQueue, Endpoints, OutboxSignal, SecretBox, SubscriberRegistrations } from "./Webhooks/Ports.js"
 
 /**
- * Every service a use-case of core may need, built once. Declared here rather than where the
- * services are built, so the REST layer can name what it runs on without depending on how (or on
- * which store) a host builds it.
+ * The ports core leaves to the host's runtime (hashing, tokens, encryption, signing, certificates,
+ * DNS, export destinations, TC strings, mail): what an adapter package such as `platform-node`
+ * implements, all of them, or the platform does not compile.
  */
-export type PlatformServices =
-  | Endpoints
-  | Relations
-  | FeatureCache
-  | OrganizationLimits
-  | CredentialCache
-  | OutboxSignal
-  | Storage
-  | UnitOfWork
-  | UsageStore
-  | DeliveryQueue
-  | Ids
+export type HostPorts =
   | SecretHasher
-  | Settings
   | TokenIssuer
-  | ApiUsage
   | SecretBox
-  | LoginThrottle
   | Provisioner
   | UrlSigner
   | CertificateValidator
   | ExportSink
   | TcStringEncoder
   | Mailer
+
+/** The storage ports: what a store package's layer gives. */
+export type StorePorts = Storage | UnitOfWork | UsageStore | DeliveryQueue | SubscriberRegistrations
+
+/**
+ * Every service a use-case of core may need, built once: the store's ports, the host's ports
+ * and core's own services. Declared here rather than where the services are built, so the REST
+ * layer can name what it runs on without depending on how (or on which store) a host builds it.
+ */
+export type PlatformServices =
+  | StorePorts
+  | HostPorts
+  | Endpoints
+  | Relations
+  | FeatureCache
+  | OrganizationLimits
+  | CredentialCache
+  | OutboxSignal
+  | Ids
+  | Settings
+  | ApiUsage
+  | LoginThrottle
 
 /** Those services, built and running: what a host's composition hands the REST layer. */
 export type PlatformRuntime = ManagedRuntime.ManagedRuntime<PlatformServices, unknown>

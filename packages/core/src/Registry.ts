@@ -1,8 +1,9 @@
 import * as Layer from "effect/Layer"
+import type { ActionPorts, AnyAction } from "./Action.js"
 import { ApiUsageTable, InvitationsTable, PersonsTable, SettingsTable } from "./InternalTables.js"
 import type { TableDef } from "./Ports.js"
 import { Relations } from "./Relations.js"
-import type { AnyShape, PortsOf, ResourceDef } from "./Resource.js"
+import type { AnyShape, CoreServices, PortsOf, ResourceDef } from "./Resource.js"
 import {
   ApiKeysResource,
   MembersResource,
@@ -12,12 +13,18 @@ import {
   SecretsResource
 } from "./Resources/Account.js"
 import { ConsentEventsResource, ConsentUsersResource } from "./Resources/Consents.js"
-import { AttemptsTable, DeliveriesResource, WebhooksResource } from "./Resources/Webhooks.js"
-import { SubscribersTable } from "./Webhooks/Subscribers.js"
+import {
+  DeliveriesResource,
+  ReplayDeliveryAction,
+  ReplayFailedAction,
+  WebhooksResource
+} from "./Resources/Webhooks.js"
+import { AcceptInvitationAction, CreateSessionAction } from "./Sessions.js"
+import { AttemptsTable, SubscribersTable } from "./Webhooks/Tables.js"
 import { CookiesResource } from "./Resources/Cookies.js"
-import { DashboardsResource, DashboardUrlsResource } from "./Resources/Dashboards.js"
+import { DashboardsResource, DashboardUrlsAction, DashboardUrlsResource, LanguagesAction } from "./Resources/Dashboards.js"
 import { DomainsResource } from "./Resources/Domains.js"
-import { PlatformIntegrationsResource } from "./Resources/PlatformIntegrations.js"
+import { PlatformIntegrationSessionAction, PlatformIntegrationsResource } from "./Resources/PlatformIntegrations.js"
 import { PrivacyCentersResource } from "./Resources/PrivacyCenters.js"
 import { PropertiesResource } from "./Resources/Properties.js"
 import { OrganizationSourceSystemsResource } from "./Resources/SourceSystems.js"
@@ -27,9 +34,11 @@ import {
   NoticeConfigsResource,
   NoticeTemplateConfigsResource,
   NoticeTextContentsResource,
-  NoticeTextsResource
+  NoticeTextsResource,
+  SdkGeneratorAction,
+  TcStringAction
 } from "./Resources/Notices.js"
-import { ExportConfigsResource, ExportRunsResource } from "./Resources/Exports.js"
+import { ExecuteExportAction, ExportConfigsResource, ExportRunsResource } from "./Resources/Exports.js"
 
 const declared = [
   OrganizationsResource,
@@ -60,8 +69,22 @@ const declared = [
   DashboardUrlsResource
 ] as const
 
-/** The ports the declared resources need beyond the core services: what a platform must provide. */
-export type ResourcePorts = PortsOf<(typeof declared)[number]>
+/** The operations that are not a resource's generic methods, in the order they are documented. */
+const declaredActions = [
+  CreateSessionAction,
+  AcceptInvitationAction,
+  PlatformIntegrationSessionAction,
+  ReplayFailedAction,
+  ReplayDeliveryAction,
+  SdkGeneratorAction,
+  ExecuteExportAction,
+  TcStringAction,
+  DashboardUrlsAction,
+  LanguagesAction
+] as const
+
+/** The ports the declared resources and actions need beyond the core services: what a platform must provide. */
+export type ResourcePorts = PortsOf<(typeof declared)[number]> | Exclude<ActionPorts<(typeof declaredActions)[number]>, CoreServices>
 
 /** A resource of the registry: its hooks need at most the registry's ports. */
 export type RegisteredResource = ResourceDef<AnyShape, ResourcePorts, any>
@@ -71,6 +94,12 @@ export type DeclaredResource = (typeof declared)[number]
 
 /** Every resource served through the generic path, in the order they are documented. */
 export const resources: ReadonlyArray<RegisteredResource> = declared
+
+/** Every declared action with its literal types (place, name, body, answer), for APIs derived from the registry. */
+export type DeclaredAction = (typeof declaredActions)[number]
+
+/** Every action, served beside the resources. */
+export const actions: ReadonlyArray<AnyAction> = declaredActions
 
 /** Every stored table, once each (some resources share one): what the stores create. */
 export const tables: ReadonlyArray<TableDef<any>> = [

@@ -13,6 +13,22 @@ import type { OrganizationLimits } from "./OrganizationLimits.js"
 import type { Principal } from "./Principal.js"
 import type { FindQuery, SortKey } from "./Query.js"
 
+/** Which of the principal's organizations an id is looked up in, and the rest of the request's query. */
+export interface LookUp {
+  readonly organizationId?: string | undefined
+  /** The rest of the request's query: the resource's view parameters are read from it. */
+  readonly query?: Readonly<Record<string, unknown>> | undefined
+}
+
+/**
+ * A `get` whose id may name a record another way: `?<param>=true` makes it a key of the
+ * organization's own (`$by_organization_user_id`: a consent user by its `organization_user_id`).
+ */
+export interface GetBy<Out, R> {
+  readonly param: string
+  readonly get: (principal: Principal, id: string, at: LookUp) => Effect.Effect<Out, DomainError, CoreServices | R>
+}
+
 /** The view parameters of a request, validated (`{ regulation: "ccpa" }`). */
 export type View = Readonly<Record<string, string>>
 
@@ -61,7 +77,21 @@ export interface Shape {
   readonly output: Row
   readonly create: Row
   readonly update: Row
+  /** What a find may name beyond the output's columns, for the compiler only (a typed find query). */
+  readonly find?: FindShape
+  /** The methods it declares, for the compiler only (the host API offers those). */
+  readonly methods?: Method
 }
+
+/** Queryable private columns, view parameters and cursor paging of a declaration, as types. */
+export interface FindShape {
+  readonly queryable: string
+  readonly view: Readonly<Record<string, string>>
+  readonly cursor: boolean
+}
+
+/** The view parameters a declaration lists (`viewParams`), each as the type its schema decodes to. */
+export type ViewParamSchemas = Readonly<Record<string, Schema.Schema<string, string, never>>>
 
 export interface AnyShape extends Shape {
   readonly stored: any
@@ -77,12 +107,22 @@ export type ShapeOf<
   C,
   U,
   P extends Readonly<Record<string, FieldInfo>>,
-  T extends string
+  T extends string,
+  Q extends string = never,
+  V extends ViewParamSchemas = {},
+  Cur extends boolean = false,
+  M extends Method = Method
 > = {
   readonly stored: Simplify<Omit<StoredFields<Schema.Schema.Type<O>>, T | keyof P> & RowOf<P>>
   readonly output: Schema.Schema.Type<O>
   readonly create: TypeOr<C, never>
   readonly update: TypeOr<U, never>
+  readonly find: {
+    readonly queryable: Q
+    readonly view: { readonly [K in keyof V]: Schema.Schema.Type<V[K]> }
+    readonly cursor: Cur
+  }
+  readonly methods: M
 }
 
 /** What a `create` hook hands on: the row to insert, values shown once, data for `afterCreate`. */
@@ -179,7 +219,11 @@ export interface ResourceData<
   P extends Readonly<Record<string, FieldInfo>> = Readonly<Record<string, FieldInfo>>,
   T extends string = string,
   Path extends string = string,
-  Own extends boolean = boolean
+  Own extends boolean = boolean,
+  Q extends string = string,
+  V extends ViewParamSchemas = ViewParamSchemas,
+  Cur extends boolean = boolean,
+  M extends Method = Method
 > {
   /** Human name used in messages ("API key"). */
   readonly name: string
@@ -196,7 +240,7 @@ export interface ResourceData<
   readonly updateInput?: U
   /** Extra input fields only the operator may send (output-only flags). */
   readonly operatorInput?: AnySchema
-  readonly methods: ReadonlyArray<Method>
+  readonly methods: ReadonlyArray<M>
   readonly operatorOnly?: ReadonlyArray<Method>
   /** Column naming the owning organization; `undefined` for an operator-wide registry. */
   readonly ownerField?: string | undefined
@@ -228,20 +272,20 @@ export interface ResourceData<
   /** The premium feature an organization needs to use this service at all. */
   readonly premiumFeature?: PremiumFeatureFlag
   /** Private columns that may still be used in a find query (`user_id` of events). */
-  readonly queryable?: ReadonlyArray<string>
+  readonly queryable?: ReadonlyArray<Q>
   /**
    * Query parameters that choose how each output looks, not which rows match (`regulation` of
    * consent users): equality only, validated by their schema, passed to `present`. A create
    * or patch body naming one also chooses the view of its answer.
    */
-  readonly viewParams?: Readonly<Record<string, Schema.Schema<string, string, never>>>
+  readonly viewParams?: V
   /** Query parameters the service reads itself (`$by_organization_user_id`). */
   readonly passthrough?: ReadonlyArray<string>
   /**
    * Find also pages by cursor (`$cursor`): keyset paging in `created_at` then key order, for
    * tables a client walks end to end while rows keep arriving (consent events and users).
    */
-  readonly cursorPaging?: boolean
+  readonly cursorPaging?: Cur
   /** Normalizes a create body before validation (a domain name is trimmed and lower-cased). */
   readonly normalizeCreate?: (body: Readonly<Record<string, unknown>>) => Record<string, unknown>
   /** Normalizes the id of an item route the same way, so a name reads as it was created. */
@@ -267,6 +311,8 @@ export interface Behaviour<S extends Shape, R, Carry> {
    */
   ownerFrom?(principal: Principal, input: S["create"]): Effect.Effect<string, DomainError, CoreServices | NoInfer<R>>
   readonly hooks?: Hooks<S, NoInfer<R>, Carry>
+  /** Another key a `get` may name its record by (its parameter is listed in `passthrough`). */
+  readonly getBy?: GetBy<S["output"], NoInfer<R>>
 }
 
 export interface ResourceDef<S extends Shape = AnyShape, R = never, Carry = never, Path extends string = string, Own extends boolean = boolean>
@@ -285,6 +331,7 @@ export interface ResourceDef<S extends Shape = AnyShape, R = never, Carry = neve
   readonly defaults: Row
   ownerFrom?(principal: Principal, input: S["create"]): Effect.Effect<string, DomainError, CoreServices | R>
   readonly hooks: Hooks<S, R, Carry>
+  readonly getBy?: GetBy<S["output"], R> | undefined
 }
 
 /**
@@ -299,7 +346,7 @@ export interface Declaration<S extends Shape, Path extends string = string, Own 
 /** A declaration's data, with or without its behaviour. */
 export type Declared<S extends Shape, Path extends string = string, Own extends boolean = boolean> = Omit<
   ResourceDef<S, any, any, Path, Own>,
-  "hooks" | "ownerFrom"
+  "hooks" | "ownerFrom" | "getBy"
 >
 
 /** The stored row of a resource or declaration. */
@@ -353,7 +400,8 @@ const declare = <S extends Shape, Path extends string, Own extends boolean>(
     with: <R, Carry>(behaviour: Behaviour<S, R, Carry>): ResourceDef<S, R, Carry, Path, Own> => ({
       ...data,
       ownerFrom: behaviour.ownerFrom,
-      hooks: behaviour.hooks ?? {}
+      hooks: behaviour.hooks ?? {},
+      getBy: behaviour.getBy
     })
   }
 }
@@ -366,8 +414,13 @@ export const declareResource = <
   const P extends Readonly<Record<string, FieldInfo>> = {},
   const T extends string = never,
   const Path extends string = string,
-  const Own extends boolean = false
->(options: ResourceData<O, C, U, P, T, Path, Own>): Declaration<ShapeOf<O, C, U, P, T>, Path, Own> => declare(options)
+  const Own extends boolean = false,
+  const Q extends string = never,
+  const V extends ViewParamSchemas = {},
+  const Cur extends boolean = false,
+  const M extends Method = Method
+>(options: ResourceData<O, C, U, P, T, Path, Own, Q, V, Cur, M>): Declaration<ShapeOf<O, C, U, P, T, Q, V, Cur, M>, Path, Own> =>
+  declare(options)
 
 /**
  * Declares a resource once: its schemas, columns, scope, methods and behaviour. Its types (the
@@ -384,14 +437,18 @@ export const defineResource = <
   R = never,
   Carry = never,
   const Path extends string = string,
-  const Own extends boolean = false
+  const Own extends boolean = false,
+  const Q extends string = never,
+  const V extends ViewParamSchemas = {},
+  const Cur extends boolean = false,
+  const M extends Method = Method
 >(
-  options: ResourceData<O, C, U, P, T, Path, Own> & Behaviour<ShapeOf<O, C, U, P, T>, R, Carry>
-): ResourceDef<ShapeOf<O, C, U, P, T>, Exclude<R, CoreServices>, Carry, Path, Own> => {
+  options: ResourceData<O, C, U, P, T, Path, Own, Q, V, Cur, M> & Behaviour<ShapeOf<O, C, U, P, T, Q, V, Cur, M>, R, Carry>
+): ResourceDef<ShapeOf<O, C, U, P, T, Q, V, Cur, M>, Exclude<R, CoreServices>, Carry, Path, Own> => {
   const { hooks, ownerFrom, ports: _ports, ...data } = options
   // The core services are always there: a declaration's type names only the ports beyond them.
-  return declare<ShapeOf<O, C, U, P, T>, Path, Own>(data).with({ ownerFrom, hooks } as Behaviour<
-    ShapeOf<O, C, U, P, T>,
+  return declare<ShapeOf<O, C, U, P, T, Q, V, Cur, M>, Path, Own>(data).with({ ownerFrom, hooks } as Behaviour<
+    ShapeOf<O, C, U, P, T, Q, V, Cur, M>,
     Exclude<R, CoreServices>,
     Carry
   >)
@@ -453,3 +510,13 @@ export type AnyResource = ResourceDef<AnyShape, any, any>
 
 /** The ports a resource's hooks need beyond the core services. */
 export type PortsOf<D> = D extends ResourceDef<any, infer R, any> ? R : never
+
+/**
+ * The generic operations a declaration offers: its methods, less a create without a create
+ * schema and an update or patch without an update schema. The routes, the OpenAPI document and
+ * the host API all offer exactly these.
+ */
+export const operationsOf = (def: Pick<ResourceData, "methods" | "createInput" | "updateInput">): ReadonlyArray<Method> =>
+  def.methods.filter((m) =>
+    m === "create" ? def.createInput !== undefined : m === "update" || m === "patch" ? def.updateInput !== undefined : true
+  )

@@ -11,7 +11,19 @@ import { canAccess, isOperator, organizationsOf, type Principal, requireOrganiza
 import { type Condition, eq, type FindQuery, inList, parseFindQuery } from "./Query.js"
 import { cursorAfter, type CursorPage, keysetFields, readCursor } from "./Cursor.js"
 import type { UrlSigner } from "./OrganizationPorts.js"
-import { type AnyResource, type AnySchema, type CoreServices, type Declared, isCarried, type Method, type Prepared, type ResourceDef, type Shape, type View } from "./Resource.js"
+import {
+  type AnyResource,
+  type AnySchema,
+  type CoreServices,
+  type Declared,
+  isCarried,
+  type LookUp,
+  type Method,
+  type Prepared,
+  type ResourceDef,
+  type Shape,
+  type View
+} from "./Resource.js"
 import { OrganizationLimits } from "./OrganizationLimits.js"
 import { cascade } from "./Relations.js"
 import { signalOutbox } from "./Webhooks/Ports.js"
@@ -167,11 +179,7 @@ const repoOf = (def: AnyResource) => Effect.map(Storage, (s) => s.repository(def
  * Where a look-up by id happens: `organizationId` (`?organization_id=`) names the organization
  * when the principal sees several, and an id chosen by clients may be held by more than one.
  */
-export interface LookUp {
-  readonly organizationId?: string | undefined
-  /** The rest of the request's query: the resource's view parameters are read from it. */
-  readonly query?: Readonly<Record<string, unknown>> | undefined
-}
+export type { LookUp } from "./Resource.js"
 
 /**
  * The row whose `field` holds `value` among the organizations the principal sees (or the one
@@ -385,6 +393,33 @@ export const get = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, principal:
     const row = yield* loadVisible(def, principal, id, at)
     const output = outputOf(def, row, view)
     return def.hooks.expand ? yield* def.hooks.expand(principal, row, output) : output
+  })
+
+/**
+ * A `get` as its request asks: by id, or by the declaration's other key when the query's
+ * `getBy` parameter is `true` (`?$by_organization_user_id=true`), which takes no other
+ * parameter but the organization and the view.
+ */
+export const getAsRequested = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, principal: Principal, id: string, at: LookUp = {}) =>
+  Effect.suspend((): Effect.Effect<S["output"], DomainError, CoreServices | R> => {
+    const by = def.getBy
+    const q = at.query ?? {}
+    const asked = by === undefined ? undefined : q[by.param]
+    if (by === undefined || asked === undefined || asked === "false") return get(def, principal, id, at)
+    if (asked !== "true") {
+      return Effect.fail(new InvalidInput({
+        message: `Invalid query: ${by.param} must be true or false`,
+        errors: { [by.param]: "must be true or false" }
+      }))
+    }
+    const rest = Object.keys(q).filter((k) => k !== by.param && k !== "organization_id" && !Object.hasOwn(def.viewParams ?? {}, k))
+    if (rest.length > 0) {
+      return Effect.fail(new InvalidInput({
+        message: `Invalid query: ${rest[0]} is not supported here`,
+        errors: { [rest[0]!]: "is not supported here" }
+      }))
+    }
+    return by.get(principal, id, at)
   })
 
 const nullsFor = (fields: ReadonlySet<string>, def: AnyResource): Row => {

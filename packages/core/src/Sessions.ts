@@ -2,7 +2,8 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import { nowIso, nowSeconds } from "./Clock.js"
-import { InvitationAcceptInput, type Session, SessionInput } from "./Domain/Account.js"
+import { answers, defineAction } from "./Action.js"
+import { InvitationAcceptInput, Session, SessionInput } from "./Domain/Account.js"
 import { InvalidInput, NotAuthenticated } from "./Domain/Errors.js"
 import { CredentialCache, type CredentialTable } from "./CredentialCache.js"
 import { Ids, SecretHasher, Storage, type TableDef, TokenIssuer, UnitOfWork } from "./Ports.js"
@@ -224,3 +225,35 @@ const redeemInvitation = (invitationId: string, secret: string, password: string
       return { type: "email", key: p.email, access_token } satisfies Session
     }))
   })
+
+// ---------------------------------------------------------------- declarations
+
+export const CreateSessionAction = defineAction({
+  place: "sessions",
+  name: "create",
+  method: "POST",
+  path: "sessions",
+  summary: "Create a session (obtain an access token)",
+  auth: "none",
+  body: { name: "SessionInput", schema: SessionInput },
+  answers: answers.schema("Session", Session),
+  status: 201,
+  revealsCredentials: true,
+  run: (_principal, request) => createSession(request.body, request.address)
+})
+
+// The invitation token itself is the credential; answers with an email session.
+export const AcceptInvitationAction = defineAction({
+  place: "invitations",
+  name: "accept",
+  method: "POST",
+  path: "invitations/accept",
+  tag: "members",
+  summary: "Accept a member invitation: set a password (or prove the existing one) and open an email session",
+  auth: "none",
+  body: { name: "InvitationAcceptInput", schema: InvitationAcceptInput },
+  answers: answers.schema("Session", Session),
+  status: 201,
+  revealsCredentials: true,
+  run: (_principal, request) => acceptInvitation(request.body, request.address)
+})

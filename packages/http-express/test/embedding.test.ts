@@ -1,4 +1,4 @@
-import { sqlite } from "@cmp/platform"
+import { sqlite } from "@cmp/store-sqlite"
 import { as, call, expect400 } from "@cmp/test-support/http"
 import express from "express"
 import * as crypto from "node:crypto"

@@ -1,4 +1,6 @@
 import {
+  actions as defaultActions,
+  type AnyAction,
   ApiUsage,
   authenticate,
   isDomainError,
@@ -19,7 +21,7 @@ import { type ApiRequest, type ApiResponse, header, json } from "./Message.js"
 import { docsAsset, type DocsAssets } from "./Docs.js"
 import { isHostHeader, isRewrittenPath, unsupportedMethodResponse, unsupportedMethods } from "./Target.js"
 import { openApiDocument, servedAt } from "./OpenApi.js"
-import { actionMethods, type Context, matchRoute, methodsOf, nobody, resourceRoute, type Route, type Use } from "./Routes.js"
+import { actionMethods, actionRoute, type Context, matchRoute, methodsOf, nobody, resourceRoute, type Route, type Use } from "./Routes.js"
 import { countedOrganizations } from "./Usage.js"
 
 export interface HandlerOptions {
@@ -39,6 +41,8 @@ export interface HandlerOptions {
   readonly bodyMemoryLimit?: number | undefined
   /** The resources served (default: every declared resource). */
   readonly resources?: ReadonlyArray<RegisteredResource> | undefined
+  /** The actions served beside them (default: every declared action). */
+  readonly actions?: ReadonlyArray<AnyAction> | undefined
   /** `Info` and below log one line per request. */
   readonly logLevel?: LogLevel.Literal | undefined
   /** Swagger UI's files for the docs page (`/docs/`); the adapters read them from `swagger-ui-dist`. */
@@ -78,6 +82,11 @@ const noStore = (response: ApiResponse): ApiResponse => ({
   headers: { ...response.headers, "cache-control": "no-store" }
 })
 
+/** What answering a request found out that its log line shows: the route's template. */
+interface Seen {
+  route?: string
+}
+
 /** Every answer says not to sniff its type; the rest are per answer. */
 const finish = (response: ApiResponse, requestId: string): ApiResponse => ({
   ...response,
@@ -91,7 +100,9 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
   const bodyLimit = options.bodyLimit ?? 1024 * 1024
   const bodyTimeoutMs = options.bodyTimeoutMs ?? 10_000
   const bodyBudget = new BodyBudget(options.bodyMemoryLimit ?? 64 * 1024 * 1024)
-  const openapi = openApiDocument(served)
+  const servedActions = options.actions ?? defaultActions
+  const actionRoutes = servedActions.map(actionRoute)
+  const openapi = openApiDocument(served, servedActions)
   const byPath = new Map(served.map((def) => [def.path, def]))
   const logRequests = ["All", "Trace", "Debug", "Info", undefined].includes(options.logLevel)
 
@@ -180,7 +191,10 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
     return respond(effect, found.status, requestId)
   }
 
-  const v1 = async (request: ApiRequest, path: string, rawQuery: string, requestId: string, base: string) => {
+  /** A route's template for the log (`/v1/consents/users/:id`). */
+  const template = (base: string, route: Route) => `${base}/v1/${route.path.map((s) => (s === ":" ? ":id" : s)).join("/")}`
+
+  const v1 = async (request: ApiRequest, path: string, rawQuery: string, requestId: string, base: string, seen: Seen) => {
     const trimmed = path.replace(/^\/+|\/+$/g, "")
     const method = request.method === "HEAD" ? "GET" : request.method.toUpperCase()
     let segments: Array<string>
@@ -192,9 +206,12 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
     const lower = trimmed.toLowerCase()
     // Paths relative to v1 under `consents/` are not counted against `api_requests`.
     const counted = !lower.startsWith("consents/")
-    const action = matchRoute(segments, method)
-    if (action) return run(request, action.route, action.params, rawQuery, counted, requestId)
-    const onAction = actionMethods(segments)
+    const action = matchRoute(actionRoutes, segments, method)
+    if (action) {
+      seen.route = template(base, action.route)
+      return run(request, action.route, action.params, rawQuery, counted, requestId)
+    }
+    const onAction = actionMethods(actionRoutes, segments)
     // Every declared resource behind one map from path to declaration.
     let def = byPath.get(lower)
     let id: string | undefined
@@ -205,6 +222,7 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
       if (def) id = segments[segments.length - 1]
     }
     if (def) {
+      seen.route = `${base}/v1/${def.path}${id === undefined ? "" : "/:id"}`
       const found = resourceRoute(def, method, id)
       if (found) return run(request, found, [], rawQuery, counted, requestId)
     }
@@ -221,7 +239,7 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
     return path === "/v1" || path.startsWith("/v1/") || path === "/openapi.json" || path === "/docs" || path.startsWith("/docs/")
   }
 
-  const answer = async (request: ApiRequest, requestId: string): Promise<ApiResponse> => {
+  const answer = async (request: ApiRequest, requestId: string, seen: Seen): Promise<ApiResponse> => {
     const base = request.mountPath ?? ""
     const method = request.method.toUpperCase()
     const host = header(request.headers, "host")
@@ -239,7 +257,7 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
       return { status: 301, headers: { location: `https://${host}${base}${request.url}` }, body: "" }
     }
     const lower = path.toLowerCase()
-    if (lower === "/v1" || lower.startsWith("/v1/")) return v1(request, path.slice(3), rawQuery, requestId, base)
+    if (lower === "/v1" || lower.startsWith("/v1/")) return v1(request, path.slice(3), rawQuery, requestId, base, seen)
     const readOnly = method === "GET" || method === "HEAD"
     if (lower === "/openapi.json" || lower === "/openapi.json/") {
       return readOnly ? json(200, servedAt(openapi, base)) : errorResponse(405, `Method ${request.method} is not supported by openapi.json`, {}, { allow: "GET, HEAD" })
@@ -255,7 +273,8 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
   /**
    * The route a request's path names, its ids as parameters (`/v1/consents/users/:id`): what the
    * request log shows. An id may be personal data (an `organization_user_id` is often an e-mail
-   * address), and a path no route has is whatever a caller typed, so neither is logged.
+   * address), and a path no route has is whatever a caller typed, so neither is logged. Found
+   * again here only for a request answered before its route was (a redirect, a refused `Host`).
    */
   const routeOf = (request: ApiRequest): string => {
     const base = request.mountPath ?? ""
@@ -267,9 +286,9 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
     const trimmed = lower.slice(3).replace(/^\/+|\/+$/g, "")
     const segments = trimmed === "" ? [] : trimmed.split("/")
     const method = request.method.toUpperCase() === "HEAD" ? "GET" : request.method.toUpperCase()
-    const template = (route: Route) => `${base}/v1/${route.path.map((s) => (s === ":" ? ":id" : s)).join("/")}`
-    const action = matchRoute(segments, method) ?? actionMethods(segments).map((m) => matchRoute(segments, m)).find((a) => a !== undefined)
-    if (action) return template(action.route)
+    const action = matchRoute(actionRoutes, segments, method) ??
+      actionMethods(actionRoutes, segments).map((m) => matchRoute(actionRoutes, segments, m)).find((a) => a !== undefined)
+    if (action) return template(base, action.route)
     if (byPath.has(trimmed)) return `${base}/v1/${trimmed}`
     const slash = trimmed.lastIndexOf("/")
     const parent = slash > 0 ? byPath.get(trimmed.slice(0, slash)) : undefined
@@ -281,8 +300,9 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
     const incoming = header(request.headers, "x-request-id")
     const requestId = incoming !== undefined && /^[\w.-]{1,128}$/.test(incoming) ? incoming : globalThis.crypto.randomUUID()
     let response: ApiResponse
+    const seen: Seen = {}
     try {
-      response = await answer(request, requestId)
+      response = await answer(request, requestId, seen)
     } catch (error) {
       runtime.runFork(Effect.logError("Unhandled error", String(error)).pipe(Effect.annotateLogs({ requestId })))
       response = internalErrorResponse()
@@ -291,7 +311,7 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
       runtime.runFork(Effect.logInfo("request").pipe(Effect.annotateLogs({
         requestId,
         method: request.method,
-        route: routeOf(request),
+        route: seen.route ?? routeOf(request),
         status: response.status,
         durationMs: performance.now() - started
       })))

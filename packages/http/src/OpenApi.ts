@@ -1,21 +1,6 @@
-import {
-  type AnySchema,
-  DeliveriesResource,
-  ExportRunInput,
-  InvitationAcceptInput,
-  Languages,
-  PlatformIntegrationSession,
-  PlatformIntegrationSessionInput,
-  ReplayRange,
-  type RegisteredResource,
-  SdkConfiguration,
-  SdkConfigurationInput,
-  Session,
-  SessionInput
-} from "@cmp/core"
+import { type ActionOutput, type AnyAction, type AnyResource, type AnySchema, operationsOf, type RegisteredResource } from "@cmp/core"
 import * as JSONSchema from "effect/JSONSchema"
 import * as Schema from "effect/Schema"
-import { matchRoute, resourceRoute } from "./Routes.js"
 
 /**
  * The OpenAPI document, generated from the same resource declarations that register the
@@ -43,20 +28,8 @@ const jsonSchemaInto = (definitions: Record<string, JSONSchema.JsonSchema7>) => 
   }
 }
 
-/** The security of an operation: public routes (no bearer token) say so with `security: []`. */
-const securityOf = (path: string, method: string, resources: ReadonlyArray<RegisteredResource>) => {
-  const segments = path.replace(/^\/v1\/?/, "").split("/").filter(Boolean).map((s) => (s.startsWith("{") ? "id" : s))
-  const verb = method.toUpperCase()
-  let auth = matchRoute(segments, verb)?.route.auth
-  if (auth === undefined) {
-    const withId = path.endsWith("/{id}")
-    const resourcePath = (withId ? segments.slice(0, -1) : segments).join("/")
-    const def = resources.find((d) => d.path === resourcePath)
-    auth = def ? resourceRoute(def, verb, withId ? "id" : undefined)?.auth : undefined
-  }
-  if (auth === undefined) throw new Error(`The OpenAPI document describes ${method.toUpperCase()} ${path}, which no route serves`)
-  return auth === "none" ? [] : [{ bearer: [] }]
-}
+/** Every operation is called with a bearer token but the credential exchanges, which say so with `security: []`. */
+const bearerSecurity = [{ bearer: [] }]
 
 const errorSchema = {
   type: "object",
@@ -72,9 +45,6 @@ const errorSchema = {
 
 const errorResponses = (...codes: Array<number>) =>
   Object.fromEntries(codes.map((c) => [String(c), { $ref: `#/components/responses/E${c}` }]))
-
-const TcStringOutput = Schema.Struct({ id: Schema.String, tc_string: Schema.String })
-const ReplayResult = Schema.Struct({ webhook_id: Schema.String, replayed: Schema.Int })
 
 const pascal = (p: string) =>
   p.split(/[^a-zA-Z0-9]+/).filter(Boolean).map((w) => w[0]!.toUpperCase() + w.slice(1)).join("")
@@ -157,60 +127,48 @@ const organizationParam = {
   schema: { type: "string" }
 }
 
-export const openApiDocument = (resources: ReadonlyArray<RegisteredResource>): Record<string, unknown> => {
+/**
+ * The error statuses an action answers: a credential exchange never a 401 or 403; an action with
+ * a body every kind of bad body; otherwise what its id and query may cause.
+ */
+const actionErrors = (a: AnyAction): ReadonlyArray<number> => {
+  if (a.errors) return a.errors
+  // A credential exchange answers 429 while failed attempts are slowed down.
+  if (a.auth === "none") return [400, 413, 415, 429]
+  if (a.body !== undefined) return [400, 404, 409, 413, 415, 401, 403, 429]
+  const hasId = a.path.includes(":")
+  return [
+    ...(hasId || a.query !== undefined ? [400] : []),
+    ...(hasId ? [404] : []),
+    ...(a.method === "POST" ? [409] : []),
+    401,
+    403,
+    429
+  ]
+}
+
+/** `webhooks/deliveries/:id/replay` as an OpenAPI path. */
+const openApiPath = (path: string) => `/v1/${path.replace(/:([A-Za-z_]+)/g, "{$1}")}`
+
+export const openApiDocument = (
+  resources: ReadonlyArray<RegisteredResource>,
+  actions: ReadonlyArray<AnyAction>
+): Record<string, unknown> => {
   const schemas: Record<string, unknown> = { Error: errorSchema }
   const paths: Record<string, Record<string, unknown>> = {}
   const json = (ref: string) => ({ "application/json": { schema: { $ref: `${componentsPath}${ref}` } } })
   const definitions: Record<string, JSONSchema.JsonSchema7> = {}
   const jsonSchema = jsonSchemaInto(definitions)
 
-  /**
-   * A POST that is an action rather than a stored resource; `open` ones are credential exchanges
-   * (no 401 or 403). Who may call it is the route's own: see `securityOf`.
-   */
-  const action = (
-    tag: string,
-    operationId: string,
-    summary: string,
-    input: string,
-    output: string,
-    options: { readonly open?: boolean; readonly status?: 200 | 201 } = {}
-  ) => ({
-    post: {
-      tags: [tag],
-      operationId,
-      summary,
-      requestBody: { required: true, content: json(input) },
-      responses: {
-        [String(options.status ?? 201)]: { description: options.status === 200 ? "OK" : "Created", content: json(output) },
-        // A credential exchange answers 429 while failed attempts are slowed down.
-        ...(options.open ? errorResponses(400, 413, 415, 429) : { ...errorResponses(400, 404, 409, 413, 415), ...errorResponses(401, 403, 429) })
-      }
-    }
-  })
-
-  schemas.SessionInput = jsonSchema(SessionInput)
-  schemas.Session = jsonSchema(Session)
-  paths["/v1/sessions"] = action("sessions", "sessions.create", "Create a session (obtain an access token)", "SessionInput", "Session", {
-    open: true
-  })
-
-  schemas.InvitationAcceptInput = jsonSchema(InvitationAcceptInput)
-  paths["/v1/invitations/accept"] = action(
-    "members",
-    "invitations.accept",
-    "Accept a member invitation: set a password (or prove the existing one) and open an email session",
-    "InvitationAcceptInput",
-    "Session",
-    { open: true }
-  )
-
   for (const def of resources) {
     const name = pascal(def.path)
     schemas[name] = jsonSchema(def.output)
     if (def.createInput) schemas[`${name}Create`] = jsonSchema(def.createInput)
-    if (def.updateInput && def.methods.includes("update")) schemas[`${name}Update`] = jsonSchema(def.updateInput)
-    if (def.updateInput && def.methods.includes("patch")) schemas[`${name}Patch`] = jsonSchema(Schema.partial(def.updateInput))
+    const offered = operationsOf(def)
+    if (def.updateInput && offered.includes("update")) schemas[`${name}Update`] = jsonSchema(def.updateInput)
+    if (def.updateInput && offered.includes("patch")) schemas[`${name}Patch`] = jsonSchema(Schema.partial(def.updateInput))
+    // Only its own actions answer it: they describe themselves.
+    if (def.ownActions === true) continue
     const tags = [def.path]
     const collection: Record<string, unknown> = {}
     const item: Record<string, unknown> = {}
@@ -220,7 +178,7 @@ export const openApiDocument = (resources: ReadonlyArray<RegisteredResource>): R
       ...viewParameters(def)
     ]
     const common = errorResponses(401, 403, 429)
-    if (def.methods.includes("find")) {
+    if (offered.includes("find")) {
       collection.get = {
         tags,
         operationId: `${def.path}.find`,
@@ -233,17 +191,19 @@ export const openApiDocument = (resources: ReadonlyArray<RegisteredResource>): R
           },
           ...errorResponses(400),
           ...common
-        }
+        },
+        security: bearerSecurity
       }
     }
-    if (def.methods.includes("create") && def.createInput) {
+    if (offered.includes("create") && def.createInput) {
       collection.post = {
         tags,
         operationId: `${def.path}.create`,
         summary: `Create a ${def.name}`,
         ...(def.viewParams ? { parameters: viewParameters(def) } : {}),
         requestBody: { required: true, content: json(`${name}Create`) },
-        responses: { "201": { description: "Created", content: json(name) }, ...errorResponses(400, 409, 413, 415), ...common }
+        responses: { "201": { description: "Created", content: json(name) }, ...errorResponses(400, 409, 413, 415), ...common },
+        security: bearerSecurity
       }
     }
     const itemOp = (method: string, summary: string, body?: string) => ({
@@ -256,108 +216,57 @@ export const openApiDocument = (resources: ReadonlyArray<RegisteredResource>): R
         "200": { description: "OK", content: json(name) },
         ...errorResponses(...(body ? [400, 404, 409, 413, 415] : [404])),
         ...common
-      }
+      },
+      security: bearerSecurity
     })
-    if (def.methods.includes("get")) item.get = itemOp("get", `Get a ${def.name}`)
-    if (def.methods.includes("update") && def.updateInput) item.put = itemOp("update", `Replace a ${def.name}`, `${name}Update`)
-    if (def.methods.includes("patch") && def.updateInput) item.patch = itemOp("patch", `Change a ${def.name}`, `${name}Patch`)
-    if (def.methods.includes("remove")) item.delete = itemOp("remove", `Remove a ${def.name}`)
+    if (offered.includes("get")) item.get = itemOp("get", `Get a ${def.name}`)
+    if (offered.includes("update") && def.updateInput) item.put = itemOp("update", `Replace a ${def.name}`, `${name}Update`)
+    if (offered.includes("patch") && def.updateInput) item.patch = itemOp("patch", `Change a ${def.name}`, `${name}Patch`)
+    if (offered.includes("remove")) item.delete = itemOp("remove", `Remove a ${def.name}`)
     if (Object.keys(collection).length > 0) paths[`/v1/${def.path}`] = collection
     if (Object.keys(item).length > 0) paths[`/v1/${def.path}/{id}`] = item
   }
 
-  // Notices and exports: actions that are not stored resources.
-  schemas.SdkConfigurationInput = jsonSchema(SdkConfigurationInput)
-  schemas.SdkConfiguration = jsonSchema(SdkConfiguration)
-  paths["/v1/widgets/notices/generators/sdk"] = action(
-    "widgets/notices/generators/sdk",
-    "widgets/notices/generators/sdk.create",
-    "Build the configuration of a client SDK from the SDK configuration input (custom_json merged last)",
-    "SdkConfigurationInput",
-    "SdkConfiguration"
-  )
-  schemas.ExportRunInput = jsonSchema(ExportRunInput)
-  paths["/v1/exports/execute"] = action(
-    "exports/configs",
-    "exports/execute.create",
-    "Run an export now: consent events and users of [from, to) as NDJSON to every destination (premium feature batch_exports_manual_run)",
-    "ExportRunInput",
-    "ExportsRuns"
-  )
-  // Replays of the delivery log: actions on stored messages, answered 200.
-  if (resources.some((d) => d.path === DeliveriesResource.path)) {
-    const deliveries = pascal(DeliveriesResource.path)
-    schemas.ReplayRange = jsonSchema(ReplayRange)
-    schemas.ReplayResult = jsonSchema(ReplayResult)
-    paths["/v1/webhooks/deliveries/replay"] = action(
-      DeliveriesResource.path,
-      `${DeliveriesResource.path}.replay`,
-      "Queue again every failed message of one webhook created in [from, to], each with a fresh retry schedule",
-      "ReplayRange",
-      "ReplayResult",
-      { status: 200 }
-    )
-    paths["/v1/webhooks/deliveries/{id}/replay"] = {
-      post: {
-        tags: [DeliveriesResource.path],
-        operationId: `${DeliveriesResource.path}.replayOne`,
-        summary: "Queue one failed message again with a fresh retry schedule (409 when it is delivered, pending or delivering)",
-        parameters: [{ name: "id", in: "path", required: true, schema: { type: "string" } }],
-        responses: { "200": { description: "OK", content: json(deliveries) }, ...errorResponses(400, 404, 409, 401, 403, 429) }
-      }
+  /** What an action answers, as a schema reference. */
+  const answerOf = (output: ActionOutput): Record<string, unknown> => {
+    switch (output._tag) {
+      case "Schema":
+        schemas[output.schema.name] ??= jsonSchema(output.schema.schema)
+        return { $ref: `${componentsPath}${output.schema.name}` }
+      case "Output":
+        return { $ref: `${componentsPath}${pascal(output.of.path)}` }
+      case "Page":
+        return findPage(output.of as RegisteredResource, pascal(output.of.path))
     }
   }
 
-  schemas.TcString = jsonSchema(TcStringOutput)
-  paths["/v1/consents/events/{id}/tcstring"] = {
-    get: {
-      tags: ["consents/events"],
-      operationId: "consents/events.tcstring",
-      summary: "The event's choices as an IAB TCF v2 TC string, encoded by the server",
-      parameters: [{ name: "id", in: "path", required: true, schema: { type: "string" } }, organizationParam],
-      responses: { "200": { description: "OK", content: json("TcString") }, ...errorResponses(400, 404, 401, 403, 429) }
-    }
-  }
-
-  // Organization resources: the routes that are not generic.
-  schemas.PlatformIntegrationSessionInput = jsonSchema(PlatformIntegrationSessionInput)
-  schemas.PlatformIntegrationSession = jsonSchema(PlatformIntegrationSession)
-  paths["/v1/platform-integrations/sessions"] = {
-    post: {
-      tags: ["platform-integrations"],
-      operationId: "platform-integrations/sessions.create",
-      summary: "Open a session for a platform integration: its token in `x-platform-authorization`, an empty body; " +
-        "the access token acts as a client of the integration's organization",
-      parameters: [{ name: "x-platform-authorization", in: "header", required: true, schema: { type: "string" } }],
-      requestBody: { required: false, content: json("PlatformIntegrationSessionInput") },
-      responses: { "201": { description: "Created", content: json("PlatformIntegrationSession") }, ...errorResponses(400, 413, 415, 429) }
-    }
-  }
-  const urls = paths["/v1/analytics/dashboards-urls"]?.get as Record<string, unknown> | undefined
-  if (urls) {
-    urls.summary = "Find the organization's dashboards (its own and the platform's), each `url` signed by the server for " +
-      "that organization: `organization_id`, `expires` (Unix seconds, 15 minutes ahead by default) and `signature` = " +
-      "base64url HMAC-SHA256 of the URL with both"
-    urls.parameters = [
-      ...(urls.parameters as ReadonlyArray<unknown> ?? []),
-      {
-        name: "organization_id",
-        in: "query",
-        required: false,
-        description: "The organization whose links are signed: implied for a caller of one organization, " +
-          "required (400 without it) for the operator and a member of several; another organization is 403",
-        schema: { type: "string" }
-      }
+  // The actions: operations that are not a resource's generic methods, each from its declaration.
+  for (const a of actions) {
+    const hasId = a.path.includes(":")
+    const of: AnyResource | undefined = a.answers._tag === "Schema" ? undefined : a.answers.of
+    if (a.body) schemas[a.body.name] ??= jsonSchema(a.body.schema)
+    const parameters = [
+      ...(hasId ? [{ name: "id", in: "path", required: true, schema: { type: "string" } }] : []),
+      ...(a.credentialHeader ? [{ name: a.credentialHeader, in: "header", required: true, schema: { type: "string" } }] : []),
+      ...(a.query === "lookUp" ? [organizationParam] : []),
+      ...(a.query === "find" && of ? queryParameters(of as RegisteredResource) : []),
+      ...(a.parameters ?? []).map((p) => ({ ...p, schema: { type: "string" } }))
     ]
-  }
-  schemas.Languages = jsonSchema(Languages)
-  paths["/v1/languages"] = {
-    get: {
-      tags: ["languages"],
-      operationId: "languages.find",
-      summary: "The languages offered (the object itself, not a page), from configuration",
-      responses: { "200": { description: "OK", content: json("Languages") }, ...errorResponses(401, 429) }
+    const content = { "application/json": { schema: answerOf(a.answers) } }
+    const operation = {
+      tags: [a.tag ?? a.place],
+      operationId: `${a.place}.${a.name}`,
+      summary: a.summary,
+      ...(parameters.length > 0 ? { parameters } : {}),
+      ...(a.body ? { requestBody: { required: a.bodyOptional !== true, content: json(a.body.name) } } : {}),
+      responses: {
+        [String(a.status)]: { description: a.status === 201 ? "Created" : a.answers._tag === "Page" ? "A page" : "OK", content },
+        ...errorResponses(...actionErrors(a))
+      },
+      security: a.auth === "none" ? [] : bearerSecurity
     }
+    const path = openApiPath(a.path)
+    paths[path] = { ...paths[path], [a.method.toLowerCase()]: operation }
   }
 
   const responses = Object.fromEntries(
@@ -366,14 +275,6 @@ export const openApiDocument = (resources: ReadonlyArray<RegisteredResource>): R
       { description: `Error ${c}`, content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } }
     ])
   )
-
-  // Every operation says how it is authenticated, from the route that serves it.
-  for (const [path, operations] of Object.entries(paths)) {
-    for (const [method, operation] of Object.entries(operations)) {
-      const described = operation as Record<string, unknown>
-      described.security = securityOf(path, method, resources)
-    }
-  }
 
   // The named parts of the schemas, beside them. A schema whose identifier is its name here
   // is only a reference to itself so far; one name for two different schemas is a mistake.

@@ -1,34 +1,22 @@
 import {
-  acceptInvitation,
-  ConsentEventsResource,
-  ConsentUsersResource,
-  createPlatformIntegrationSession,
-  createSession,
-  DashboardUrlsResource,
-  DeliveriesResource,
+  type ActionRequest,
+  type AnyAction,
   type DomainError,
-  executeExport,
-  findDashboardUrls,
-  generateSdkConfig,
-  getLanguages,
-  getUserByOrganizationUserId,
   InvalidInput,
+  operationsOf,
   type PlatformServices,
   type Principal,
-  replayDelivery,
-  replayFailed,
   type RegisteredResource,
-  ResourceService,
-  tcStringOfEvent,
-  WebhooksResource
+  ResourceService
 } from "@cmp/core"
 import * as Effect from "effect/Effect"
 import { type ApiRequest, header } from "./Message.js"
 import { parseQuery } from "./Query.js"
 
 /**
- * The routes of `/v1`: the generic methods of every declared resource, and the few actions that
- * are not (sessions, replays, generators, exports, TC strings, dashboards, languages).
+ * The routes of `/v1`: the generic methods of every declared resource, and every declared action
+ * (sessions, replays, generators, exports, TC strings, dashboards, languages), both from core's
+ * registry.
  */
 
 export type Use = Effect.Effect<unknown, DomainError, PlatformServices>
@@ -89,12 +77,6 @@ const route = (method: string, path: string, auth: Route["auth"], run: Route["ru
   run
 })
 
-/** `webhook_id` of a body that names one webhook. */
-const webhookOfBody = (c: Context): Target | undefined => {
-  const id = typeof c.body === "object" && c.body !== null ? (c.body as Record<string, unknown>).webhook_id : undefined
-  return typeof id === "string" ? { def: WebhooksResource as RegisteredResource, id } : undefined
-}
-
 /** No principal: routes without a bearer token get none. */
 export const nobody = undefined as unknown as Principal
 
@@ -118,61 +100,28 @@ const lookUpOf = (q: Record<string, unknown>): Effect.Effect<ResourceService.Loo
 const withLookUp = (context: Context, use: (at: ResourceService.LookUp, query: Record<string, unknown>) => Use): Use =>
   withQuery(context, (q) => Effect.flatMap(lookUpOf(q), (at) => use(at, q)))
 
-/** `GET consents/users/:id?$by_organization_user_id=true`: the id is the organization's own user id. */
-const getUser = (def: RegisteredResource, context: Context, principal: Principal, id: string): Use =>
-  withLookUp(context, (at, q) => {
-    const by = q.$by_organization_user_id
-    if (by === undefined || by === "false") return ResourceService.get(def, principal, id, at)
-    if (by !== "true") {
-      return Effect.fail(new InvalidInput({
-        message: "Invalid query: $by_organization_user_id must be true or false",
-        errors: { $by_organization_user_id: "must be true or false" }
-      }))
-    }
-    const rest = Object.keys(q).filter((k) =>
-      k !== "$by_organization_user_id" && k !== "organization_id" && !Object.hasOwn(def.viewParams ?? {}, k)
-    )
-    if (rest.length > 0) {
-      return Effect.fail(new InvalidInput({
-        message: `Invalid query: ${rest[0]} is not supported here`,
-        errors: { [rest[0]!]: "is not supported here" }
-      }))
-    }
-    return getUserByOrganizationUserId(principal, id, at)
-  })
+/** An action's request, from what its route saw: its query read the way the action declares. */
+const requestOf = (a: AnyAction, c: Context, use: (request: ActionRequest) => Use): Use => {
+  const credential = a.credentialHeader === undefined
+    ? undefined
+    : header(c.request.headers, a.credentialHeader)?.replace(/^Bearer\s+/i, "")
+  const base = { id: c.params[0] ?? "", body: c.body, address: c.address, credential }
+  if (a.query === "find") return withQuery(c, (query) => use({ ...base, query, at: {} }))
+  if (a.query === "lookUp") return withLookUp(c, (at, query) => use({ ...base, query, at }))
+  return use({ ...base, query: {}, at: {} })
+}
 
-/** The routes that are not generic resource methods: sessions and actions. */
-export const actions: ReadonlyArray<Route> = [
-  route("POST", "sessions", "none", (c) => createSession(c.body, c.address), { status: 201, noStore: true }),
-  // The invitation token itself is the credential; answers with an email session.
-  route("POST", "invitations/accept", "none", (c) => acceptInvitation(c.body, c.address), { status: 201, noStore: true }),
-  // The integration's own token (`x-platform-authorization`) is the credential.
-  route("POST", "platform-integrations/sessions", "none", (c) => {
-    const given = header(c.request.headers, "x-platform-authorization")
-    return createPlatformIntegrationSession(given?.replace(/^Bearer\s+/i, ""), c.body, c.address)
-  }, { status: 201, noStore: true }),
-  route("POST", "webhooks/deliveries/replay", "bearer", (c, p) => replayFailed(p, c.body), {
-    target: webhookOfBody,
-    queryNamesOrganization: false
-  }),
-  route("POST", "webhooks/deliveries/:/replay", "bearer", (c, p) => replayDelivery(p, c.params[0]!), {
-    body: false,
-    target: (c) => ({ def: DeliveriesResource as RegisteredResource, id: c.params[0]! }),
-    queryNamesOrganization: false
-  }),
-  route("POST", "widgets/notices/generators/sdk", "bearer", (c, p) => generateSdkConfig(p, c.body), {
-    status: 201,
-    queryNamesOrganization: false
-  }),
-  route("POST", "exports/execute", "bearer", (c, p) => executeExport(p, c.body), { status: 201, queryNamesOrganization: false }),
-  route("GET", "consents/events/:/tcstring", "bearer", (c, p) => withLookUp(c, (at) => tcStringOfEvent(p, c.params[0]!, at)), {
-    target: (c) => ({ def: ConsentEventsResource as RegisteredResource, id: c.params[0]! })
-  }),
-  route("GET", "analytics/dashboards-urls", "bearer", (c, p) => withQuery(c, (q) => findDashboardUrls(p, q)), {
-    noStore: DashboardUrlsResource.revealsCredentials !== undefined
-  }),
-  route("GET", "languages", "bearer", (_c, p) => getLanguages(p))
-]
+/** The route of a declared action. */
+export const actionRoute = (a: AnyAction): Route =>
+  route(a.method, a.path.replace(/:[A-Za-z_]+/g, ":"), a.auth, (c, p) => requestOf(a, c, (request) => a.run(p, request)), {
+    body: a.body !== undefined,
+    status: a.status,
+    noStore: a.revealsCredentials === true,
+    target: a.target === undefined
+      ? undefined
+      : (c) => a.target!({ id: c.params[0] ?? "", body: c.body }) as Target | undefined,
+    queryNamesOrganization: a.queryNamesOrganization ?? true
+  })
 
 /** The parameters of a path the action's path matches, or undefined. */
 const paramsOf = (r: Route, segments: ReadonlyArray<string>): Array<string> | undefined => {
@@ -185,7 +134,12 @@ const paramsOf = (r: Route, segments: ReadonlyArray<string>): Array<string> | un
   return params
 }
 
-export const matchRoute = (segments: ReadonlyArray<string>, method: string): { route: Route; params: Array<string> } | undefined => {
+/** The action route of a path and method, with the path's parameters. */
+export const matchRoute = (
+  actions: ReadonlyArray<Route>,
+  segments: ReadonlyArray<string>,
+  method: string
+): { route: Route; params: Array<string> } | undefined => {
   for (const r of actions) {
     if (r.method !== method) continue
     const params = paramsOf(r, segments)
@@ -195,11 +149,11 @@ export const matchRoute = (segments: ReadonlyArray<string>, method: string): { r
 }
 
 /** The methods the actions answer on a path (for the `Allow` of a 405); GET answers HEAD too. */
-export const actionMethods = (segments: ReadonlyArray<string>): Array<string> =>
+export const actionMethods = (actions: ReadonlyArray<Route>, segments: ReadonlyArray<string>): Array<string> =>
   actions.filter((r) => paramsOf(r, segments) !== undefined).flatMap((r) => (r.method === "GET" ? ["GET", "HEAD"] : [r.method]))
 
 export const methodsOf = (def: RegisteredResource, withId: boolean): Array<string> => {
-  const m = def.methods
+  const m = operationsOf(def)
   const out: Array<string> = []
   if (withId) {
     if (m.includes("get")) out.push("GET", "HEAD")
@@ -215,7 +169,7 @@ export const methodsOf = (def: RegisteredResource, withId: boolean): Array<strin
 
 /** The generic method of a resource, or undefined when the resource does not have it. */
 export const resourceRoute = (def: RegisteredResource, method: string, id: string | undefined): Route | undefined => {
-  const m = def.methods
+  const m = operationsOf(def)
   const credentials = def.revealsCredentials
   const r = (verb: string, run: Route["run"], status = 200) =>
     route(verb, def.path, "bearer", run, {
@@ -233,9 +187,7 @@ export const resourceRoute = (def: RegisteredResource, method: string, id: strin
     return undefined
   }
   if (method === "GET" && m.includes("get")) {
-    return def.path === ConsentUsersResource.path
-      ? r("GET", (c, p) => getUser(def, c, p, id))
-      : r("GET", (c, p) => withLookUp(c, (at) => ResourceService.get(def, p, id, at)))
+    return r("GET", (c, p) => withLookUp(c, (at) => ResourceService.getAsRequested(def, p, id, at)))
   }
   if (method === "PUT" && m.includes("update")) {
     return r("PUT", (c, p) => withLookUp(c, (at) => ResourceService.update(def, p, id, c.body, at)))

@@ -1,16 +1,4 @@
-import {
-  type CertificateValidator,
-  type ExportSink,
-  type Ids,
-  Mailer,
-  type Provisioner,
-  type SecretBox,
-  type SecretHasher,
-  type Storage,
-  type TcStringEncoder,
-  type TokenIssuer,
-  type UrlSigner
-} from "@cmp/core"
+import { type HostPorts, type Ids, Mailer, type Storage } from "@cmp/core"
 import * as Layer from "effect/Layer"
 import { X509CertificateValidatorLive } from "./Certificates.js"
 import { provisionerLayer, type ProvisionerOption } from "./DnsProvisioner.js"
@@ -47,16 +35,8 @@ export interface NodeAdaptersOptions {
   readonly smtp?: SmtpOptions | undefined
 }
 
-export type NodeAdapters =
-  | SecretHasher
-  | TokenIssuer
-  | SecretBox
-  | Provisioner
-  | UrlSigner
-  | CertificateValidator
-  | ExportSink
-  | TcStringEncoder
-  | Mailer
+/** Every port core leaves to the host: the list is core's (`HostPorts`), so a new one is a compile error here until implemented. */
+export type NodeAdapters = HostPorts
 
 /**
  * Every port core leaves to the host, implemented on Node. The keys not configured are made once

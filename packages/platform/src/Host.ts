@@ -1,4 +1,9 @@
 import {
+  type ActionDef,
+  actions,
+  type AnyAction,
+  type AnySchema,
+  type DeclaredAction,
   type DeclaredResource,
   type DomainError,
   type ErrorBody,
@@ -7,6 +12,8 @@ import {
   generalErrorBody,
   isDomainError,
   isStoreUnavailable,
+  operationsOf,
+  type Method,
   type Principal,
   type ResourceDef,
   resources,
@@ -19,6 +26,8 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Option from "effect/Option"
+import type * as Schema from "effect/Schema"
+import type { CursorOf, Found, FindQueryOf, SelectionOf } from "./FindQuery.js"
 import type { PlatformOptions } from "./Options.js"
 import { layer, type PlatformServices } from "./Platform.js"
 import { subscriberMethods, type SubscriberMethods } from "./Subscribe.js"
@@ -111,27 +120,53 @@ export interface CallOptions {
   readonly view?: Readonly<Record<string, string>> | undefined
 }
 
-export interface Page<A> {
-  readonly total: number
-  readonly limit: number
-  readonly skip: number
-  readonly data: ReadonlyArray<A>
-}
+export type { CursorPage, Page } from "./FindQuery.js"
 
 // ---------------------------------------------------------------- one resource
 
 type CreateOf<S extends Shape> = S["create"]
 type UpdateOf<S extends Shape> = S["update"]
 
+/**
+ * A find of one resource, typed by its declaration (`FindQueryOf`): `$select` narrows the
+ * outputs, `$cursor` answers a cursor page. `Options`: the arguments after the query.
+ */
+export interface FindEffect<S extends Shape, Options extends ReadonlyArray<unknown> = [options: CallOptions]> {
+  <const Sel extends SelectionOf<S> = undefined, Cur extends CursorOf<S> = undefined>(
+    query: FindQueryOf<S, Sel, Cur>,
+    ...options: Options
+  ): Effect.Effect<Found<S, Sel, Cur>, DomainError>
+}
+
+/** The same find as a Promise, rejecting with a `PlatformError`. */
+export interface FindPromise<S extends Shape, Options extends ReadonlyArray<unknown> = [options: CallOptions]> {
+  <const Sel extends SelectionOf<S> = undefined, Cur extends CursorOf<S> = undefined>(
+    query: FindQueryOf<S, Sel, Cur>,
+    ...options: Options
+  ): Promise<Found<S, Sel, Cur>>
+}
+
 /** The operations of one resource as Effects (failing with the domain errors). */
 export interface ResourceEffects<S extends Shape> {
-  readonly find: (query: Readonly<Record<string, unknown>>, options: CallOptions) => Effect.Effect<Page<S["output"]>, DomainError>
+  readonly find: FindEffect<S>
   readonly get: (id: string, options: CallOptions) => Effect.Effect<S["output"], DomainError>
   readonly create: (input: CreateOf<S>, options: CallOptions) => Effect.Effect<S["output"], DomainError>
   readonly update: (id: string, input: UpdateOf<S>, options: CallOptions) => Effect.Effect<S["output"], DomainError>
   readonly patch: (id: string, input: Partial<UpdateOf<S>> & { readonly version?: number }, options: CallOptions) => Effect.Effect<S["output"], DomainError>
   readonly remove: (id: string, options: CallOptions) => Effect.Effect<S["output"], DomainError>
 }
+
+/**
+ * The operations a resource offers: its declared methods, less a create without a create schema
+ * and an update or patch without an update schema (what `operationsOf` keeps at run time).
+ */
+type OfferedMethods<S extends Shape> = Exclude<
+  S extends { readonly methods: infer M extends Method } ? M : Method,
+  ([S["create"]] extends [never] ? "create" : never) | ([S["update"]] extends [never] ? "update" | "patch" : never)
+>
+
+/** The operations of one resource that its declaration offers, as Effects. */
+export type ResourceOperations<S extends Shape> = Pick<ResourceEffects<S>, OfferedMethods<S>>
 
 /** The same operations as Promises, rejecting with a `PlatformError`. */
 export type ResourceClient<S extends Shape> = Promised<ResourceEffects<S>>
@@ -145,10 +180,12 @@ const effectsOf = <S extends Shape>(def: ResourceDef<S, any, any>, provide: Prov
   // Every declaration of the registry needs at most the platform's services.
   const registered: ResourceDef<S, PlatformServices, any> = def
   return {
-    find: (query, given) => {
+    // The answer follows the query by construction: the engine pages by cursor when `$cursor` is
+    // given, and keeps what `$select` names.
+    find: ((query: Readonly<Record<string, unknown>>, given: CallOptions) => {
       const o = bind(given)
-      return provide(ResourceService.find(registered, o.as.principal, { ...o.view, ...query }))
-    },
+      return provide(ResourceService.findAsRequested(registered, o.as.principal, { ...o.view, ...query }))
+    }) as FindEffect<S>,
     get: (id, given) => {
       const o = bind(given)
       return provide(ResourceService.get(registered, o.as.principal, id, lookUp(o)))
@@ -193,11 +230,59 @@ type Flatten<T> = T extends (...args: ReadonlyArray<any>) => unknown ? T : { rea
 type HostResource = Exclude<DeclaredResource, { readonly ownActions?: true }>
 
 type Branch<D> = D extends { readonly path: infer Path extends string; readonly "~shape"?: infer S extends Shape | undefined }
-  ? Nest<Path, ResourceEffects<NonNullable<S>>>
+  ? Nest<Path, ResourceOperations<NonNullable<S>>>
   : never
 
-/** The resources by their path (`consents/events` is `consents.events`), as Effects. */
-export type PlatformEffects = Flatten<UnionToIntersection<Branch<HostResource>>>
+// ---------------------------------------------------------------- actions
+
+/** The options of an open action (a credential exchange), which acts as no principal. */
+export interface OpenCallOptions {
+  /** The client's address: repeated failures from one address are slowed down. */
+  readonly clientAddress?: string | undefined
+  /** The credential of an action that takes its own (a platform integration's token). */
+  readonly credential?: string | undefined
+}
+
+/** An action's arguments, from its declaration: its path's id, its body, its query, then the options. */
+type ActionArgs<A> = A extends ActionDef<any, any, infer Path, infer In, infer Q, infer Auth, any, any> ? [
+    ...(Path extends `${string}:${string}` ? [id: string] : []),
+    ...(In extends AnySchema ? [input: Schema.Schema.Type<In>] : []),
+    ...(Q extends "find" ? [query: Readonly<Record<string, unknown>>] : []),
+    ...(Auth extends "none" ? [options?: OpenCallOptions] : [options: CallOptions])
+  ]
+  : never
+
+/** An action as an Effect: its arguments, its use-case's answer. */
+type ActionEffect<A> = A extends ActionDef<any, any, any, any, any, any, infer Out, any>
+  ? (...args: ActionArgs<A>) => Effect.Effect<Out, DomainError>
+  : never
+
+type ActionBranch<A> = A extends { readonly place: infer Place extends string; readonly name: infer Name extends string }
+  ? Nest<Place, { readonly [K in Name]: ActionEffect<A> }>
+  : never
+
+/** No principal: an open action's use-case reads its credential from the body or the options. */
+const nobody = undefined as unknown as Principal
+
+const actionEffect = (a: AnyAction, provide: Provide, bind: Bind) => (...args: ReadonlyArray<unknown>) => {
+  let i = 0
+  const id = a.path.includes(":") ? String(args[i++]) : ""
+  const body = a.body !== undefined ? args[i++] : undefined
+  const query = a.query === "find" ? (args[i++] as Readonly<Record<string, unknown>> | undefined) ?? {} : {}
+  const given = (args[i] ?? {}) as CallOptions & OpenCallOptions
+  const o = bind(given)
+  return provide(a.run(a.auth === "none" ? nobody : o.as.principal, {
+    id,
+    body,
+    query: { ...o.view, ...query },
+    at: lookUp(o),
+    address: given.clientAddress,
+    credential: given.credential
+  }))
+}
+
+/** The resources and actions by their path (`consents/events` is `consents.events`), as Effects. */
+export type PlatformEffects = Flatten<UnionToIntersection<Branch<HostResource> | ActionBranch<DeclaredAction>>>
 
 const camel = (segment: string): string => segment.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase())
 
@@ -216,15 +301,28 @@ const effectsTree = (provide: Provide, bind: Bind): PlatformEffects => {
     for (const key of keys.slice(0, -1)) node = (node[key] ??= {}) as Record<string, Record<string, unknown>>
     const last = keys[keys.length - 1]!
     // A resource that is also a parent (`webhooks`, `webhooks/deliveries`) has both.
-    node[last] = { ...node[last], ...effectsOf(def, provide, bind) }
+    const all: Readonly<Record<string, unknown>> = { ...effectsOf(def, provide, bind) }
+    const offered = Object.fromEntries(operationsOf(def).map((m) => [m, all[m]]))
+    node[last] = { ...node[last], ...offered }
   }
-  // The shape follows the registry's types by construction: the loop above mirrors `PlatformEffects`.
+  for (const a of actions) {
+    const keys = hostKeys(a.place)
+    let node = tree
+    for (const key of keys) node = (node[key] ??= {}) as Record<string, Record<string, unknown>>
+    ;(node as Record<string, unknown>)[a.name] = actionEffect(a, provide, bind)
+  }
+  // The shape follows the registry's types by construction: the loops above mirror `PlatformEffects`.
   return tree as unknown as PlatformEffects
 }
 
-/** A tree of Effects as Promises: each operation resolves with its value or rejects with a `PlatformError`. */
+/**
+ * A tree of Effects as Promises: each operation resolves with its value or rejects with a
+ * `PlatformError`. A find is generic (its answer follows its query), which inferring its
+ * parameters would lose, so it is mapped as a whole.
+ */
 export type Promised<T> = {
-  readonly [K in keyof T]: T[K] extends (...args: infer P) => Effect.Effect<infer A, any, any> ? (...args: P) => Promise<A>
+  readonly [K in keyof T]: T[K] extends FindEffect<infer S, infer O> ? FindPromise<S, O>
+    : T[K] extends (...args: infer P) => Effect.Effect<infer A, any, any> ? (...args: P) => Promise<A>
     : Promised<T[K]>
 }
 
@@ -248,9 +346,11 @@ export type ScopedOptions = Omit<CallOptions, "as">
 
 type ScopedArgs<P> = P extends readonly [...infer Head, CallOptions] ? [...Head, options?: ScopedOptions] : P
 
-/** A tree of operations acting as one principal: their options are optional and name no `as`. */
+/** A tree of operations acting as one principal: their options are optional and name no `as` (a find stays generic). */
 export type Scoped<T> = {
-  readonly [K in keyof T]: T[K] extends (...args: infer P) => infer R ? (...args: ScopedArgs<P>) => R : Scoped<T[K]>
+  readonly [K in keyof T]: T[K] extends FindEffect<infer S, [CallOptions]> ? FindEffect<S, [options?: ScopedOptions]>
+    : T[K] extends (...args: infer P) => infer R ? (...args: ScopedArgs<P>) => R
+    : Scoped<T[K]>
 }
 
 /** The operations of every resource acting as one organization, as `asOrganization(id)` does. */

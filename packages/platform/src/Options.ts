@@ -1,33 +1,21 @@
-import type { DeliveryQueue, SettingsShape, Storage, UnitOfWork, UsageStore } from "@cmp/core"
+import type { SettingsShape, StorePorts } from "@cmp/core"
 import type { NodeAdaptersOptions } from "@cmp/platform-node"
-import type { PgStore } from "@cmp/store-postgres"
-import type { SqliteStore } from "@cmp/store-sqlite"
 import type { DispatcherConfig } from "@cmp/webhooks"
 import type * as Clock from "effect/Clock"
 import type * as Layer from "effect/Layer"
 import type * as LogLevel from "effect/LogLevel"
 
-/** The storage ports, as a store package's `layer` gives them. */
-export type StoreLayer = Layer.Layer<Storage | UnitOfWork | UsageStore | DeliveryQueue, unknown>
-
-/** A store described by its settings (what `layerConfig` reads), or any store layer. */
-export type StoreOption = StoreSettings | StoreLayer
-
-/** A store by its settings: SQLite on a file, or PostgreSQL at a URL. */
-export type StoreSettings =
-  | { readonly _tag: "sqlite"; readonly options: SqliteStore.SqliteStoreOptions }
-  | { readonly _tag: "postgres"; readonly options: PgStore.PgStoreOptions }
-
-/** SQLite on a file (`:memory:` for tests): `store: sqlite({ filename: "./data/consent.db" })`. */
-export const sqlite = (options: SqliteStore.SqliteStoreOptions): StoreSettings => ({ _tag: "sqlite", options })
-
-/** PostgreSQL at a URL: `store: postgres({ url: "postgres://…", maxConnections: 10 })`. */
-export const postgres = (options: PgStore.PgStoreOptions): StoreSettings => ({ _tag: "postgres", options })
+/**
+ * The storage ports, as a store package gives them: `sqlite({ filename })` from
+ * `@cmp/store-sqlite`, `postgres({ url })` from `@cmp/store-postgres`, or any layer of them. The
+ * host installs the one store it uses; the platform knows none.
+ */
+export type StoreLayer = Layer.Layer<StorePorts, unknown>
 
 /** The Node adapters' own settings (keys, provisioning, exports, TCF) are `NodeAdaptersOptions`. */
 export interface PlatformOptions extends Omit<NodeAdaptersOptions, "allowHosts" | "localAddress"> {
-  /** The storage ports: `sqlite({ filename })`, `postgres({ url })`, or any store layer. */
-  readonly store: StoreOption
+  /** The storage ports: `sqlite({ filename })` (`@cmp/store-sqlite`), `postgres({ url })` (`@cmp/store-postgres`), or any store layer. */
+  readonly store: StoreLayer
   readonly settings?: Partial<SettingsShape> | undefined
   /** The operator key to create on first start (`ADMIN_API_KEY`/`ADMIN_API_SECRET`). */
   readonly admin?: { readonly key?: string | undefined; readonly secret?: string | undefined } | undefined

@@ -15,8 +15,6 @@ import {
   type PlatformServices
 } from "@cmp/core"
 import { NodeAdapters } from "@cmp/platform-node"
-import { PgStore } from "@cmp/store-postgres"
-import { SqliteStore } from "@cmp/store-sqlite"
 import { Dispatcher } from "@cmp/webhooks"
 import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
@@ -25,21 +23,11 @@ import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import * as ManagedRuntime from "effect/ManagedRuntime"
-import type { PlatformOptions, StoreLayer, StoreOption } from "./Options.js"
+import type { PlatformOptions, StoreLayer } from "./Options.js"
 import * as PlatformConfig from "./PlatformConfig.js"
 
-export type { PlatformOptions, StoreLayer, StoreOption } from "./Options.js"
+export type { PlatformOptions, StoreLayer } from "./Options.js"
 export type { PlatformRuntime, PlatformServices } from "@cmp/core"
-
-
-const isStoreLayer = (store: StoreOption): store is StoreLayer => Layer.isLayer(store)
-
-const storeLayer = (store: StoreOption): StoreLayer =>
-  isStoreLayer(store)
-    ? store
-    : store._tag === "sqlite"
-    ? SqliteStore.layer(store.options)
-    : PgStore.layer(store.options)
 
 /**
  * The platform: a store, core's services, the Node adapters and, with `dispatcher`, webhook
@@ -60,7 +48,7 @@ export const layer = (options: PlatformOptions): Layer.Layer<PlatformServices, u
   }
   const allowHosts = options.webhookAllowHosts ?? []
   const base = OrganizationLimitsLive.pipe(Layer.provideMerge(Layer.mergeAll(
-    storeLayer(options.store),
+    options.store,
     Ids.Live,
     RelationsLive,
     LoginThrottle.layer(),
@@ -107,6 +95,11 @@ const startWarnings = (options: PlatformOptions, keptInDatabase: ReadonlyArray<s
 export const makeRuntime = (options: PlatformOptions): PlatformRuntime => ManagedRuntime.make(layer(options))
 
 export interface LayerConfigOptions {
+  /**
+   * The store: a layer (`sqlite({ filename })`, `postgres({ url })`), or a `Config` that reads
+   * one, whose mistakes are then reported with the other variables'.
+   */
+  readonly store: StoreLayer | Config.Config<StoreLayer>
   /** Deliver webhooks in this process: `"config"` (the default) follows `WEBHOOK_DISPATCHER`. */
   readonly dispatcher?: boolean | "config" | undefined
   /** Names this process's leases in the delivery log (default: random). */
@@ -115,19 +108,25 @@ export interface LayerConfigOptions {
   readonly overrides?: Partial<PlatformOptions> | undefined
 }
 
+const isStoreLayer = (store: StoreLayer | Config.Config<StoreLayer>): store is StoreLayer => Layer.isLayer(store)
+
 /**
  * The platform from Effect `Config` (the environment unless another `ConfigProvider` is set),
- * with the variables and defaults of the README's table. A configuration mistake fails the
- * layer with a `ConfigError` naming every variable at fault.
+ * with the variables and defaults of the README's table, on the store its caller hands in. A
+ * configuration mistake fails the layer with a `ConfigError` naming every variable at fault.
  */
-export const layerConfig = (options: LayerConfigOptions = {}): Layer.Layer<PlatformServices, unknown> =>
+export const layerConfig = (options: LayerConfigOptions): Layer.Layer<PlatformServices, unknown> =>
   Layer.unwrapEffect(
     Effect.map(
-      Config.all([PlatformConfig.platform, PlatformConfig.inServerDispatcher]),
-      ([{ dispatcherSettings, ...settings }, inServer]) => {
+      Config.all([
+        PlatformConfig.platform,
+        PlatformConfig.inServerDispatcher,
+        isStoreLayer(options.store) ? Config.succeed(options.store) : options.store
+      ]),
+      ([{ dispatcherSettings, ...settings }, inServer, store]) => {
         const deliver = options.dispatcher === "config" || options.dispatcher === undefined ? inServer : options.dispatcher
         const dispatcher = deliver ? { ...dispatcherSettings, ...(options.workerId ? { workerId: options.workerId } : {}) } : undefined
-        return layer({ ...settings, dispatcher, ...options.overrides })
+        return layer({ ...settings, store, dispatcher, ...options.overrides })
       }
     )
   )

@@ -17,7 +17,7 @@ import * as Option from "effect/Option"
 import * as fs from "node:fs"
 import * as net from "node:net"
 import * as path from "node:path"
-import { type PlatformOptions, postgres, sqlite, type StoreSettings } from "./Options.js"
+import type { PlatformOptions } from "./Options.js"
 
 /**
  * The platform's settings as Effect `Config`, read from the environment by default (the
@@ -121,22 +121,6 @@ const list = (name: string, lower = false) =>
       onNone: () => [] as Array<string>,
       onSome: (v) => v.split(",").map((h) => (lower ? h.trim().toLowerCase() : h.trim())).filter(Boolean)
     }))
-
-// ---------------------------------------------------------------- the store
-
-export const store = Config.all({
-  url: trimmed("DATABASE_URL"),
-  poolSize: integer("DATABASE_POOL_SIZE", 10, 1, 1000),
-  sqlitePath: Config.map(raw("SQLITE_PATH"), Option.getOrElse(() => "./data/consent.db")),
-  base: baseDirectory
-}).pipe(Config.mapOrFail(({ base, poolSize, sqlitePath, url }): Either.Either<StoreSettings, ConfigError.ConfigError> => {
-  // `:memory:` is SQLite's in-memory database, not a file name to resolve.
-  if (Option.isNone(url)) return Either.right(sqlite({ filename: sqlitePath === ":memory:" ? sqlitePath : path.resolve(base, sqlitePath) }))
-  if (!/^postgres(ql)?:\/\//.test(url.value)) {
-    return Either.left(invalid("DATABASE_URL", "DATABASE_URL must be a postgres:// or postgresql:// URL"))
-  }
-  return Either.right(postgres({ url: url.value, maxConnections: poolSize }))
-}))
 
 // ---------------------------------------------------------------- the operator key
 
@@ -272,11 +256,10 @@ const smtp = Config.all({ url: trimmed("SMTP_URL"), from: trimmed("MAIL_FROM"), 
 // ---------------------------------------------------------------- everything
 
 /**
- * Every platform setting but the dispatcher switch: what `Platform.layerConfig` builds from.
- * The dispatcher's own settings are read here too, so a process that delivers uses them.
+ * Every platform setting but the store and the dispatcher switch: what `Platform.layerConfig`
+ * builds from. The dispatcher's own settings are read here too, so a process that delivers uses them.
  */
-export const platform: Config.Config<PlatformOptions & { readonly dispatcherSettings: DispatcherConfig }> = Config.all({
-  store,
+export const platform: Config.Config<Omit<PlatformOptions, "store"> & { readonly dispatcherSettings: DispatcherConfig }> = Config.all({
   admin,
   logLevel,
   jwtSecret: Config.map(raw("JWT_SECRET"), Option.getOrUndefined),

@@ -1,5 +1,5 @@
 export * as Platform from "./Platform.js"
-export { type PlatformOptions, postgres, sqlite, type StoreLayer, type StoreOption, type StoreSettings } from "./Options.js"
+export type { PlatformOptions, StoreLayer } from "./Options.js"
 export type { LayerConfigOptions, PlatformRuntime, PlatformServices } from "./Platform.js"
 export * as PlatformConfig from "./PlatformConfig.js"
 export {
@@ -9,11 +9,14 @@ export {
   Conflict,
   type ConsentPlatformApi,
   createPlatform,
+  type FindEffect,
+  type FindPromise,
   Forbidden,
   GeneralError,
   HOST_KEY_ID,
   NotAuthenticated,
   NotFound,
+  type OpenCallOptions,
   type OrganizationClient,
   type Page,
   PlatformError,
@@ -21,11 +24,26 @@ export {
   type Promised,
   type ResourceClient,
   type ResourceEffects,
+  type ResourceOperations,
   type Scoped,
   type ScopedOptions,
   TooManyRequests,
   toPlatformError,
   Unavailable
 } from "./Host.js"
+export type {
+  CursorOf,
+  CursorPage,
+  FieldValue,
+  FilterableField,
+  FindQueryOf,
+  Found,
+  Operators,
+  SelectableField,
+  Selected,
+  SelectionOf,
+  Where
+} from "./FindQuery.js"
 export type { SubscribeOptions, SubscriberMethods } from "./Subscribe.js"
+export { swaggerUiAssets } from "./SwaggerUiAssets.js"
 export type { SubscriberHandler, SubscriberMessage } from "@cmp/webhooks"

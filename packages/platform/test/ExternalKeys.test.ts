@@ -1,4 +1,5 @@
 import { Mailer, SecretBox } from "@cmp/core"
+import { sqlite } from "@cmp/store-sqlite"
 import { assert, describe, it } from "@effect/vitest"
 import * as Cause from "effect/Cause"
 import * as ConfigError from "effect/ConfigError"
@@ -7,7 +8,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import { Platform, sqlite } from "../src/index.js"
+import { Platform } from "../src/index.js"
 
 /** Keys from outside the database (`REQUIRE_EXTERNAL_KEYS`) and the mailer of invitations (`SMTP_URL`, `MAIL_FROM`). */
 
@@ -38,8 +39,8 @@ describe("REQUIRE_EXTERNAL_KEYS", () => {
   it.effect("refuses from the environment too", () =>
     Effect.gen(function*() {
       const message = yield* configFailure(
-        Platform.layerConfig({ dispatcher: false }).pipe(
-          Layer.provide(fromEnv({ SQLITE_PATH: ":memory:", LOG_LEVEL: "None", REQUIRE_EXTERNAL_KEYS: "true", ENCRYPTION_KEY }))
+        Platform.layerConfig({ store: memory, dispatcher: false }).pipe(
+          Layer.provide(fromEnv({ LOG_LEVEL: "None", REQUIRE_EXTERNAL_KEYS: "true", ENCRYPTION_KEY }))
         )
       )
       assert.match(message, /REQUIRE_EXTERNAL_KEYS is true but JWT_SECRET is not set/)
@@ -49,8 +50,8 @@ describe("REQUIRE_EXTERNAL_KEYS", () => {
     Effect.gen(function*() {
       const box = yield* SecretBox
       assert.strictEqual(yield* box.open(yield* box.seal("whsec_x")), "whsec_x")
-    }).pipe(Effect.provide(Platform.layerConfig({ dispatcher: false, overrides: { hashCost: 1024 } }).pipe(
-      Layer.provide(fromEnv({ SQLITE_PATH: ":memory:", LOG_LEVEL: "None", REQUIRE_EXTERNAL_KEYS: "true", JWT_SECRET, ENCRYPTION_KEY }))
+    }).pipe(Effect.provide(Platform.layerConfig({ store: memory, dispatcher: false, overrides: { hashCost: 1024 } }).pipe(
+      Layer.provide(fromEnv({ LOG_LEVEL: "None", REQUIRE_EXTERNAL_KEYS: "true", JWT_SECRET, ENCRYPTION_KEY }))
     ))))
 })
 
@@ -58,7 +59,7 @@ describe("SMTP_URL and MAIL_FROM", () => {
   it.effect("must be set together, and SMTP_URL must be an smtp URL", () =>
     Effect.gen(function*() {
       const layer = (env: Record<string, string>) =>
-        Platform.layerConfig({ dispatcher: false }).pipe(Layer.provide(fromEnv({ SQLITE_PATH: ":memory:", LOG_LEVEL: "None", ...env })))
+        Platform.layerConfig({ store: memory, dispatcher: false }).pipe(Layer.provide(fromEnv({ LOG_LEVEL: "None", ...env })))
       assert.match(yield* configFailure(layer({ SMTP_URL: "smtp://mail.example.com" })), /SMTP_URL and MAIL_FROM must be set together/)
       assert.match(yield* configFailure(layer({ MAIL_FROM: "no-reply@example.com" })), /SMTP_URL and MAIL_FROM must be set together/)
       assert.match(
@@ -72,8 +73,8 @@ describe("SMTP_URL and MAIL_FROM", () => {
     Effect.gen(function*() {
       const delivers = (env: Record<string, string>) =>
         Effect.map(Mailer, (m) => m.delivers).pipe(
-          Effect.provide(Platform.layerConfig({ dispatcher: false, overrides: { hashCost: 1024 } }).pipe(
-            Layer.provide(fromEnv({ SQLITE_PATH: ":memory:", LOG_LEVEL: "None", ...env }))
+          Effect.provide(Platform.layerConfig({ store: memory, dispatcher: false, overrides: { hashCost: 1024 } }).pipe(
+            Layer.provide(fromEnv({ LOG_LEVEL: "None", ...env }))
           ))
         )
       assert.isTrue(yield* delivers({ SMTP_URL: "smtp://127.0.0.1:2525", MAIL_FROM: "no-reply@example.com" }))

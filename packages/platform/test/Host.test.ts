@@ -5,12 +5,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import {
   BadRequest,
   type ConsentPlatformApi,
-  createPlatform,
   Forbidden,
   NotFound,
-  PlatformError,
-  sqlite
+  PlatformError
 } from "../src/index.js"
+import { organizationIn, testPlatform } from "./hostFixture.js"
 
 /**
  * The in-process API a host makes once: typed operations per resource, acting as a principal
@@ -20,19 +19,11 @@ import {
 let cmp: ConsentPlatformApi
 
 beforeAll(async () => {
-  cmp = await createPlatform({ store: sqlite({ filename: ":memory:" }), hashCost: 1024, logLevel: "None", dispatcher: false })
+  cmp = await testPlatform()
 })
 afterAll(() => cmp?.dispose())
 
-const organization = async (name: string, features: Record<string, boolean> = {}) => {
-  const as = cmp.asOperator()
-  const org = await cmp.organizations.create({ name }, { as })
-  if (Object.keys(features).length > 0) {
-    const flags = await cmp.premiumFeatures.find({ organization_id: org.id }, { as })
-    await cmp.premiumFeatures.patch(flags.data[0]!.id, features, { as })
-  }
-  return org
-}
+const organization = (name: string, features: Record<string, boolean> = {}) => organizationIn(cmp, name, features)
 
 describe("createPlatform", () => {
   it("records a consent event as an organization and reads back its user in a regulation", async () => {

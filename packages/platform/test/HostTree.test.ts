@@ -1,22 +1,26 @@
-import { resources } from "@cmp/core"
+import { actions, operationsOf, resources } from "@cmp/core"
 import * as Effect from "effect/Effect"
+import * as fs from "node:fs"
 import * as Either from "effect/Either"
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from "vitest"
-import { type ConsentPlatformApi, createPlatform, NotFound, sqlite } from "../src/index.js"
+import { type ConsentPlatformApi, NotFound } from "../src/index.js"
+import { organizationIn, testPlatform } from "./hostFixture.js"
 
 /**
  * The host API is derived from the registry: each resource sits where its path names it, with
- * its operations, and nothing else is there; a scoped client acts as one organization.
+ * its operations, each action at its place under its name, and nothing else is there; a scoped
+ * client acts as one organization.
  */
 
 let cmp: ConsentPlatformApi
 
 beforeAll(async () => {
-  cmp = await createPlatform({ store: sqlite({ filename: ":memory:" }), hashCost: 1024, logLevel: "None", dispatcher: false })
+  cmp = await testPlatform({
+    admin: { key: "host-tree-admin", secret: "host-tree-admin-secret" },
+    tcfVendorList: JSON.parse(fs.readFileSync(new URL("../../platform-node/test/fixtures/vendor-list.json", import.meta.url), "utf8"))
+  })
 })
 afterAll(() => cmp?.dispose())
-
-const operations = ["find", "get", "create", "update", "patch", "remove"]
 
 /** `privacy-centers` is `privacyCenters`. */
 const keyOf = (segment: string) =>
@@ -41,51 +45,115 @@ const apiTree = (api: ConsentPlatformApi): object => {
 
 describe("the host tree", () => {
   // A dashboard link is signed per row by its own action: generic operations would answer unsigned rows.
-  const offered = resources.filter((def) => def.path !== "analytics/dashboards-urls")
+  const offered = resources.filter((def) => def.ownActions !== true)
+  const camelPath = (path: string) => path.split("/").map(keyOf).join("/")
 
   it("has every resource of the registry at the place its path names, with its operations, as Promises and as Effects", () => {
     for (const def of offered) {
       for (const tree of [cmp, cmp.effect]) {
         const node = at(tree, def.path) as Record<string, unknown> | undefined
         expect(node, def.path).toBeDefined()
-        for (const op of operations) expect(typeof node![op], `${def.path} ${op}`).toBe("function")
+        for (const op of operationsOf(def)) expect(typeof node![op], `${def.path} ${op}`).toBe("function")
       }
     }
+    // Only the operations it declares: the delivery log is read and replayed, never written.
+    expect(Object.keys(cmp.webhooks.deliveries).sort()).toEqual(["find", "get", "replay", "replayOne"])
+    expect(cmp.consents.events.create).toBeTypeOf("function")
     expect(cmp.widgets.notices.textsContents.find).toBeTypeOf("function")
     expect(cmp.webhooks.deliveries.get).toBeTypeOf("function")
   })
 
-  it("has nothing that is not a resource of the registry", () => {
-    const camelPaths = offered.map((def) => def.path.split("/").map(keyOf).join("/")).sort()
-    expect(leaves(apiTree(cmp)).sort()).toEqual(camelPaths)
-    expect(leaves(cmp.effect).sort()).toEqual(camelPaths)
+  it("has every action of the registry at its place, under its name", () => {
+    expect(actions.length).toBeGreaterThan(0)
+    for (const a of actions) {
+      for (const tree of [cmp, cmp.effect]) {
+        const node = at(tree, a.place) as Record<string, unknown> | undefined
+        expect(typeof node?.[a.name], `${a.place} ${a.name}`).toBe("function")
+      }
+    }
+    expect(cmp.webhooks.deliveries.replayOne).toBeTypeOf("function")
+    expect(cmp.platformIntegrations.sessions.create).toBeTypeOf("function")
   })
 
-  it("leaves out the signed dashboard links, which only their own action answers", () => {
+  it("has nothing that is not a resource or an action of the registry", () => {
+    const places = [...new Set([...offered.map((def) => camelPath(def.path)), ...actions.map((a) => camelPath(a.place))])].sort()
+    expect(leaves(apiTree(cmp)).sort()).toEqual(places)
+    expect(leaves(cmp.effect).sort()).toEqual(places)
+    for (const place of places) {
+      const functions = Object.entries(at(cmp, place) as object).filter(([, v]) => typeof v === "function").map(([k]) => k).sort()
+      const expected = [
+        ...offered.filter((def) => camelPath(def.path) === place).flatMap((def) => operationsOf(def)),
+        ...actions.filter((a) => camelPath(a.place) === place).map((a) => a.name)
+      ].sort()
+      expect(functions, place).toEqual(expected)
+    }
+  })
+
+  it("offers the signed dashboard links through their own action only", () => {
     expect(resources.some((def) => def.path === "analytics/dashboards-urls")).toBe(true)
-    expect(at(cmp, "analytics/dashboards-urls")).toBeUndefined()
-    expect(Object.keys(cmp.analytics)).toEqual(["dashboards"])
+    expect(Object.keys(cmp.analytics.dashboardsUrls)).toEqual(["find"])
   })
 
-  it("types each operation from its resource's declaration", () => {
+  it("types each operation from its resource's or action's declaration", () => {
     expectTypeOf(cmp.consents.events.create).returns.resolves.toHaveProperty("regulation")
     expectTypeOf(cmp.widgets.notices.templates.configs.find).parameter(1).toHaveProperty("as")
-    // @ts-expect-error: the signed dashboard links are not in the host tree
-    expect(cmp.analytics.dashboardsUrls).toBeUndefined()
+    expectTypeOf(cmp.webhooks.deliveries.replay).parameter(0).toEqualTypeOf<
+      { readonly webhook_id: string; readonly from?: string | undefined; readonly to?: string | undefined }
+    >()
+    expectTypeOf(cmp.webhooks.deliveries.replay).returns.resolves.toEqualTypeOf<{ webhook_id: string; replayed: number }>()
+    expectTypeOf(cmp.webhooks.deliveries.replayOne).parameter(0).toEqualTypeOf<string>()
+    expectTypeOf(cmp.webhooks.deliveries.replayOne).returns.resolves.toHaveProperty("attempts_count")
+    expectTypeOf(cmp.consents.events.tcstring).returns.resolves.toHaveProperty("tc_string").toEqualTypeOf<string>()
+    expectTypeOf(cmp.sessions.create).returns.resolves.toHaveProperty("access_token")
+    expectTypeOf(cmp.effect.languages.find).returns.toHaveProperty("pipe")
+    // @ts-expect-error: an action that acts as a principal needs `as`
+    expect(() => cmp.languages.find()).toThrow()
+    // @ts-expect-error: an action's body is typed by its declaration
+    void cmp.effect.webhooks.deliveries.replay({ webhook: "w" }, { as: cmp.asOperator() })
+    // @ts-expect-error: only the declared methods are offered: the delivery log is never written
+    expect(cmp.webhooks.deliveries.create).toBeUndefined()
+    // @ts-expect-error: the signed dashboard links have no generic operations
+    expect(cmp.analytics.dashboardsUrls.get).toBeUndefined()
     // @ts-expect-error: a path's kebab-case segment is camelCase in the tree
     expect(cmp["privacy-centers"]).toBeUndefined()
   })
 })
 
-const organization = async (name: string, features: Record<string, boolean> = {}) => {
-  const as = cmp.asOperator()
-  const org = await cmp.organizations.create({ name }, { as })
-  if (Object.keys(features).length > 0) {
-    const flags = await cmp.premiumFeatures.find({ organization_id: org.id }, { as })
-    await cmp.premiumFeatures.patch(flags.data[0]!.id, features, { as })
-  }
-  return org
-}
+describe("actions", () => {
+  it("open a session with a key and its secret, as POST /v1/sessions does", async () => {
+    const session = await cmp.sessions.create({ type: "api-key", key: "host-tree-admin", secret: "host-tree-admin-secret" })
+    expect(session).toMatchObject({ type: "api-key", key: "host-tree-admin" })
+    expect(session.access_token.split(".")).toHaveLength(3)
+    await expect(cmp.sessions.create({ type: "api-key", key: "host-tree-admin", secret: "wrong" })).rejects.toMatchObject({ code: 400 })
+  })
+
+  it("run as the principal the options name, gated as over HTTP", async () => {
+    const org = await organization("Actions A", { consents_api: true })
+    const acme = cmp.forOrganization(org.id)
+    const event = await acme.consents.events.create({
+      organization_id: org.id,
+      user: { id: "visitor-1" },
+      consents: { purposes: [{ id: "1", enabled: true }], vendors: { enabled: ["755"] } }
+    })
+    const tc = await acme.consents.events.tcstring(event.id)
+    expect(tc.id).toBe(event.id)
+    expect(tc.tc_string).toMatch(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/)
+    // Another organization does not see the event.
+    const other = await organization("Actions B")
+    await expect(cmp.forOrganization(other.id).consents.events.tcstring(event.id)).rejects.toBeInstanceOf(NotFound)
+    expect(await acme.languages.find()).toHaveProperty("available")
+    const links = await acme.analytics.dashboardsUrls.find({})
+    expect(links.data).toEqual([])
+  })
+
+  it("answer as Effects too", async () => {
+    const org = await organization("Actions C")
+    const missing = await Effect.runPromise(Effect.either(cmp.forOrganization(org.id).effect.webhooks.deliveries.replayOne("nope")))
+    expect(Either.isLeft(missing) && missing.left._tag).toBe("NotFound")
+  })
+})
+
+const organization = (name: string, features: Record<string, boolean> = {}) => organizationIn(cmp, name, features)
 
 describe("forOrganization", () => {
   it("creates and reads as the organization, with no options to pass", async () => {

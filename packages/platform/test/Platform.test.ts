@@ -1,6 +1,8 @@
 import { createSession, SecretBox, Settings, TokenIssuer } from "@cmp/core"
+import { sqlite } from "@cmp/store-sqlite"
 import { Dispatcher } from "@cmp/webhooks"
 import { assert, describe, it } from "@effect/vitest"
+import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
@@ -8,7 +10,7 @@ import * as Exit from "effect/Exit"
 import * as Cause from "effect/Cause"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import { Platform, sqlite } from "../src/index.js"
+import { Platform } from "../src/index.js"
 
 /** The platform from settings (`layer`) and from Effect Config (`layerConfig`), through its ports. */
 
@@ -45,9 +47,8 @@ describe("Platform.layerConfig", () => {
       assert.deepStrictEqual(settings.webhookAllowHosts, ["receiver.local"])
       const session = yield* createSession({ type: "api-key", key: "ops", secret: "ops-secret-0123456789" })
       assert.strictEqual(session.key, "ops")
-    }).pipe(Effect.provide(Platform.layerConfig({ dispatcher: "config", overrides: { hashCost: 1024 } }).pipe(
+    }).pipe(Effect.provide(Platform.layerConfig({ store: memory, dispatcher: "config", overrides: { hashCost: 1024 } }).pipe(
       Layer.provide(fromEnv({
-        SQLITE_PATH: ":memory:",
         LOG_LEVEL: "None",
         ADMIN_API_KEY: "ops",
         ADMIN_API_SECRET: "ops-secret-0123456789",
@@ -61,19 +62,21 @@ describe("Platform.layerConfig", () => {
   it.scopedLive("WEBHOOK_DISPATCHER (default true) runs the dispatcher in this process", () =>
     Effect.gen(function*() {
       assert.isTrue(Option.isSome(yield* Effect.serviceOption(Dispatcher)))
-    }).pipe(Effect.provide(Platform.layerConfig().pipe(Layer.provide(fromEnv({ SQLITE_PATH: ":memory:", LOG_LEVEL: "None" }))))))
+    }).pipe(Effect.provide(Platform.layerConfig({ store: memory }).pipe(Layer.provide(fromEnv({ LOG_LEVEL: "None" }))))))
 
-  it.effect("a mistake fails the layer with a ConfigError naming every variable at fault", () =>
+  it.effect("a mistake fails the layer with a ConfigError naming every variable at fault, the store's too", () =>
     Effect.gen(function*() {
-      const exit = yield* Effect.exit(Layer.build(Platform.layerConfig()).pipe(
+      // A store read from the configuration, as a server picking one from the environment does.
+      const store = Config.map(Config.string("STORE_FILE"), (filename) => sqlite({ filename }))
+      const exit = yield* Effect.exit(Layer.build(Platform.layerConfig({ store })).pipe(
         Effect.scoped,
-        Effect.provide(fromEnv({ DATABASE_URL: "mysql://db", DEFAULT_QUOTAS: "{\"nope\": 1}" }))
+        Effect.provide(fromEnv({ DEFAULT_QUOTAS: "{\"nope\": 1}" }))
       ))
       assert.isTrue(Exit.isFailure(exit))
       const error = Exit.isFailure(exit) ? Option.getOrUndefined(Cause.failureOption(exit.cause)) : undefined
       assert.isTrue(ConfigError.isConfigError(error))
       const message = String(error)
-      assert.match(message, /DATABASE_URL/)
+      assert.match(message, /STORE_FILE/)
       assert.match(message, /nope/)
     }))
 })

@@ -1,3 +1,5 @@
+import { postgres } from "@cmp/store-postgres"
+import { sqlite } from "@cmp/store-sqlite"
 import { createTestDatabase } from "@cmp/test-support/database"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -7,9 +9,7 @@ import {
   BadRequest,
   type ConsentPlatformApi,
   createPlatform,
-  postgres,
-  sqlite,
-  type StoreSettings,
+  type StoreLayer,
   type SubscriberMessage
 } from "../src/index.js"
 
@@ -30,7 +30,7 @@ afterEach(async () => {
 })
 
 /** A fresh database that several platforms (processes) can open. */
-const database = async (kind: StoreKind): Promise<StoreSettings> => {
+const database = async (kind: StoreKind): Promise<StoreLayer> => {
   if (kind === "postgres") {
     const db = await createTestDatabase({ clients: 3 })
     cleanups.push(db.close)
@@ -41,7 +41,7 @@ const database = async (kind: StoreKind): Promise<StoreSettings> => {
   return sqlite({ filename: path.join(dir, "consent.db") })
 }
 
-const open = async (store: StoreSettings, dispatcher: boolean = true) => {
+const open = async (store: StoreLayer, dispatcher: boolean = true) => {
   const cmp = await createPlatform({
     store,
     hashCost: 1024,

@@ -4,11 +4,12 @@ import * as Effect from "effect/Effect"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import { stopOnSignal } from "./Failure.js"
 import * as ServerConfig from "./ServerConfig.js"
+import * as StoreConfig from "./StoreConfig.js"
 
 /** `pnpm start`: serve the API (and deliver webhooks, unless WEBHOOK_DISPATCHER=false). */
 export const serve = async () => {
   const settings = await Effect.runPromise(ServerConfig.server)
-  const api = await createApiFromRuntime(ManagedRuntime.make(Platform.layerConfig({ dispatcher: "config" })), settings)
+  const api = await createApiFromRuntime(ManagedRuntime.make(Platform.layerConfig({ dispatcher: "config", store: StoreConfig.layer(settings.store) })), settings)
   const running = await listen(api, settings)
   const mode = settings.tls ? "https" : settings.allowHttp ? "plain http (ALLOW_HTTP, development only)" : "http answering 301 to https"
   const database = settings.store._tag === "postgres"

@@ -5,6 +5,7 @@ import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import * as StoreConfig from "./StoreConfig.js"
 
 /**
  * What `pnpm start` needs beyond the platform: where and how it listens. Read through Effect
@@ -50,7 +51,7 @@ export const server = Config.all({
   bodyMemoryLimit: apiInteger("BODY_MEMORY_LIMIT", 1024 * 1024),
   tls,
   logLevel: PlatformConfig.logLevel,
-  store: PlatformConfig.store
+  store: StoreConfig.settings
 })
 
 export type ServerSettings = Config.Config.Success<typeof server>

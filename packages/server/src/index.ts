@@ -1,1 +1,2 @@
 export * as ServerConfig from "./ServerConfig.js"
+export * as StoreConfig from "./StoreConfig.js"

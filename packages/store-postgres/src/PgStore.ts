@@ -1,4 +1,4 @@
-import type { DeliveryQueue, Storage, UnitOfWork, UsageStore } from "@cmp/core"
+import type { StorePorts } from "@cmp/core"
 import { migrations, SqlStorage } from "@cmp/store-sql"
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -54,8 +54,15 @@ export const clientLayer = (options: PgStoreOptions) =>
 /** The core storage ports on PostgreSQL, migrated on start. */
 export const layer = (
   options: PgStoreOptions
-): Layer.Layer<Storage | UnitOfWork | UsageStore | DeliveryQueue | SqlClient.SqlClient> =>
+): Layer.Layer<StorePorts | SqlClient.SqlClient> =>
   SqlStorage.layer.pipe(
     Layer.provideMerge(migrate.pipe(Layer.provideMerge(clientLayer(options)))),
     Layer.orDie
   )
+
+/**
+ * PostgreSQL at a URL, as a host hands it to the platform:
+ * `createPlatform({ store: postgres({ url: "postgres://…", maxConnections: 10 }) })`.
+ */
+export const postgres = (options: PgStoreOptions): Layer.Layer<StorePorts> =>
+  Layer.suspend(() => layer(options))

@@ -1,1 +1,2 @@
 export * as PgStore from "./PgStore.js"
+export { postgres } from "./PgStore.js"

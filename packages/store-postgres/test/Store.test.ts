@@ -1,4 +1,5 @@
 import { Storage, Tables } from "@cmp/core"
+import { exportRunSuite, resourceServiceSuite } from "@cmp/test-support/engine"
 import { migrationSuite, schemaSuite } from "@cmp/test-support/schema-contract"
 import { suite } from "@cmp/test-support/store-contract"
 import { assert, describe, it } from "@effect/vitest"
@@ -10,8 +11,9 @@ import { PgStore } from "../src/index.js"
 import { createTestDatabase, type TestDatabase } from "@cmp/test-support/database"
 
 /**
- * The shared store contract on PostgreSQL: the machine's server through DATABASE_URL (CI),
- * or an in-process PGlite where it is unset. Never skipped.
+ * The shared store contract on PostgreSQL, and core's engine on it (the generic use-cases, hooks,
+ * sessions, API usage, export runs): the machine's server through DATABASE_URL (CI), or an
+ * in-process PGlite where it is unset (slower: a fresh database per test). Never skipped.
  */
 let db: TestDatabase
 
@@ -30,6 +32,10 @@ const fresh = () =>
 const label = `postgres (${process.env.DATABASE_URL ? "DATABASE_URL" : "PGlite"})`
 
 suite(label, fresh)
+
+resourceServiceSuite(label, fresh)
+
+exportRunSuite(label, fresh)
 
 schemaSuite(label, fresh)
 

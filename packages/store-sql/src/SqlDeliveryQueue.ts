@@ -1,6 +1,6 @@
 import {
   AttemptsTable,
-  DeliveriesResource,
+  DeliveriesTable,
   DeliveryQueue,
   type DeliveryRecord,
   field,
@@ -36,7 +36,7 @@ export const make = Effect.gen(function*() {
   const attempts = storage.repository(AttemptsTable)
   const deliveryRow = (raw: Record<string, unknown>) => {
     const out: Row = {}
-    for (const [k, info] of Object.entries(DeliveriesResource.tableDef.fields)) out[k] = decodeValue(dialect, info, raw[k])
+    for (const [k, info] of Object.entries(DeliveriesTable.fields)) out[k] = decodeValue(dialect, info, raw[k])
     return out as unknown as DeliveryRecord
   }
   // Concurrent claimers on PostgreSQL skip each other's rows instead of waiting or doubling up;

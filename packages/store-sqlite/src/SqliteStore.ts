@@ -1,4 +1,4 @@
-import type { DeliveryQueue, Storage, UnitOfWork, UsageStore } from "@cmp/core"
+import type { StorePorts } from "@cmp/core"
 import { migrations, SqlStorage } from "@cmp/store-sql"
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -71,10 +71,18 @@ const warnIfShared = (filename: string) =>
 /** The core storage ports on SQLite, migrated on start. */
 export const layer = (
   options: SqliteStoreOptions
-): Layer.Layer<Storage | UnitOfWork | UsageStore | DeliveryQueue | SqlClient.SqlClient> =>
+): Layer.Layer<StorePorts | SqlClient.SqlClient> =>
   SqlStorage.layer.pipe(
     Layer.provideMerge(
       Layer.mergeAll(pragmas, migrate, warnIfShared(options.filename)).pipe(Layer.provideMerge(clientLayer(options)))
     ),
     Layer.orDie
   )
+
+/**
+ * SQLite on a file (`:memory:` for tests), as a host hands it to the platform:
+ * `createPlatform({ store: sqlite({ filename: "./data/consent.db" }) })`. Nothing is opened or
+ * created until the platform builds it, so a platform that refuses to start leaves no file.
+ */
+export const sqlite = (options: SqliteStoreOptions): Layer.Layer<StorePorts> =>
+  Layer.suspend(() => layer(options))

@@ -1,1 +1,2 @@
 export * as SqliteStore from "./SqliteStore.js"
+export { sqlite } from "./SqliteStore.js"

@@ -10,8 +10,9 @@
 import {
   AttemptsTable,
   type Condition,
-  DeliveriesResource,
+  DeliveriesTable,
   DeliveryQueue,
+  type DeliveryRow,
   Conflict,
   defineTable,
   emptyQuery,
@@ -22,10 +23,11 @@ import {
   type FindQuery,
   NotFound,
   type Row,
-  type StoredRow,
   type SortKey,
   Storage,
   type StoreUnavailable,
+  SubscriberRegistrations,
+  SubscribersTable,
   Tables,
   UnitOfWork,
   UsageStore
@@ -39,7 +41,7 @@ import * as FiberRef from "effect/FiberRef"
 import type * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 
-export type StoreServices = Storage | UnitOfWork | UsageStore | DeliveryQueue | SqlClient.SqlClient
+export type StoreServices = Storage | UnitOfWork | UsageStore | DeliveryQueue | SubscriberRegistrations | SqlClient.SqlClient
 
 // ---------------------------------------------------------------- the suite's own table
 
@@ -1135,7 +1137,7 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
 
     describe("delivery queue", () => {
       const at = (s: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, s)).toISOString()
-      const message = (id: string, over: Partial<StoredRow<typeof DeliveriesResource>> = {}): StoredRow<typeof DeliveriesResource> => ({
+      const message = (id: string, over: Partial<DeliveryRow> = {}): DeliveryRow => ({
         id,
         organization_id: "o1",
         webhook_id: "w1",
@@ -1153,9 +1155,9 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
         version: 1,
         ...over
       })
-      const seed = (rows: ReadonlyArray<StoredRow<typeof DeliveriesResource>>) =>
+      const seed = (rows: ReadonlyArray<DeliveryRow>) =>
         Effect.flatMap(Storage, (s) =>
-          Effect.forEach(rows, (r) => Effect.orDie(s.repository(DeliveriesResource.tableDef).create(r)), { discard: true }))
+          Effect.forEach(rows, (r) => Effect.orDie(s.repository(DeliveriesTable).create(r)), { discard: true }))
       const attempt = (deliveryId: string, id: string) => ({
         id,
         delivery_id: deliveryId,
@@ -1205,7 +1207,7 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
             now: at(33)
           })
           assert.isTrue(done)
-          const row = Option.getOrThrow(yield* (yield* Storage).repository(DeliveriesResource.tableDef).get("m1"))
+          const row = Option.getOrThrow(yield* (yield* Storage).repository(DeliveriesTable).get("m1"))
           assert.deepStrictEqual(
             [row.status, row.attempts_count, row.next_attempt_at, row.last_status_code, row.lease_until, row.leased_by],
             ["pending", 1, at(400), 500, null, null]
@@ -1236,7 +1238,7 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
             { concurrency: "unbounded" }
           )
           assert.deepStrictEqual(answers, ids.map((_, i) => i % 2 === 0))
-          const rows = yield* (yield* Storage).repository(DeliveriesResource.tableDef).find(query({ sort: [asc("id")], limit: 100 }))
+          const rows = yield* (yield* Storage).repository(DeliveriesTable).find(query({ sort: [asc("id")], limit: 100 }))
           assert.deepStrictEqual(rows.data.map((r) => r.status), ids.map((_, i) => (i % 2 === 0 ? "delivered" : "delivering")))
           const log = yield* (yield* Storage).repository(AttemptsTable).find(query({ sort: [asc("id")], limit: 100 }))
           assert.deepStrictEqual(log.data.map((a) => a.delivery_id), ids)
@@ -1274,6 +1276,63 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
           const rest = yield* queue.claim({ now: at(1), leaseUntil: at(60), workerId: "last", limit: 100 })
           assert.strictEqual(rest.length, 6)
           assert.deepStrictEqual(yield* queue.nextDueAt(), Option.some(at(60)))
+        })))
+    })
+
+    describe("subscriber registrations", () => {
+      const at = (s: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, s)).toISOString()
+      const filters = { event_types: ["user.created" as const, "event.created" as const], regulations: ["gdpr", "ccpa"], flatten: true }
+      const names = (rows: ReadonlyArray<{ id: string }>) => rows.map((r) => r.id).sort()
+
+      it.effect("save answers the registration as stored; list has it at once, and no longer once removed", () =>
+        run(Effect.gen(function*() {
+          const registrations = yield* SubscriberRegistrations
+          assert.deepStrictEqual(yield* registrations.list, [])
+          const saved = yield* registrations.save({ name: "audit", ...filters, now: at(1) })
+          const expected = { id: "audit", ...filters, created_at: at(1), updated_at: at(1), version: 1 }
+          assert.deepStrictEqual(saved, expected)
+          assert.deepStrictEqual(yield* registrations.list, [expected])
+          // The same row the repository reads: JSON and booleans are stored as every table stores them.
+          assert.deepStrictEqual(yield* (yield* Storage).repository(SubscribersTable).get("audit"), Option.some(expected))
+          assert.isTrue(yield* registrations.remove("audit"))
+          assert.deepStrictEqual(yield* registrations.list, [])
+          assert.isFalse(yield* registrations.remove("audit"))
+        })))
+
+      it.effect("a second save replaces the filters, keeps created_at and bumps the version", () =>
+        run(Effect.gen(function*() {
+          const registrations = yield* SubscriberRegistrations
+          yield* registrations.save({ name: "audit", ...filters, now: at(1) })
+          assert.strictEqual((yield* registrations.list).length, 1)
+          const again = yield* registrations.save({ name: "audit", event_types: [], regulations: ["ccpa"], flatten: false, now: at(5) })
+          const expected = { id: "audit", event_types: [], regulations: ["ccpa"], flatten: false, created_at: at(1), updated_at: at(5), version: 2 }
+          assert.deepStrictEqual(again, expected)
+          assert.deepStrictEqual(yield* registrations.list, [expected])
+        })))
+
+      it.effect("list answers every registration; a removal leaves the others", () =>
+        run(Effect.gen(function*() {
+          const registrations = yield* SubscriberRegistrations
+          for (const name of ["charlie", "alpha", "bravo"]) yield* registrations.save({ name, ...filters, now: at(1) })
+          assert.deepStrictEqual(names(yield* registrations.list), ["alpha", "bravo", "charlie"])
+          assert.isTrue(yield* registrations.remove("bravo"))
+          assert.deepStrictEqual(names(yield* registrations.list), ["alpha", "charlie"])
+          yield* registrations.save({ name: "bravo", ...filters, now: at(2) })
+          const back = (yield* registrations.list).find((r) => r.id === "bravo")
+          assert.deepStrictEqual([back?.created_at, back?.version], [at(2), 1])
+        })))
+
+      it.effect("concurrent saves of one name all succeed, and one registration remains", () =>
+        run(Effect.gen(function*() {
+          const registrations = yield* SubscriberRegistrations
+          const saved = yield* Effect.all(
+            Array.from({ length: 5 }, (_, i) => registrations.save({ name: "audit", ...filters, flatten: i % 2 === 0, now: at(i) })),
+            { concurrency: "unbounded" }
+          )
+          assert.deepStrictEqual(saved.map((r) => r.version).sort(), [1, 2, 3, 4, 5])
+          const [only, ...rest] = yield* registrations.list
+          assert.deepStrictEqual(rest, [])
+          assert.strictEqual(only?.version, 5)
         })))
     })
   })

@@ -1,7 +1,7 @@
 import {
   type AttemptRecord,
   AttemptsTable,
-  DeliveriesResource,
+  DeliveriesTable,
   DeliveryQueue,
   type DeliveryRecord,
   type Endpoint,
@@ -81,7 +81,7 @@ export const makeOutbox: Effect.Effect<TestOutbox, never, Scope.Scope> = Effect.
   const endpoints = makeEndpoints()
   const queue = Context.get(store, DeliveryQueue)
   const storage = Context.get(store, Storage)
-  const deliveries = storage.repository(DeliveriesResource.tableDef)
+  const deliveries = storage.repository(DeliveriesTable)
   const log = storage.repository(AttemptsTable)
   let seq = 0
   return {

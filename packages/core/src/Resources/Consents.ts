@@ -15,14 +15,15 @@ import {
   type UserConsents,
   type UserConsentStates
 } from "../Domain/Consent.js"
-import { InvalidInput, NotFound } from "../Domain/Errors.js"
+import { type DomainError, InvalidInput, NotFound } from "../Domain/Errors.js"
 import { emptyState, mergeAll, mergeEvent, sameConsents } from "../Consents/Merge.js"
 import { Ids, keyOf, Storage } from "../Ports.js"
 import { canAccess, type Principal } from "../Principal.js"
 import { eq } from "../Query.js"
-import { carrying, declareResource, field, jsonField, type StoredRow } from "../Resource.js"
+import { carrying, type CoreServices, declareResource, field, jsonField, type OutputOf, type StoredRow } from "../Resource.js"
 import { ensureMethodFor, findWithin, type LookUp, requireFeature, resolveView, toOutput } from "../Service.js"
 import { enqueue, type OutgoingEvent } from "../Webhooks/Outbox.js"
+import { SubscriberRegistrations } from "../Webhooks/Ports.js"
 
 /**
  * Consent events and end users. A user's effective status, per regulation, is the merge of
@@ -259,6 +260,8 @@ const resolveUser = (organizationId: string, u: EventUser, event: { status: stri
   })
 
 export const ConsentEventsResource = Events.with({
+  // Their changes go to the outbox, addressed to the registered subscribers too.
+  ports: [SubscriberRegistrations],
   hooks: {
     create: (_p, row, input) =>
       Effect.gen(function*() {
@@ -360,7 +363,10 @@ export interface UserCarry {
   readonly event?: EventRow
 }
 
-export const ConsentUsersResource = Users.with<never, UserCarry>({
+export const ConsentUsersResource = Users.with<SubscriberRegistrations, UserCarry>({
+  ports: [SubscriberRegistrations],
+  // `GET consents/users/:id?$by_organization_user_id=true`: the id is the organization's own user id.
+  getBy: { param: "$by_organization_user_id", get: (principal, id, at) => getUserByOrganizationUserId(principal, id, at) },
   hooks: {
     present: (row, view) => userOut(row, view.regulation ?? DEFAULT_REGULATION),
     create: (_p, row, input) =>
@@ -425,7 +431,11 @@ export const ConsentUsersResource = Users.with<never, UserCarry>({
  * Like an id, it is unique only within an organization, so a principal who sees several may
  * have to name one.
  */
-export const getUserByOrganizationUserId = (principal: Principal, organizationUserId: string, at: LookUp = {}) =>
+export const getUserByOrganizationUserId = (
+  principal: Principal,
+  organizationUserId: string,
+  at: LookUp = {}
+): Effect.Effect<OutputOf<typeof Users>, DomainError, CoreServices> =>
   Effect.gen(function*() {
     yield* ensureMethodFor(ConsentUsersResource, principal, "get")
     const view = yield* resolveView(ConsentUsersResource, at.query)

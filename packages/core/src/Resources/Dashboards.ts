@@ -1,7 +1,8 @@
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import { answers, defineAction } from "../Action.js"
 import { nowSeconds } from "../Clock.js"
-import { Dashboard, DashboardCreate, DashboardEntry, DashboardUpdate } from "../Domain/Analytics.js"
+import { Dashboard, DashboardCreate, DashboardEntry, DashboardUpdate, Languages } from "../Domain/Analytics.js"
 import { Forbidden, InvalidInput } from "../Domain/Errors.js"
 import { UrlSigner } from "../OrganizationPorts.js"
 import { type Page, type Row, Storage } from "../Ports.js"
@@ -127,3 +128,41 @@ export const findDashboardUrls = (principal: Principal, rawQuery: Record<string,
 export const getLanguages = (_principal: Principal) =>
   Effect.map(Settings, (s) => s.languages ?? defaultLanguagesValue)
 
+
+// ---------------------------------------------------------------- declarations
+
+export const DashboardUrlsAction = defineAction({
+  place: "analytics/dashboards-urls",
+  name: "find",
+  method: "GET",
+  path: "analytics/dashboards-urls",
+  summary: "Find the organization's dashboards (its own and the platform's), each `url` signed by the server for " +
+    "that organization: `organization_id`, `expires` (Unix seconds, 15 minutes ahead by default) and `signature` = " +
+    "base64url HMAC-SHA256 of the URL with both",
+  auth: "bearer",
+  query: "find",
+  answers: answers.pageOf(DashboardUrlsResource),
+  status: 200,
+  parameters: [{
+    name: "organization_id",
+    in: "query",
+    required: false,
+    description: "The organization whose links are signed: implied for a caller of one organization, " +
+      "required (400 without it) for the operator and a member of several; another organization is 403"
+  }],
+  revealsCredentials: DashboardUrlsResource.revealsCredentials !== undefined,
+  run: (principal, request) => findDashboardUrls(principal, { ...request.query })
+})
+
+export const LanguagesAction = defineAction({
+  place: "languages",
+  name: "find",
+  method: "GET",
+  path: "languages",
+  summary: "The languages offered (the object itself, not a page), from configuration",
+  auth: "bearer",
+  answers: answers.schema("Languages", Languages),
+  status: 200,
+  errors: [401, 429],
+  run: (principal) => getLanguages(principal)
+})

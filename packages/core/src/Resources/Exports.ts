@@ -3,6 +3,7 @@ import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
+import { answers, defineAction } from "../Action.js"
 import { nowIso, nowMillis } from "../Clock.js"
 import { Conflict, InvalidInput, QuotaExceeded, TooManyRequests } from "../Domain/Errors.js"
 import {
@@ -254,7 +255,7 @@ const releaseLease = (lease: Lease) =>
 const lines = <A>(type: string, rows: ReadonlyArray<A>, out: (r: A) => Row) =>
   rows.map((r) => JSON.stringify({ type, ...out(r) })).join("\n") + "\n"
 
-/** Gate of `exports/execute`: the premium feature `batch_exports_manual_run`. */
+/** Gate of `exports/execute`: the premium feature `batch_exports_manual_run`, which its declaration names. */
 const ExecuteGate = { ...ExportRunsResource, premiumFeature: "batch_exports_manual_run" as const }
 
 /**
@@ -348,3 +349,19 @@ export const executeExport = (principal: Principal, body: unknown) =>
       releaseLease
     )
   })
+
+export const ExecuteExportAction = defineAction({
+  place: "exports/execute",
+  name: "create",
+  method: "POST",
+  path: "exports/execute",
+  tag: "exports/configs",
+  summary: "Run an export now: consent events and users of [from, to) as NDJSON to every destination (premium feature batch_exports_manual_run)",
+  auth: "bearer",
+  body: { name: "ExportRunInput", schema: ExportRunInput },
+  answers: answers.outputOf(ExportRunsResource),
+  status: 201,
+  premiumFeature: ExecuteGate.premiumFeature,
+  queryNamesOrganization: false,
+  run: (principal, request) => executeExport(principal, request.body)
+})

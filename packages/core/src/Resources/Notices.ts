@@ -1,6 +1,8 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
+import { answers, defineAction } from "../Action.js"
 import { Conflict, Forbidden, InvalidInput } from "../Domain/Errors.js"
 import type { EventConsents } from "../Domain/Consent.js"
 import {
@@ -17,6 +19,7 @@ import {
   NoticeTextContentUpdate,
   NoticeTextCreate,
   NoticeTextUpdate,
+  SdkConfiguration,
   SdkConfigurationInput,
   type TemplateConfigBody
 } from "../Domain/Notice.js"
@@ -288,3 +291,36 @@ export const tcStringOfEvent = (principal: Principal, id: string, at: LookUp = {
     const tc_string = yield* encoder.encode(tcChoicesOf(event))
     return { id: event.id, tc_string }
   })
+
+// ---------------------------------------------------------------- declarations
+
+export const SdkGeneratorAction = defineAction({
+  place: "widgets/notices/generators/sdk",
+  name: "create",
+  method: "POST",
+  path: "widgets/notices/generators/sdk",
+  summary: "Build the configuration of a client SDK from the SDK configuration input (custom_json merged last)",
+  auth: "bearer",
+  body: { name: "SdkConfigurationInput", schema: SdkConfigurationInput },
+  answers: answers.schema("SdkConfiguration", SdkConfiguration),
+  status: 201,
+  queryNamesOrganization: false,
+  run: (principal, request) => generateSdkConfig(principal, request.body)
+})
+
+/** The answer of `GET consents/events/:id/tcstring`. */
+export const TcStringOutput = Schema.Struct({ id: Schema.String, tc_string: Schema.String })
+
+export const TcStringAction = defineAction({
+  place: "consents/events",
+  name: "tcstring",
+  method: "GET",
+  path: "consents/events/:id/tcstring",
+  summary: "The event's choices as an IAB TCF v2 TC string, encoded by the server",
+  auth: "bearer",
+  query: "lookUp",
+  answers: answers.schema("TcString", TcStringOutput),
+  status: 200,
+  target: (request) => ({ def: ConsentEventsResource, id: request.id }),
+  run: (principal, request) => tcStringOfEvent(principal, request.id, request.at)
+})

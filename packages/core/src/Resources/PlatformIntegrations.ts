@@ -2,7 +2,14 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { nowSeconds } from "../Clock.js"
 import { CredentialCache, forgetCredential } from "../CredentialCache.js"
-import { PlatformIntegration, PlatformIntegrationCreate, PlatformIntegrationUpdate, type PlatformIntegrationSession } from "../Domain/Account.js"
+import { answers, defineAction } from "../Action.js"
+import {
+  PlatformIntegration,
+  PlatformIntegrationCreate,
+  PlatformIntegrationSession,
+  PlatformIntegrationSessionInput,
+  PlatformIntegrationUpdate
+} from "../Domain/Account.js"
 import { InvalidInput } from "../Domain/Errors.js"
 import { addressKeys, throttled } from "../LoginThrottle.js"
 import { SecretHasher, Storage, TokenIssuer } from "../Ports.js"
@@ -92,3 +99,22 @@ const integrationSession = (integrationId: string | undefined, token: string) =>
       platform_integration_id: integration.id
     } satisfies PlatformIntegrationSession
   })
+
+// The integration's own token (`x-platform-authorization`) is the credential.
+export const PlatformIntegrationSessionAction = defineAction({
+  place: "platform-integrations/sessions",
+  name: "create",
+  method: "POST",
+  path: "platform-integrations/sessions",
+  tag: "platform-integrations",
+  summary: "Open a session for a platform integration: its token in `x-platform-authorization`, an empty body; " +
+    "the access token acts as a client of the integration's organization",
+  auth: "none",
+  credentialHeader: "x-platform-authorization",
+  body: { name: "PlatformIntegrationSessionInput", schema: PlatformIntegrationSessionInput },
+  bodyOptional: true,
+  answers: answers.schema("PlatformIntegrationSession", PlatformIntegrationSession),
+  status: 201,
+  revealsCredentials: true,
+  run: (_principal, request) => createPlatformIntegrationSession(request.credential, request.body, request.address)
+})

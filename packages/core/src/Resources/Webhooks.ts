@@ -1,6 +1,7 @@
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
+import { answers, defineAction } from "../Action.js"
 import { isAllowedHost, isNonPublicHostName } from "../AddressPolicy.js"
 import { nowIso } from "../Clock.js"
 import { Timestamp } from "../Domain/Common.js"
@@ -15,17 +16,11 @@ import {
 import { Storage } from "../Ports.js"
 import { isOperator, type Principal } from "../Principal.js"
 import { eq, notPrefixed } from "../Query.js"
-import {
-  declareResource,
-  defineResource,
-  defineTable,
-  field,
-  ownedByOrganization,
-  type StoredRow
-} from "../Resource.js"
+import { declareResource, defineResource, field, type StoredRow } from "../Resource.js"
 import { decode, loadVisible, requireFeatureBeforeBody, toOutput } from "../Service.js"
 import { Settings } from "../Settings.js"
 import { Endpoints, forgetEndpoint, SecretBox, SUBSCRIBER_PREFIX, subscriberOf } from "../Webhooks/Ports.js"
+import { AttemptsTable, DeliveriesTable, DeliveryIndexes, DeliveryLeaseFields } from "../Webhooks/Tables.js"
 
 // ---------------------------------------------------------------- receiver URLs
 
@@ -114,21 +109,18 @@ export const WebhooksResource = Webhooks.with({
 
 // ---------------------------------------------------------------- deliveries (the outbox's rows, written by `Webhooks/Outbox.ts`)
 
+/** The outbox table (`Webhooks/Tables.ts`), served read-only: its columns are the output's and the lease. */
 export const DeliveriesResource = defineResource({
   name: "webhook delivery",
   path: "webhooks/deliveries",
-  table: "webhook_deliveries",
-  indexes: [
-    { name: "webhook_deliveries_due", columns: ["status", "next_attempt_at"] },
-    { name: "webhook_deliveries_organization", columns: ["organization_id", "created_at"] },
-    { name: "webhook_deliveries_webhook", columns: ["webhook_id", "status", "created_at"] }
-  ],
+  table: DeliveriesTable.table,
+  indexes: DeliveryIndexes,
   output: WebhookDelivery,
   methods: ["find", "get"],
   ownerField: "organization_id",
   premiumFeature: "webhooks",
   transient: ["attempts"],
-  privateFields: { lease_until: field.optionalTimestamp, leased_by: field.optionalString },
+  privateFields: DeliveryLeaseFields,
   hooks: {
     // An in-process subscriber's messages are the host's, not the organization's, though they
     // carry the organization of the change: only the operator sees them through the API.
@@ -151,22 +143,6 @@ export const DeliveriesResource = defineResource({
         })
       )
   }
-})
-
-/** The log of delivery attempts: private to the platform, read through a delivery's `get`. */
-export const AttemptsTable = defineTable("webhook_attempts", {
-  id: field.string,
-  delivery_id: field.string,
-  organization_id: field.string,
-  attempted_at: field.timestamp,
-  status_code: field.optionalNumber,
-  duration_ms: field.number,
-  error: field.optionalString,
-  response_excerpt: field.optionalString
-}, {
-  indexes: [{ name: "webhook_attempts_delivery", columns: ["delivery_id", "attempted_at"] }],
-  references: [ownedByOrganization],
-  defaultSort: [{ field: "attempted_at", direction: 1 }]
 })
 
 // ---------------------------------------------------------------- replay
@@ -242,3 +218,41 @@ export const replayFailed = (principal: Principal, body: unknown) =>
     }
     return { webhook_id, replayed }
   })
+
+// ---------------------------------------------------------------- declarations
+
+/** The answer of a replay of one webhook's failed messages. */
+export const ReplayResult = Schema.Struct({ webhook_id: Schema.String, replayed: Schema.Int })
+
+export const ReplayFailedAction = defineAction({
+  place: "webhooks/deliveries",
+  name: "replay",
+  method: "POST",
+  path: "webhooks/deliveries/replay",
+  summary: "Queue again every failed message of one webhook created in [from, to], each with a fresh retry schedule",
+  auth: "bearer",
+  body: { name: "ReplayRange", schema: ReplayRange },
+  answers: answers.schema("ReplayResult", ReplayResult),
+  status: 200,
+  target: (request) => {
+    const body = request.body
+    const id = typeof body === "object" && body !== null ? (body as Record<string, unknown>).webhook_id : undefined
+    return typeof id === "string" ? { def: WebhooksResource, id } : undefined
+  },
+  queryNamesOrganization: false,
+  run: (principal, request) => replayFailed(principal, request.body)
+})
+
+export const ReplayDeliveryAction = defineAction({
+  place: "webhooks/deliveries",
+  name: "replayOne",
+  method: "POST",
+  path: "webhooks/deliveries/:id/replay",
+  summary: "Queue one failed message again with a fresh retry schedule (409 when it is delivered, pending or delivering)",
+  auth: "bearer",
+  answers: answers.outputOf(DeliveriesResource),
+  status: 200,
+  target: (request) => ({ def: DeliveriesResource, id: request.id }),
+  queryNamesOrganization: false,
+  run: (principal, request) => replayDelivery(principal, request.id)
+})

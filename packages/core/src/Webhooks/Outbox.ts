@@ -4,11 +4,11 @@ import type { WebhookEventType } from "../Domain/Webhook.js"
 import { Storage } from "../Ports.js"
 import { eq } from "../Query.js"
 import { sortableId } from "../Random.js"
-import type { StoredRow } from "../Resource.js"
-import { DeliveriesResource, WebhooksResource } from "../Resources/Webhooks.js"
+import { WebhooksResource } from "../Resources/Webhooks.js"
 import { flattenPayload } from "./Flatten.js"
 import { subscriberTarget } from "./Ports.js"
 import { subscriberList } from "./Subscribers.js"
+import { DeliveriesTable, type DeliveryRow } from "./Tables.js"
 
 // ---------------------------------------------------------------- the outbox
 
@@ -40,7 +40,7 @@ export const enqueue = (organizationId: string, events: ReadonlyArray<OutgoingEv
   Effect.gen(function*() {
     if (events.length === 0) return 0
     const storage = yield* Storage
-    const deliveries = storage.repository(DeliveriesResource.tableDef)
+    const deliveries = storage.repository(DeliveriesTable)
     const now = yield* nowIso
     let written = 0
     const write = (targets: ReadonlyArray<Target>) =>
@@ -77,8 +77,8 @@ const messagesOf = (
   targets: ReadonlyArray<Target>,
   events: ReadonlyArray<OutgoingEvent>,
   now: string
-): Array<StoredRow<typeof DeliveriesResource>> => {
-  const rows: Array<StoredRow<typeof DeliveriesResource>> = []
+): Array<DeliveryRow> => {
+  const rows: Array<DeliveryRow> = []
   for (const hook of targets) {
     const types = hook.event_types
     const regulations = hook.regulations ?? ["gdpr"]

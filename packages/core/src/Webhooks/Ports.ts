@@ -151,3 +151,40 @@ export const subscriberTarget = (name: string): string => `${SUBSCRIBER_PREFIX}$
 /** The subscriber's name when the `webhook_id` names one. */
 export const subscriberOf = (webhookId: string): string | undefined =>
   webhookId.startsWith(SUBSCRIBER_PREFIX) ? webhookId.slice(SUBSCRIBER_PREFIX.length) : undefined
+
+/** A subscriber's stored registration: its name (`id`) and its filters, as a webhook's. */
+export type SubscriberRegistration = {
+  readonly id: string
+  /** Every event type when empty. */
+  readonly event_types: ReadonlyArray<WebhookEventType>
+  readonly regulations: ReadonlyArray<string>
+  readonly flatten: boolean
+  readonly created_at: string
+  readonly updated_at: string
+  readonly version: number
+}
+
+/**
+ * Where the registrations of in-process subscribers are kept (the store's side of the outbox).
+ * Names and filters reach it validated, with their defaults applied (`saveSubscriber`).
+ */
+export class SubscriberRegistrations extends Context.Tag("@cmp/core/SubscriberRegistrations")<
+  SubscriberRegistrations,
+  {
+    /** Every registration, in the order of their names. */
+    readonly list: Effect.Effect<ReadonlyArray<SubscriberRegistration>>
+    /**
+     * Creates the registration of `name`, or replaces its filters (keeping `created_at`, bumping
+     * `version`); answers it as stored. Concurrent saves of one name do not fail: the last wins.
+     */
+    readonly save: (registration: {
+      readonly name: string
+      readonly event_types: ReadonlyArray<WebhookEventType>
+      readonly regulations: ReadonlyArray<string>
+      readonly flatten: boolean
+      readonly now: string
+    }) => Effect.Effect<SubscriberRegistration>
+    /** Deletes the registration of `name`; answers whether there was one. */
+    readonly remove: (name: string) => Effect.Effect<boolean>
+  }
+>() {}

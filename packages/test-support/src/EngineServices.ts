@@ -11,19 +11,22 @@ import {
   SecretHasher,
   Settings,
   type SettingsShape,
+  type StorePorts,
   type TokenClaims,
   TokenIssuer
 } from "@cmp/core"
-import { SqliteStore } from "@cmp/store-sqlite"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 
 /**
- * Core's services on a real store (SQLite in memory, so each test that provides the layer
- * starts from an empty, migrated database), the real relations between tables (a removal
+ * Core's services on a real store that the caller hands in (each store package runs the engine
+ * suites on itself; core cannot depend on a store), the real relations between tables (a removal
  * cascades as in production) and feature cache, no dispatcher to wake, and the other services
  * replaced by transparent doubles: tests can predict ids, read a hash and decode a token.
  */
+
+/** The storage ports a store layer provides to the engine. */
+export type EngineStore = StorePorts
 
 /** Predictable ids in creation order: id-0001, id-0002, ... (they sort like creation order). */
 export const idsLayer = Layer.sync(Ids, () => {
@@ -64,10 +67,10 @@ export const secretBoxLayer = Layer.succeed(SecretBox, {
   open: (sealed: string) => Effect.succeed(sealed.replace(/^sealed:/, ""))
 })
 
-/** A fresh, empty world for each test that provides it. */
-export const testLayer = (settings: Partial<SettingsShape> = {}) =>
+/** A fresh world on `store` (which must itself be fresh: an empty, migrated database). */
+export const engineLayer = (store: Layer.Layer<EngineStore>, settings: Partial<SettingsShape> = {}) =>
   OrganizationLimitsLive.pipe(Layer.provideMerge(Layer.mergeAll(
-    SqliteStore.layer({ filename: ":memory:" }),
+    store,
     RelationsLive,
     FeatureCache.layer(),
     CredentialCache.layer(),

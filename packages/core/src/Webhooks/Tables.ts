@@ -1,0 +1,72 @@
+import { WebhookDelivery } from "../Domain/Webhook.js"
+import { fieldsOf } from "../Fields.js"
+import type { TableDef } from "../Ports.js"
+import { defineTable, field, jsonField, ownedByOrganization, type RowOf, type StoredFields } from "../Resource.js"
+import type { SubscriberRegistration } from "./Ports.js"
+
+/**
+ * The tables of the webhooks feature: the outbox, its attempt log and the registrations of
+ * in-process subscribers. The stores' queue works on them by these descriptions; the REST
+ * resource over the outbox (`webhooks/deliveries`) is declared from the same parts, so the
+ * columns are written down once.
+ */
+
+/** Which worker holds a message, and until when: the queue's own, shown in no answer. */
+export const DeliveryLeaseFields = {
+  lease_until: field.optionalTimestamp,
+  leased_by: field.optionalString
+} as const
+
+export const DeliveryIndexes = [
+  { name: "webhook_deliveries_due", columns: ["status", "next_attempt_at"] },
+  { name: "webhook_deliveries_organization", columns: ["organization_id", "created_at"] },
+  { name: "webhook_deliveries_webhook", columns: ["webhook_id", "status", "created_at"] }
+] as const
+
+/** An outbox row: a delivery as the API shows it, less its attempts (read from their log), plus its lease. */
+export type DeliveryRow = StoredFields<Omit<WebhookDelivery, "attempts">> & RowOf<typeof DeliveryLeaseFields>
+
+const { attempts: _attempts, ...deliveryColumns } = fieldsOf(WebhookDelivery)
+
+/**
+ * The outbox: one message to one webhook or subscriber, written in the change's transaction.
+ * Its columns are read off the schema at run time; their type is the schema's.
+ */
+export const DeliveriesTable = defineTable("webhook_deliveries", {
+  ...deliveryColumns,
+  ...DeliveryLeaseFields
+}, { indexes: DeliveryIndexes, references: [ownedByOrganization] }) as TableDef<DeliveryRow>
+
+/** The log of delivery attempts: private to the platform, read through a delivery's `get`. */
+export const AttemptsTable = defineTable("webhook_attempts", {
+  id: field.string,
+  delivery_id: field.string,
+  organization_id: field.string,
+  attempted_at: field.timestamp,
+  status_code: field.optionalNumber,
+  duration_ms: field.number,
+  error: field.optionalString,
+  response_excerpt: field.optionalString
+}, {
+  indexes: [{ name: "webhook_attempts_delivery", columns: ["delivery_id", "attempted_at"] }],
+  references: [ownedByOrganization],
+  defaultSort: [{ field: "attempted_at", direction: 1 }]
+})
+
+/**
+ * The registrations of in-process subscribers (`createPlatform(...).subscribe`): durable, so a
+ * subscriber's messages are written to the outbox whether or not a process has its handler at
+ * the time, and handled once one does. Platform-wide: a subscriber sees every organization's
+ * changes. Not a REST resource.
+ */
+export const SubscribersTable: TableDef<SubscriberRegistration> = defineTable("subscribers", {
+  id: field.string,
+  event_types: jsonField<SubscriberRegistration["event_types"]>(),
+  regulations: jsonField<ReadonlyArray<string>>(),
+  flatten: field.boolean,
+  created_at: field.timestamp,
+  updated_at: field.timestamp,
+  version: field.number
+})
+
+export type SubscriberRow = SubscriberRegistration

@@ -1,0 +1,51 @@
+import { keepingList, type Row, type SubscriberRegistration, SubscriberRegistrations, SubscribersTable } from "@cmp/core"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Unavailable from "./Unavailable.js"
+import { decodeValue, dialectOf, encodeValue } from "./SqlValues.js"
+
+/**
+ * The registrations of in-process subscribers over `SqlClient` (the `subscribers` table): a save
+ * is one upsert, the same SQL on both dialects, so two processes registering one name at once
+ * both succeed and the last one's filters stay.
+ */
+export const make = Effect.gen(function*() {
+  const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+  const dialect = dialectOf(sql)
+  const fields = SubscribersTable.fields
+  const encode = (column: keyof SubscriberRegistration, value: unknown) => encodeValue(dialect, fields[column], value)
+  const decode = (raw: Record<string, unknown>) => {
+    const out: Row = {}
+    for (const [k, info] of Object.entries(fields)) out[k] = decodeValue(dialect, info, raw[k])
+    return out as SubscriberRegistration
+  }
+  return SubscriberRegistrations.of({
+    // Registrations are made by hosts in code, a handful per deployment: the first thousand is all.
+    list: sql<Record<string, unknown>>`SELECT * FROM subscribers ORDER BY id LIMIT 1000`.pipe(
+      Effect.map((rows) => rows.map(decode)),
+      Unavailable.orDie
+    ),
+    save: ({ event_types, flatten, name, now, regulations }) =>
+      sql<Record<string, unknown>>`INSERT INTO subscribers (id, event_types, regulations, flatten, created_at, updated_at, version)
+        VALUES (${name}, ${encode("event_types", event_types)}, ${encode("regulations", regulations)}, ${encode("flatten", flatten)},
+          ${encode("created_at", now)}, ${encode("updated_at", now)}, 1)
+        ON CONFLICT (id) DO UPDATE SET event_types = excluded.event_types, regulations = excluded.regulations,
+          flatten = excluded.flatten, updated_at = excluded.updated_at, version = subscribers.version + 1
+        RETURNING *`.pipe(
+        Effect.map((rows) => decode(rows[0]!)),
+        Unavailable.orDie
+      ),
+    remove: (name) =>
+      sql<{ id: unknown }>`DELETE FROM subscribers WHERE id = ${name} RETURNING id`.pipe(
+        Effect.map((rows) => rows.length > 0),
+        Unavailable.orDie
+      )
+  })
+})
+
+/** The registrations, their list kept for a second (`keepingList`). */
+export const layer: Layer.Layer<SubscriberRegistrations, never, SqlClient.SqlClient> = Layer.effect(
+  SubscriberRegistrations,
+  Effect.map(make, (registrations) => keepingList(registrations))
+)
