@@ -23,7 +23,14 @@ const dir = fs.mkdtempSync(path.join(os.tmpdir(), "cmp-readme-embed-"))
 let child: ChildProcess | undefined
 let file: string | undefined
 afterAll(() => {
-  child?.kill("SIGKILL")
+  // tsx runs the example in a node process of its own: the whole group goes, not only tsx.
+  if (child?.pid !== undefined) {
+    try {
+      process.kill(-child.pid, "SIGKILL")
+    } catch {
+      // Gone already.
+    }
+  }
   if (file) fs.rmSync(file, { force: true })
   fs.rmSync(dir, { recursive: true, force: true })
 })
@@ -50,7 +57,7 @@ describe.skipIf(process.env.CMP_TEST_STORE === "postgres")("README embedding exa
 
     let output = ""
     const tsx = path.join(packageDir, "node_modules", ".bin", "tsx")
-    child = spawn(tsx, [file], { cwd: dir, env: childEnv({}) })
+    child = spawn(tsx, [file], { cwd: dir, env: childEnv({}), detached: true })
     child.stdout?.on("data", (d) => (output += String(d)))
     child.stderr?.on("data", (d) => (output += String(d)))
     const base = `http://127.0.0.1:${port}`
