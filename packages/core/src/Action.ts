@@ -128,6 +128,9 @@ export interface ActionDef<
   readonly run: (principal: Principal, request: ActionRequest) => Effect.Effect<Out, DomainError, R>
 }
 
+/** Whether an action's path names a record (`:id`), which is then its first argument. */
+export const takesId = (action: Pick<ActionData, "path">): boolean => action.path.includes(":")
+
 /** An action of any kind, whatever it answers and needs. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyAction = ActionDef<string, string, string, AnySchema | undefined, "find" | "lookUp" | undefined, "bearer" | "none", any, any>

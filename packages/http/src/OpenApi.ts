@@ -1,4 +1,4 @@
-import { type ActionOutput, type AnyAction, type AnyResource, type AnySchema, operationsOf, type RegisteredResource } from "@cmp/core"
+import { type ActionOutput, type AnyAction, type AnyResource, type AnySchema, operationsOf, type RegisteredResource, takesId } from "@cmp/core"
 import * as JSONSchema from "effect/JSONSchema"
 import * as Schema from "effect/Schema"
 
@@ -136,7 +136,7 @@ const actionErrors = (a: AnyAction): ReadonlyArray<number> => {
   // A credential exchange answers 429 while failed attempts are slowed down.
   if (a.auth === "none") return [400, 413, 415, 429]
   if (a.body !== undefined) return [400, 404, 409, 413, 415, 401, 403, 429]
-  const hasId = a.path.includes(":")
+  const hasId = takesId(a)
   return [
     ...(hasId || a.query !== undefined ? [400] : []),
     ...(hasId ? [404] : []),
@@ -242,7 +242,7 @@ export const openApiDocument = (
 
   // The actions: operations that are not a resource's generic methods, each from its declaration.
   for (const a of actions) {
-    const hasId = a.path.includes(":")
+    const hasId = takesId(a)
     const of: AnyResource | undefined = a.answers._tag === "Schema" ? undefined : a.answers.of
     if (a.body) schemas[a.body.name] ??= jsonSchema(a.body.schema)
     const parameters = [

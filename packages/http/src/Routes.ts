@@ -1,5 +1,6 @@
 import {
   type ActionRequest,
+  type ActionTarget,
   type AnyAction,
   type DomainError,
   InvalidInput,
@@ -30,11 +31,8 @@ export interface Context {
   readonly address: string | undefined
 }
 
-/** The one stored object a request works on, named by its path or its body. */
-export interface Target {
-  readonly def: RegisteredResource
-  readonly id: string
-}
+/** The one stored object a request works on, named by its path or its body (an action's `target`). */
+export type Target = ActionTarget
 
 export interface Route {
   readonly method: string
@@ -119,7 +117,7 @@ export const actionRoute = (a: AnyAction): Route =>
     noStore: a.revealsCredentials === true,
     target: a.target === undefined
       ? undefined
-      : (c) => a.target!({ id: c.params[0] ?? "", body: c.body }) as Target | undefined,
+      : (c) => a.target!({ id: c.params[0] ?? "", body: c.body }),
     queryNamesOrganization: a.queryNamesOrganization ?? true
   })
 

@@ -19,7 +19,8 @@ import {
   resources,
   ResourceService,
   Settings,
-  type Shape
+  type Shape,
+  takesId
 } from "@cmp/core"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
@@ -266,7 +267,7 @@ const nobody = undefined as unknown as Principal
 
 const actionEffect = (a: AnyAction, provide: Provide, bind: Bind) => (...args: ReadonlyArray<unknown>) => {
   let i = 0
-  const id = a.path.includes(":") ? String(args[i++]) : ""
+  const id = takesId(a) ? String(args[i++]) : ""
   const body = a.body !== undefined ? args[i++] : undefined
   const query = a.query === "find" ? (args[i++] as Readonly<Record<string, unknown>> | undefined) ?? {} : {}
   const given = (args[i] ?? {}) as CallOptions & OpenCallOptions
