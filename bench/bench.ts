@@ -5,12 +5,14 @@
  * ratios are stable.
  *
  *   BENCH_SECONDS=10 (load duration per figure), BENCH_CONNECTIONS=50
- *   BENCH_ONLY=events,deliveries,latency,get_key,export (a subset, e.g. to profile one figure)
+ *   BENCH_ONLY=events,deliveries,latency,get_key,export,public_events,public_known_events
+ *     (a subset, e.g. to profile one figure)
  *   BENCH_EXPORT_EVENTS=50000 (events of the organization exported in the `export` figure)
  *   BENCH_STORES=sqlite,postgres (PostgreSQL only where DATABASE_URL is set)
  */
 import autocannon from "autocannon"
 import { type ChildProcess, spawn } from "node:child_process"
+import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -19,7 +21,9 @@ import * as readline from "node:readline"
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
 const SERVER = "packages/server/dist/main.mjs"
-const ONLY = new Set((process.env.BENCH_ONLY ?? "events,deliveries,latency,get_key,export").split(","))
+const ONLY = new Set(
+  (process.env.BENCH_ONLY ?? "events,deliveries,latency,get_key,export,public_events,public_known_events").split(",")
+)
 const EXPORT_EVENTS = Number(process.env.BENCH_EXPORT_EVENTS ?? 50_000)
 const STORES = new Set((process.env.BENCH_STORES ?? "sqlite,postgres").split(","))
 const root = path.join(import.meta.dirname, "..")
@@ -95,17 +99,38 @@ const withCpu = async <A extends { "2xx": number }>(pid: number, load: () => Pro
 }
 
 let sequence = 0
+const consents = { purposes: [{ id: "analytics", enabled: true }, { id: "ads", enabled: false }], vendors: { enabled: ["v1"] } }
 const consentBody = (organizationId: string) =>
-  JSON.stringify({
+  JSON.stringify({ organization_id: organizationId, user: { organization_user_id: `user-${process.pid}-${sequence++}` }, consents })
+
+/** The same event from a browser that knows its visitor only by the id it keeps on the device. */
+const guestBody = (organizationId: string) =>
+  JSON.stringify({ organization_id: organizationId, user: { id: `guest-${process.pid}-${sequence++}` }, consents })
+
+/**
+ * The same event for a known user, from a page the organization's backend rendered with the
+ * user id signed by one of its Secrets (HMAC-SHA256 of the id then the expiration, in hex).
+ */
+const signedUserBody = (organizationId: string, secret: { id: string; value: string }) => {
+  const organizationUserId = `known-${process.pid}-${sequence++}`
+  const expiration = Math.floor(Date.now() / 1000) + 3600
+  const digest = crypto.createHmac("sha256", secret.value).update(`${organizationUserId}${expiration}`, "utf8").digest("hex")
+  return JSON.stringify({
     organization_id: organizationId,
-    user: { organization_user_id: `user-${process.pid}-${sequence++}` },
-    consents: { purposes: [{ id: "analytics", enabled: true }, { id: "ads", enabled: false }], vendors: { enabled: ["v1"] } }
+    user: {
+      organization_user_id: organizationUserId,
+      organization_user_id_auth: { algorithm: "hmac-sha256", secret_id: secret.id, digest, expiration }
+    },
+    consents
   })
+}
+
+const bearer = (token: string | undefined): Record<string, string> => (token ? { authorization: `Bearer ${token}` } : {})
 
 const postEvents = (
   url: string,
-  token: string | undefined,
-  organizationId: string,
+  headers: Record<string, string>,
+  body: () => string,
   options: { overallRate?: number; onCreated?: (id: string) => void } = {}
 ) =>
   autocannon({
@@ -116,8 +141,8 @@ const postEvents = (
     requests: [{
       method: "POST",
       path: "/v1/consents/events",
-      headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
-      setupRequest: (req) => ({ ...req, body: consentBody(organizationId) }),
+      headers: { "content-type": "application/json", ...headers },
+      setupRequest: (req) => ({ ...req, body: body() }),
       onResponse: (status, body) => {
         if (status === 201 && options.onCreated) options.onCreated(JSON.parse(body).id)
       }
@@ -269,7 +294,10 @@ const measureStore = async (store: "sqlite" | "postgres", receiver: Child) => {
     WEBHOOK_ALLOW_HOSTS: "127.0.0.1",
     EXPORTS_ROOT: path.join(dir, "exports"),
     // Delivery runs in a `pnpm worker` process (started below), the deployment that scales it.
-    WEBHOOK_DISPATCHER: "false"
+    WEBHOOK_DISPATCHER: "false",
+    // Every request of the bench comes from 127.0.0.1 with one public key: limits far above what
+    // it can send, so the figures are the cost of a write, not the limiter's 429s.
+    PUBLIC_RATE_LIMIT: "100000000,100000000"
   }
   const server = await child(SERVER, serverEnv)
   const api = server.first.url as string
@@ -279,7 +307,12 @@ const measureStore = async (store: "sqlite" | "postgres", receiver: Child) => {
   const op = (await json(`${api}/v1/sessions`, "POST", { type: "api-key", key: "admin", secret: "bench-secret-0123456789" })).access_token
   const org = await json(`${api}/v1/organizations`, "POST", { name: `bench-${Date.now()}` }, op)
   const flags = (await json(`${api}/v1/premium-features?organization_id=${org.id}`, "GET", undefined, op)).data[0]
-  await json(`${api}/v1/premium-features/${flags.id}`, "PATCH", { consents_api: true, webhooks: true }, op)
+  await json(`${api}/v1/premium-features/${flags.id}`, "PATCH", {
+    consents_api: true,
+    webhooks: true,
+    ...(ONLY.has("public_events") ? { store_guest_cmp_consents: true } : {}),
+    ...(ONLY.has("public_known_events") ? { store_cmp_consents: true } : {})
+  }, op)
   const key = await json(`${api}/v1/keys`, "POST", { organization_id: org.id, name: "bench" }, op)
   const token = (await json(`${api}/v1/sessions`, "POST", { type: "api-key", key: key.id, secret: key.secret })).access_token
   await json(`${api}/v1/webhooks`, "POST", {
@@ -290,10 +323,22 @@ const measureStore = async (store: "sqlite" | "postgres", receiver: Child) => {
 
   // Consent events accepted per second, beside the bare insert.
   await ask(receiver, "reset")
-  if (ONLY.has("events") || ONLY.has("deliveries")) {
-    const { cpuPerRequest: baseCpu, result: base } = await withCpu(baseline.proc.pid!, () => postEvents(`http://127.0.0.1:${baseline.first.port}`, undefined, org.id))
-    const { cpuPerRequest: ourCpu, result: ours } = await withCpu(server.proc.pid!, () => postEvents(api, token, org.id))
-    line(`consent_events_${store}_baseline`, base.requests.average, "req/s", `${baseCpu.toFixed(2)} ms CPU each`)
+  const publicWrites = ONLY.has("public_events") || ONLY.has("public_known_events")
+  const stop = (c: Child) => {
+    const gone = new Promise((resolve) => c.proc.once("exit", resolve))
+    c.proc.kill(process.env.BENCH_PROFILE ? "SIGTERM" : "SIGKILL")
+    return gone
+  }
+  let base: autocannon.Result | undefined
+  let ours: autocannon.Result | undefined
+  if (ONLY.has("events") || ONLY.has("deliveries") || publicWrites) {
+    const bare = await withCpu(baseline.proc.pid!, () => postEvents(`http://127.0.0.1:${baseline.first.port}`, {}, () => consentBody(org.id)))
+    base = bare.result
+    line(`consent_events_${store}_baseline`, base.requests.average, "req/s", `${bare.cpuPerRequest.toFixed(2)} ms CPU each`)
+  }
+  if (base && (ONLY.has("events") || ONLY.has("deliveries"))) {
+    const { cpuPerRequest: ourCpu, result } = await withCpu(server.proc.pid!, () => postEvents(api, bearer(token), () => consentBody(org.id)))
+    ours = result
     line(
       `consent_events_${store}`,
       ours.requests.average,
@@ -314,6 +359,42 @@ const measureStore = async (store: "sqlite" | "postgres", receiver: Child) => {
       }
       const spanSeconds = (got.last! - got.first!) / 1000
       line(`webhook_deliveries_${store}`, got.count! / Math.max(spanSeconds, 0.001), "msg/s", `${got.count}/${expected} delivered over ${spanSeconds.toFixed(1)} s`)
+      if (publicWrites) {
+        // The public writes below are measured with nothing else running, as the events above.
+        line(`worker_peak_rss_${store}`, peakRssMb(worker.proc.pid!), "MB")
+        await stop(worker)
+        worker = undefined
+      }
+    }
+  }
+
+  // The same event through the organization's public key, as a browser sends it: with the
+  // page's origin, which the organization's property website makes its own. Same webhook, so
+  // each write also queues its message.
+  if (base && publicWrites) {
+    const website = "https://bench.example"
+    await json(`${api}/v1/properties`, "POST", { organization_id: org.id, name: "bench", website }, token)
+    const headers = { "x-public-api-key": org.public_api_key as string, origin: website }
+    const measurePublic = async (name: string, body: () => string) => {
+      // One write first, so a refusal stops the bench with its reason instead of a count of errors.
+      const first = await fetch(`${api}/v1/consents/events`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: body() })
+      if (first.status !== 201) throw new Error(`${name}: public write answered ${first.status} ${await first.text()}`)
+      const { cpuPerRequest, result } = await withCpu(server.proc.pid!, () => postEvents(api, headers, body))
+      const refused = Object.entries(result.statusCodeStats ?? {}).filter(([code]) => !code.startsWith("2"))
+      line(
+        `${name}_${store}`,
+        result.requests.average,
+        "req/s",
+        `${(result.requests.average / base!.requests.average).toFixed(2)} of baseline` +
+          (ours ? `, ${(result.requests.average / ours.requests.average).toFixed(2)} of the bearer write` : "") +
+          `, ${result.non2xx + result.errors} errors${refused.length > 0 ? ` (${refused.map(([code, s]) => `${code}: ${s.count}`).join(", ")})` : ""}` +
+          `, p99 ${result.latency.p99} ms, ${cpuPerRequest.toFixed(2)} ms CPU each`
+      )
+    }
+    if (ONLY.has("public_events")) await measurePublic("consent_events_public", () => guestBody(org.id))
+    if (ONLY.has("public_known_events")) {
+      const secret = await json(`${api}/v1/secrets`, "POST", { organization_id: org.id, name: "bench" }, token)
+      await measurePublic("consent_events_public_known", () => signedUserBody(org.id, { id: secret.id, value: secret.secret }))
     }
   }
 
@@ -325,11 +406,6 @@ const measureStore = async (store: "sqlite" | "postgres", receiver: Child) => {
     line("get_key", read.requests.average, "req/s", `${(read.requests.average / bare.requests.average).toFixed(2)} of baseline, ${read.non2xx + read.errors} errors, ${readCpu.toFixed(2)} ms CPU each`)
   }
   if (store === "sqlite" && ONLY.has("export")) await measureExport(api, op, serverEnv.SQLITE_PATH)
-  const stop = (c: Child) => {
-    const gone = new Promise((resolve) => c.proc.once("exit", resolve))
-    c.proc.kill(process.env.BENCH_PROFILE ? "SIGTERM" : "SIGKILL")
-    return gone
-  }
   let serverPeak = peakRssMb(server.proc.pid!)
   if (worker) {
     line(`worker_peak_rss_${store}`, peakRssMb(worker.proc.pid!), "MB")
@@ -344,7 +420,7 @@ const measureStore = async (store: "sqlite" | "postgres", receiver: Child) => {
     const url = single.first.url as string
     await ask(receiver, "reset")
     const created = new Map<string, number>()
-    await postEvents(url, token, org.id, { overallRate: 200, onCreated: (id) => created.set(id, performance.timeOrigin + performance.now()) })
+    await postEvents(url, bearer(token), () => consentBody(org.id), { overallRate: 200, onCreated: (id) => created.set(id, performance.timeOrigin + performance.now()) })
     await new Promise((r) => setTimeout(r, 3000))
     const arrivals = new Map(await ask<Array<[string, number]>>(receiver, "arrivals"))
     const latencies = [...created.entries()].flatMap(([id, t]) => (arrivals.has(id) ? [arrivals.get(id)! - t] : []))

@@ -1,9 +1,13 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import { KeptValues } from "./KeptValues.js"
 
-/** The tables whose rows open sessions that must end when the row is deleted. */
-export type CredentialTable = "api_keys" | "platform_integrations"
+/**
+ * The tables whose rows open sessions that must end when the row is deleted, and the public
+ * keys (an organization's `public_api_key`, which ends with its organization).
+ */
+export type CredentialTable = "api_keys" | "platform_integrations" | "public_keys"
 
 /**
  * Whether the credential behind a token still exists, kept in memory for a moment. Every request
@@ -28,45 +32,22 @@ export interface CredentialCacheService {
   readonly forgetOrganization: (organizationId: string) => Effect.Effect<void>
 }
 
-interface Entry {
-  readonly organizationId: string | undefined
-  readonly at: number
-}
-
 export class CredentialCache extends Context.Tag("@cmp/core/CredentialCache")<CredentialCache, CredentialCacheService>() {
   /** `ttlMs` well under a second, so every server refuses a deleted credential's token within one. */
-  static readonly layer = (ttlMs = 500, now: () => number = () => performance.now()): Layer.Layer<CredentialCache> =>
+  static readonly layer = (ttlMs = 500, now?: () => number): Layer.Layer<CredentialCache> =>
     Layer.sync(CredentialCache, () => {
-      const entries = new Map<string, Entry>()
-      // Bumped by every forget: a read started before it must not put back what it dropped.
-      let generation = 0
+      const kept = new KeptValues<string | undefined>(ttlMs, now)
       const keyOf = (table: CredentialTable, id: string) => `${table}:${id}`
       return {
         read: <R>(table: CredentialTable, id: string, load: Effect.Effect<string | undefined, never, R>) =>
           Effect.suspend(() => {
-            const key = keyOf(table, id)
-            const started = now()
-            const hit = entries.get(key)
-            if (hit !== undefined && started - hit.at < ttlMs) return Effect.succeed(hit.organizationId)
-            const seen = generation
-            return Effect.tap(load, (organizationId) =>
-              Effect.sync(() => {
-                if (seen !== generation) return
-                // Bounded: ids come from tokens, which only this platform signs, but keys are many.
-                if (entries.size >= 10_000) entries.clear()
-                entries.set(key, { organizationId, at: started })
-              }))
+            const found = kept.lookUp(keyOf(table, id))
+            return found.hit
+              ? Effect.succeed(found.value)
+              : Effect.tap(load, (organizationId) => Effect.sync(() => found.keep(organizationId)))
           }),
-        forget: (table, id) =>
-          Effect.sync(() => {
-            generation++
-            entries.delete(keyOf(table, id))
-          }),
-        forgetOrganization: (organizationId) =>
-          Effect.sync(() => {
-            generation++
-            for (const [key, entry] of entries) if (entry.organizationId === organizationId) entries.delete(key)
-          })
+        forget: (table, id) => Effect.sync(() => kept.forget(keyOf(table, id))),
+        forgetOrganization: (organizationId) => Effect.sync(() => kept.forgetWhere((owner) => owner === organizationId))
       }
     })
 }

@@ -1,12 +1,14 @@
 import type * as ManagedRuntime from "effect/ManagedRuntime"
 import type { ApiUsage } from "./ApiUsage.js"
 import type { CredentialCache } from "./CredentialCache.js"
+import type { OriginCache } from "./Consents/OriginCache.js"
+import type { PublicRateLimit } from "./Consents/PublicRateLimit.js"
 import type { FeatureCache } from "./FeatureCache.js"
 import type { LoginThrottle } from "./LoginThrottle.js"
 import type { Mailer } from "./Mailer.js"
 import type { OrganizationLimits } from "./OrganizationLimits.js"
 import type { CertificateValidator, Provisioner, UrlSigner } from "./OrganizationPorts.js"
-import type { Ids, SecretHasher, Storage, TokenIssuer, UnitOfWork, UsageStore } from "./Ports.js"
+import type { Hmac, Ids, SecretHasher, Storage, TokenIssuer, UnitOfWork, UsageStore } from "./Ports.js"
 import type { Relations } from "./Relations.js"
 import type { ExportSink } from "./Resources/Exports.js"
 import type { TcStringEncoder } from "./Resources/Notices.js"
@@ -20,6 +22,7 @@ import type { DeliveryQueue, Endpoints, OutboxSignal, SecretBox, SubscriberRegis
  */
 export type HostPorts =
   | SecretHasher
+  | Hmac
   | TokenIssuer
   | SecretBox
   | Provisioner
@@ -50,6 +53,8 @@ export type PlatformServices =
   | Settings
   | ApiUsage
   | LoginThrottle
+  | OriginCache
+  | PublicRateLimit
 
 /** Those services, built and running: what a host's composition hands the REST layer. */
 export type PlatformRuntime = ManagedRuntime.ManagedRuntime<PlatformServices, unknown>

@@ -142,11 +142,40 @@ export interface TokenClaims {
   readonly exp: number
 }
 
-/** Signs and verifies access tokens; `now` comes from the caller so tests drive time. */
+/**
+ * What a consent token says: one end user (`sub`, the organization's own user id) of one
+ * organization, what its events carry, and its id (`jti`, named as the source of its events).
+ */
+export interface ConsentTokenClaims {
+  readonly jti: string
+  readonly org: string
+  readonly sub: string
+  readonly iat: number
+  readonly exp: number
+  readonly metadata?: Readonly<Record<string, unknown>> | undefined
+  readonly delegate?: Readonly<Record<string, unknown>> | undefined
+}
+
+/**
+ * Signs and verifies access tokens and consent tokens; `now` comes from the caller so tests
+ * drive time. A consent token has an audience of its own: `verify` never accepts one as an
+ * access token, nor `verifyConsent` an access token as a consent token.
+ */
 export class TokenIssuer extends Context.Tag("@cmp/core/TokenIssuer")<
   TokenIssuer,
   {
     readonly issue: (claims: TokenClaims) => Effect.Effect<string>
     readonly verify: (token: string, nowSeconds: number) => Effect.Effect<TokenClaims, NotAuthenticated>
+    readonly issueConsent: (claims: ConsentTokenClaims) => Effect.Effect<string>
+    readonly verifyConsent: (token: string, nowSeconds: number) => Effect.Effect<ConsentTokenClaims, NotAuthenticated>
+  }
+>() {}
+
+/** HMAC-SHA256 over text, the digest compared in constant time (signed user ids). */
+export class Hmac extends Context.Tag("@cmp/core/Hmac")<
+  Hmac,
+  {
+    /** Whether `digest` (hex) is the HMAC-SHA256 of `message` keyed with `key`, both UTF-8. */
+    readonly verifySha256Hex: (key: string, message: string, digest: string) => Effect.Effect<boolean>
   }
 >() {}

@@ -16,6 +16,31 @@ export type Principal =
     readonly personId: string
     readonly organizationIds: ReadonlyArray<string>
   }
+  /**
+   * A visitor's browser or app holding the organization's public key: it only records consent
+   * events (for guests, and for users the organization vouches for).
+   */
+  | { readonly _tag: "PublicKey"; readonly organizationId: string }
+  /** One end user of one organization, through a consent token: its own user and events only. */
+  | {
+    readonly _tag: "ConsentToken"
+    readonly tokenId: string
+    readonly organizationId: string
+    readonly organizationUserId: string
+    readonly metadata?: Readonly<Record<string, unknown>> | undefined
+    readonly delegate?: Readonly<Record<string, unknown>> | undefined
+  }
+
+/** The credentials an end user's device holds, which reach only what a declaration opens to them. */
+export type EndUserPrincipal = Extract<Principal, { readonly _tag: "PublicKey" | "ConsentToken" }>
+
+/** How a declaration names them. */
+export type EndUserCredential = "public-key" | "consent-token"
+
+export const endUserCredentialOf = (p: Principal): EndUserCredential | undefined =>
+  p._tag === "PublicKey" ? "public-key" : p._tag === "ConsentToken" ? "consent-token" : undefined
+
+export const isEndUser = (p: Principal): p is EndUserPrincipal => p._tag === "PublicKey" || p._tag === "ConsentToken"
 
 export const isOperator = (p: Principal): boolean => p._tag === "Operator"
 
@@ -28,6 +53,9 @@ export const organizationsOf = (p: Principal): ReadonlyArray<string> | "all" => 
       return [p.organizationId]
     case "Member":
       return p.organizationIds
+    case "PublicKey":
+    case "ConsentToken":
+      return [p.organizationId]
   }
 }
 

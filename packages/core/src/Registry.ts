@@ -20,6 +20,7 @@ import {
   WebhooksResource
 } from "./Resources/Webhooks.js"
 import { AcceptInvitationAction, CreateSessionAction } from "./Sessions.js"
+import { CreateConsentTokenAction } from "./Consents/ConsentTokens.js"
 import { AttemptsTable, SubscribersTable } from "./Webhooks/Tables.js"
 import { CookiesResource } from "./Resources/Cookies.js"
 import { DashboardsResource, DashboardUrlsAction, DashboardUrlsResource, LanguagesAction } from "./Resources/Dashboards.js"
@@ -78,6 +79,7 @@ const declaredActions = [
   ReplayDeliveryAction,
   SdkGeneratorAction,
   ExecuteExportAction,
+  CreateConsentTokenAction,
   TcStringAction,
   DashboardUrlsAction,
   LanguagesAction

@@ -4,13 +4,14 @@ import * as Schema from "effect/Schema"
 import type { PremiumFeatureFlag, QuotaField } from "./Domain/Account.js"
 import type { DomainError } from "./Domain/Errors.js"
 import { type FieldInfo, fieldsOf } from "./Fields.js"
-import type { Ids, IndexDef, Relation, Row, SecretHasher, Storage, TableDef, UnitOfWork } from "./Ports.js"
+import type { Hmac, Ids, IndexDef, Relation, Row, SecretHasher, Storage, TableDef, UnitOfWork } from "./Ports.js"
 import type { Relations } from "./Relations.js"
 import type { Settings } from "./Settings.js"
 import type { OutboxSignal, SecretBox } from "./Webhooks/Ports.js"
 import type { FeatureCache } from "./FeatureCache.js"
+import type { OriginCache } from "./Consents/OriginCache.js"
 import type { OrganizationLimits } from "./OrganizationLimits.js"
-import type { Principal } from "./Principal.js"
+import type { EndUserCredential, Principal } from "./Principal.js"
 import type { FindQuery, SortKey } from "./Query.js"
 
 /** Which of the principal's organizations an id is looked up in, and the rest of the request's query. */
@@ -34,16 +35,25 @@ export type View = Readonly<Record<string, string>>
 
 export type Method = "find" | "get" | "create" | "update" | "patch" | "remove"
 
+/** Which end-user credentials may use each method, and what a public key's create answers. */
+export interface EndUserAccess {
+  readonly methods: Partial<Record<Method, ReadonlyArray<EndUserCredential>>>
+  /** The output fields a create through the public key answers with (all when unset). */
+  readonly publicAnswer?: ReadonlyArray<string>
+}
+
 /** What the generic use-cases and hooks may require. */
 export type CoreServices =
   | Storage
   | UnitOfWork
   | Ids
   | SecretHasher
+  | Hmac
   | Settings
   | SecretBox
   | Relations
   | FeatureCache
+  | OriginCache
   | OrganizationLimits
   | OutboxSignal
 
@@ -271,6 +281,14 @@ export interface ResourceData<
   readonly quota?: QuotaField
   /** The premium feature an organization needs to use this service at all. */
   readonly premiumFeature?: PremiumFeatureFlag
+  /**
+   * The methods an end user's credential may use besides access tokens: a public key records
+   * consent events, a consent token reads its own user and events and records its own. Nothing
+   * undeclared is open to them; the hooks narrow what they see and write. A write by an end
+   * user is gated by the hooks (which premium feature applies depends on who the user is), not
+   * by `premiumFeature`; its reads are gated as anyone's.
+   */
+  readonly endUsers?: EndUserAccess
   /** Private columns that may still be used in a find query (`user_id` of events). */
   readonly queryable?: ReadonlyArray<Q>
   /**

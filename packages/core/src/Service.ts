@@ -7,7 +7,15 @@ import { nowIso } from "./Clock.js"
 import { Forbidden, InvalidInput, NotFound, QuotaExceeded } from "./Domain/Errors.js"
 import type { DomainError } from "./Domain/Errors.js"
 import { Ids, keyOf, type Page, type Row, Storage, UnitOfWork } from "./Ports.js"
-import { canAccess, isOperator, organizationsOf, type Principal, requireOrganization } from "./Principal.js"
+import {
+  canAccess,
+  endUserCredentialOf,
+  isEndUser,
+  isOperator,
+  organizationsOf,
+  type Principal,
+  requireOrganization
+} from "./Principal.js"
 import { type Condition, eq, type FindQuery, inList, parseFindQuery } from "./Query.js"
 import { cursorAfter, type CursorPage, keysetFields, readCursor } from "./Cursor.js"
 import type { UrlSigner } from "./OrganizationPorts.js"
@@ -46,6 +54,10 @@ export const ensureMethodFor = (def: AnyResource, principal: Principal, method: 
 
 const ensureMethod = (def: AnyResource, principal: Principal, method: Method): Effect.Effect<void, Forbidden> => {
   if (!def.methods.includes(method)) return Effect.fail(methodNotAllowed(def, method))
+  const endUser = endUserCredentialOf(principal)
+  if (endUser !== undefined && def.endUsers?.methods[method]?.includes(endUser) !== true) {
+    return Effect.fail(new Forbidden({ message: `A ${endUser} may not ${method} ${def.path}` }))
+  }
   if (def.operatorOnly.includes(method) && !isOperator(principal)) {
     return Effect.fail(new Forbidden({ message: `Only the operator may ${method} ${def.path}` }))
   }
@@ -120,6 +132,12 @@ const decodeBody = (
     input = { ...input, ...op.right }
   }
   return Effect.succeed({ input, version })
+}
+
+const pick = (row: Row, fields: ReadonlyArray<string>): Row => {
+  const out: Row = {}
+  for (const f of fields) if (Object.hasOwn(row, f)) out[f] = row[f]
+  return out
 }
 
 /** Rows keep `null` for unset columns; outputs omit what their schema does not allow null for. */
@@ -485,9 +503,14 @@ export const create = <S extends Shape, R, C>(
   Effect.gen(function*() {
     yield* ensureMethod(def, principal, "create")
     if (!def.createInput) return yield* Effect.fail(methodNotAllowed(def, "create"))
-    const normalized = def.normalizeCreate && isPlainObject(body) ? def.normalizeCreate(body) : body
+    const endUser = isEndUser(principal)
     const named = def.ownerFrom || def.ownerField === "id" ? undefined : def.ownerField
-    yield* requireFeatureBeforeBody(def, principal, normalized, named)
+    // An end user acts in its credential's one organization, which its body need not name.
+    const owned = endUser && named !== undefined && isPlainObject(body) && body[named] === undefined
+      ? { ...body, [named]: principal.organizationId }
+      : body
+    const normalized = def.normalizeCreate && isPlainObject(owned) ? def.normalizeCreate(owned) : owned
+    if (!endUser) yield* requireFeatureBeforeBody(def, principal, normalized, named)
     const decoded = yield* decodeBody(def, principal, def.createInput, def.createFields, normalized, "create")
     const input = def.ownerFrom && def.ownerField !== undefined
       ? { ...decoded.input, [def.ownerField]: yield* def.ownerFrom(principal, decoded.input) }
@@ -495,15 +518,17 @@ export const create = <S extends Shape, R, C>(
     const view = yield* resolveView(def, at.query, input)
     const owner = def.ownerField === undefined ? undefined : input[def.ownerField]
     if (def.ownerField !== undefined && def.ownerField !== "id") yield* requireOrganization(principal, owner)
-    yield* requireFeature(def, principal, owner)
+    if (!endUser) yield* requireFeature(def, principal, owner)
     const now = yield* nowIso
     const id = typeof input.id === "string" ? input.id : yield* Effect.flatMap(Ids, (ids) => ids.next)
+    // An end user's device cannot backdate what it records.
+    const given = endUser ? undefined : input.created_at
     const base: Row = {
       ...nullsFor(new Set(Object.keys(def.tableDef.fields)), def),
       ...def.defaults,
       ...input,
       id,
-      created_at: typeof input.created_at === "string" ? new Date(input.created_at).toISOString() : now,
+      created_at: typeof given === "string" ? new Date(given).toISOString() : now,
       updated_at: now,
       version: 1
     }
@@ -518,7 +543,10 @@ export const create = <S extends Shape, R, C>(
         if (def.hooks.afterCreate) yield* def.hooks.afterCreate(principal, stored, prepared.carry)
         return outputOf(def, stored, view, prepared.reveal)
       })
-    ).pipe(Effect.tap((out) => committed(def, out)))
+    ).pipe(
+      Effect.tap((out) => committed(def, out)),
+      Effect.map((out) => principal._tag === "PublicKey" && def.endUsers?.publicAnswer ? pick(out, def.endUsers.publicAnswer) : out)
+    )
   })
 
 const write = <S extends Shape, R, C>(

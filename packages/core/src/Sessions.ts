@@ -12,6 +12,7 @@ import { findPersonByEmail, membershipsOf, Tables } from "./Resources/Account.js
 import { PlatformIntegrationsResource } from "./Resources/PlatformIntegrations.js"
 import { addressKeys, throttled } from "./LoginThrottle.js"
 import { decode } from "./Service.js"
+import { consentTokenPrincipal } from "./Consents/ConsentTokens.js"
 import { Settings } from "./Settings.js"
 
 /** One message for every failed login, so a caller cannot tell which part was wrong. */
@@ -66,7 +67,7 @@ const authenticateCredentials = (input: SessionInput) =>
     return { type: "email", key: person.value.email, access_token } satisfies Session
   })
 
-const credentialTables: Record<CredentialTable, TableDef> = {
+const credentialTables: Record<Exclude<CredentialTable, "public_keys">, TableDef> = {
   api_keys: Tables.keys,
   platform_integrations: PlatformIntegrationsResource.tableDef
 }
@@ -75,7 +76,7 @@ const credentialTables: Record<CredentialTable, TableDef> = {
  * A deleted key's or integration's tokens end with it (a disabled one's run until they expire:
  * disabling only stops new sessions). Asked on every request, so it goes through the cache.
  */
-const requireCredential = (organizationId: string, tables: ReadonlyArray<CredentialTable>, id: string) =>
+const requireCredential = (organizationId: string, tables: ReadonlyArray<keyof typeof credentialTables>, id: string) =>
   Effect.gen(function*() {
     const cache = yield* CredentialCache
     const storage = yield* Storage
@@ -101,7 +102,15 @@ export const authenticate = (token: string | undefined) =>
   Effect.gen(function*() {
     if (!token) return yield* Effect.fail(new NotAuthenticated({ message: "No access token was sent" }))
     const tokens = yield* TokenIssuer
-    const claims = yield* tokens.verify(token, yield* nowSeconds)
+    const now = yield* nowSeconds
+    const access = yield* Effect.either(tokens.verify(token, now))
+    if (Either.isLeft(access)) {
+      // Not an access token: perhaps an end user's consent token, which reaches only its own consent.
+      const consent = yield* Effect.either(tokens.verifyConsent(token, now))
+      if (Either.isRight(consent)) return consentTokenPrincipal(consent.right)
+      return yield* Effect.fail(access.left)
+    }
+    const claims = access.right
     switch (claims.kind) {
       case "operator":
         if (!claims.org) break

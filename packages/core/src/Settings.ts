@@ -22,7 +22,20 @@ export interface SettingsShape {
   readonly dashboardUrlTtlSeconds?: number | undefined
   /** `ORGANIZATIONS_PER_PERSON`: organizations one person (a member) may create; the operator is not limited. */
   readonly organizationsPerPerson: number
+  /** `PUBLIC_RATE_LIMIT`: public consent writes per minute, per public key and per client address. */
+  readonly publicRateLimit: PublicRateLimitSetting
 }
+
+export interface PublicRateLimitSetting {
+  readonly perKey: number
+  readonly perAddress: number
+}
+
+/**
+ * One busy site's banner, per server process: 100 writes a second per public key; a visitor
+ * records a handful of choices, so 60 a minute per address leaves room for many behind one NAT.
+ */
+export const defaultPublicRateLimit: PublicRateLimitSetting = { perKey: 6000, perAddress: 60 }
 
 export interface LanguagesSetting {
   readonly available: ReadonlyArray<string>
@@ -65,7 +78,8 @@ export class Settings extends Context.Tag("@cmp/core/Settings")<Settings, Settin
     tokenTtlSeconds: 3600,
     apiRequestsPeriod: { _tag: "CalendarMonth" },
     webhookAllowHosts: [],
-    organizationsPerPerson: 10
+    organizationsPerPerson: 10,
+    publicRateLimit: defaultPublicRateLimit
   }
   static readonly layer = (overrides: Partial<SettingsShape> = {}) =>
     Layer.succeed(Settings, { ...Settings.defaults, ...overrides })

@@ -49,6 +49,8 @@ export interface BodyReading {
   /** A body that sends nothing for this long is a 408. */
   readonly timeoutMs: number
   readonly budget: BodyBudget
+  /** JSON sent as `text/plain` is read as JSON too (what `navigator.sendBeacon` sends). */
+  readonly textPlain?: boolean | undefined
 }
 
 /**
@@ -134,11 +136,14 @@ const isJsonType = (mediaType: string) =>
 export const readJson = (request: ApiRequest, reading: BodyReading): Effect.Effect<unknown, ApiResponse> =>
   Effect.gen(function*() {
     const type = header(request.headers, "content-type") ?? ""
-    const [mediaType, ...params] = type.split(";").map((p) => p.trim().toLowerCase())
+    const [given, ...params] = type.split(";").map((p) => p.trim().toLowerCase())
+    // A beacon's JSON arrives as text/plain: read it as what it is.
+    const mediaType = reading.textPlain === true && given === "text/plain" ? "application/json" : given
+    const expected = reading.textPlain === true ? "application/json or text/plain" : "application/json"
     const unsupported = () => {
       const received = mediaType ? `a ${mediaType} body` : "a body without a content type"
-      return Effect.fail(errorResponse(415, `Unsupported media type: received ${received}, expected application/json`, {
-        "content-type": `must be application/json, not ${mediaType || "missing"}`
+      return Effect.fail(errorResponse(415, `Unsupported media type: received ${received}, expected ${expected}`, {
+        "content-type": `must be ${expected}, not ${mediaType || "missing"}`
       }))
     }
     if (request.parsedBody !== undefined) {

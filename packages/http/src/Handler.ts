@@ -3,10 +3,16 @@ import {
   type AnyAction,
   ApiUsage,
   authenticate,
+  authenticatePublicKey,
+  endUserCredentialOf,
+  Forbidden,
   isDomainError,
   isStoreUnavailable,
   type PlatformRuntime,
+  PublicRateLimit,
+  publicWriteLimits,
   type RegisteredResource,
+  requireOrigin,
   resources as defaultResources
 } from "@cmp/core"
 import * as Cause from "effect/Cause"
@@ -21,7 +27,19 @@ import { type ApiRequest, type ApiResponse, header, json } from "./Message.js"
 import { docsAsset, type DocsAssets } from "./Docs.js"
 import { isHostHeader, isRewrittenPath, unsupportedMethodResponse, unsupportedMethods } from "./Target.js"
 import { openApiDocument, servedAt } from "./OpenApi.js"
-import { actionMethods, actionRoute, type Context, matchRoute, methodsOf, nobody, resourceRoute, type Route, type Use } from "./Routes.js"
+import { allowOrigin, preflight, publicKeyOf, withoutPublicKey } from "./EndUsers.js"
+import {
+  actionMethods,
+  actionRoute,
+  type Context,
+  endUserMethodsOf,
+  matchRoute,
+  methodsOf,
+  nobody,
+  resourceRoute,
+  type Route,
+  type Use
+} from "./Routes.js"
 import { countedOrganizations } from "./Usage.js"
 
 export interface HandlerOptions {
@@ -70,6 +88,12 @@ const bearer = (request: ApiRequest): string | undefined => {
 
 /** The routes whose credential is in the body read it before anyone is known: only this much of it. */
 const CREDENTIAL_BODY_LIMIT = 16 * 1024
+
+const publicKeyElsewhere = () =>
+  errorResponse(401, "A public key only records consent events (POST /v1/consents/events): other requests need an access token")
+
+/** A visitor's browser or app sends one consent at a time: no more than this. */
+const END_USER_BODY_LIMIT = 64 * 1024
 
 /** A body the route could not take: its answer as it is. */
 class BodyRefused {
@@ -151,11 +175,15 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
     runRoute(...args).then((response) => (args[1].noStore ? noStore(response) : response))
 
   /** The body when the route takes one. */
-  const readBody = (request: ApiRequest, found: Route): Effect.Effect<unknown, BodyRefused> => {
+  const readBody = (request: ApiRequest, found: Route, endUser = false): Effect.Effect<unknown, BodyRefused> => {
     if (!found.body) return Effect.succeed(undefined)
-    const limit = found.auth === "none" ? Math.min(bodyLimit, CREDENTIAL_BODY_LIMIT) : bodyLimit
+    const limit = found.auth === "none"
+      ? Math.min(bodyLimit, CREDENTIAL_BODY_LIMIT)
+      : endUser
+      ? Math.min(bodyLimit, END_USER_BODY_LIMIT)
+      : bodyLimit
     return Effect.mapError(
-      readJson(request, { limit, timeoutMs: bodyTimeoutMs, budget: bodyBudget }),
+      readJson(request, { limit, timeoutMs: bodyTimeoutMs, budget: bodyBudget, textPlain: endUser }),
       (response) => new BodyRefused(response)
     )
   }
@@ -178,17 +206,42 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
       const open = Effect.flatMap(readBody(request, found), (body) => found.run({ request, params, rawQuery, body, address }, nobody))
       return respond(open, found.status, requestId)
     }
+    const token = bearer(request)
+    // Without a bearer, the organization's public key may stand in where a route takes it.
+    const keyed = token === undefined ? publicKeyOf(request.headers, rawQuery) : undefined
+    if (keyed !== undefined && !found.endUsers.includes("public-key")) {
+      return publicKeyElsewhere()
+    }
+    const query = keyed?.fromQuery === true ? withoutPublicKey(rawQuery) : rawQuery
+    // The page origin an end user's request was checked against: its answers, errors too, may be read there.
+    let readableAt: string | undefined
     const effect = Effect.gen(function*() {
-      const principal = yield* authenticate(bearer(request))
-      const body = yield* readBody(request, found)
-      const context: Context = { request, params, rawQuery, body, address }
+      const principal = keyed !== undefined ? yield* authenticatePublicKey(keyed.key) : yield* authenticate(token)
+      const endUser = endUserCredentialOf(principal)
+      if (endUser !== undefined) {
+        if (!found.endUsers.includes(endUser)) {
+          return yield* Effect.fail(new Forbidden({ message: "A consent token reads and records its own user's consent only" }))
+        }
+        const origin = header(request.headers, "origin")
+        if (origin !== undefined) {
+          yield* requireOrigin(principal as Parameters<typeof requireOrigin>[0], origin, options.allowHttp === true)
+          readableAt = origin
+        }
+        if (principal._tag === "PublicKey") {
+          const limits = yield* publicWriteLimits(principal.organizationId, address)
+          yield* Effect.flatMap(PublicRateLimit, (limiter) => limiter.take(limits))
+        }
+      }
+      const body = yield* readBody(request, found, endUser !== undefined)
+      const context: Context = { request, params, rawQuery: query, body, address }
       if (counted) {
         const organizations = yield* countedOrganizations(principal, found, context)
         if (organizations.length > 0) yield* Effect.flatMap(ApiUsage, (usage) => usage.hit(organizations))
       }
       return yield* found.run(context, principal)
     })
-    return respond(effect, found.status, requestId)
+    const response = await respond(effect, found.status, requestId)
+    return readableAt === undefined ? response : allowOrigin(response, readableAt)
   }
 
   /** A route's template for the log (`/v1/consents/users/:id`). */
@@ -223,8 +276,17 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
     }
     if (def) {
       seen.route = `${base}/v1/${def.path}${id === undefined ? "" : "/:id"}`
+      // A browser asks before a page's cross-origin write; the request that follows is the one checked.
+      if (method === "OPTIONS") {
+        const open = endUserMethodsOf(def, id !== undefined)
+        if (open.length > 0) return preflight(open, header(request.headers, "origin"))
+      }
       const found = resourceRoute(def, method, id)
       if (found) return run(request, found, [], rawQuery, counted, requestId)
+    }
+    // A public key opens one route: with it, anything else is unauthenticated, whatever the path.
+    if (bearer(request) === undefined && method !== "OPTIONS" && publicKeyOf(request.headers, rawQuery) !== undefined) {
+      return publicKeyElsewhere()
     }
     // A known path answers an unsupported method with 405 and what it allows, as Feathers does.
     const allow = [...new Set([...(def ? methodsOf(def, id !== undefined) : []), ...onAction])]

@@ -1,4 +1,4 @@
-import { type ActionOutput, type AnyAction, type AnyResource, type AnySchema, operationsOf, type RegisteredResource, takesId } from "@cmp/core"
+import { type ActionOutput, type AnyAction, type AnyResource, type AnySchema, type Method, operationsOf, type RegisteredResource, takesId } from "@cmp/core"
 import * as JSONSchema from "effect/JSONSchema"
 import * as Schema from "effect/Schema"
 
@@ -30,6 +30,19 @@ const jsonSchemaInto = (definitions: Record<string, JSONSchema.JsonSchema7>) => 
 
 /** Every operation is called with a bearer token but the credential exchanges, which say so with `security: []`. */
 const bearerSecurity = [{ bearer: [] }]
+
+/**
+ * The security of a resource's method: the bearer, and the end-user credentials its declaration
+ * opens it to (a public key in the header or the query, a consent token), each an alternative.
+ */
+const securityOf = (def: RegisteredResource, method: Method) => {
+  const open = def.endUsers?.methods[method] ?? []
+  return [
+    ...bearerSecurity,
+    ...(open.includes("public-key") ? [{ publicApiKey: [] }, { publicApiKeyQuery: [] }] : []),
+    ...(open.includes("consent-token") ? [{ consentToken: [] }] : [])
+  ]
+}
 
 const errorSchema = {
   type: "object",
@@ -192,7 +205,7 @@ export const openApiDocument = (
           ...errorResponses(400),
           ...common
         },
-        security: bearerSecurity
+        security: securityOf(def, "find")
       }
     }
     if (offered.includes("create") && def.createInput) {
@@ -202,11 +215,29 @@ export const openApiDocument = (
         summary: `Create a ${def.name}`,
         ...(def.viewParams ? { parameters: viewParameters(def) } : {}),
         requestBody: { required: true, content: json(`${name}Create`) },
-        responses: { "201": { description: "Created", content: json(name) }, ...errorResponses(400, 409, 413, 415), ...common },
-        security: bearerSecurity
+        responses: { "201": { description: "Created", content: createdContent(def, name) }, ...errorResponses(400, 409, 413, 415), ...common },
+        security: securityOf(def, "create")
       }
     }
-    const itemOp = (method: string, summary: string, body?: string) => ({
+    /** A create through the public key answers only the fields the declaration lists. */
+    function createdContent(d: RegisteredResource, n: string) {
+      const shown = d.endUsers?.publicAnswer
+      if (!shown) return json(n)
+      const full = schemas[n] as { properties?: Record<string, unknown> }
+      schemas[`${n}PublicAnswer`] = {
+        type: "object",
+        description: "What a write through the public key answers",
+        required: [...shown],
+        properties: Object.fromEntries(shown.map((f) => [f, full.properties?.[f] ?? {}])),
+        additionalProperties: false
+      }
+      return {
+        "application/json": {
+          schema: { anyOf: [{ $ref: `${componentsPath}${n}` }, { $ref: `${componentsPath}${n}PublicAnswer` }] }
+        }
+      }
+    }
+    const itemOp = (method: Method, summary: string, body?: string) => ({
       tags,
       operationId: `${def.path}.${method}`,
       summary,
@@ -217,7 +248,7 @@ export const openApiDocument = (
         ...errorResponses(...(body ? [400, 404, 409, 413, 415] : [404])),
         ...common
       },
-      security: bearerSecurity
+      security: securityOf(def, method)
     })
     if (offered.includes("get")) item.get = itemOp("get", `Get a ${def.name}`)
     if (offered.includes("update") && def.updateInput) item.put = itemOp("update", `Replace a ${def.name}`, `${name}Update`)
@@ -294,7 +325,27 @@ export const openApiDocument = (
     components: {
       schemas,
       responses,
-      securitySchemes: { bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT" } }
+      securitySchemes: {
+        bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT", description: "An access token (`POST /v1/sessions`)" },
+        publicApiKey: {
+          type: "apiKey",
+          in: "header",
+          name: "x-public-api-key",
+          description: "The organization's public key: records consent events from browsers and apps"
+        },
+        publicApiKeyQuery: {
+          type: "apiKey",
+          in: "query",
+          name: "public_api_key",
+          description: "The organization's public key, for clients that cannot set headers (`navigator.sendBeacon`)"
+        },
+        consentToken: {
+          type: "http",
+          scheme: "bearer",
+          bearerFormat: "JWT",
+          description: "A consent token (`POST /v1/consents/tokens`): one end user's own consent"
+        }
+      }
     }
   }
 }

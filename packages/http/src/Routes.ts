@@ -3,7 +3,9 @@ import {
   type ActionTarget,
   type AnyAction,
   type DomainError,
+  type EndUserCredential,
   InvalidInput,
+  type Method,
   operationsOf,
   type PlatformServices,
   type Principal,
@@ -52,6 +54,8 @@ export interface Route {
    * organization ignore the query: it changes neither their scope nor where they count.
    */
   readonly queryNamesOrganization: boolean
+  /** The end users' credentials it takes besides access tokens (a public key, a consent token). */
+  readonly endUsers: ReadonlyArray<EndUserCredential>
   readonly run: (context: Context, principal: Principal) => Use
 }
 
@@ -61,6 +65,7 @@ interface RouteOptions {
   readonly noStore?: boolean
   readonly target?: Route["target"]
   readonly queryNamesOrganization?: boolean
+  readonly endUsers?: ReadonlyArray<EndUserCredential>
 }
 
 const route = (method: string, path: string, auth: Route["auth"], run: Route["run"], options: RouteOptions = {}): Route => ({
@@ -72,6 +77,7 @@ const route = (method: string, path: string, auth: Route["auth"], run: Route["ru
   noStore: options.noStore ?? false,
   target: options.target,
   queryNamesOrganization: options.queryNamesOrganization ?? true,
+  endUsers: options.endUsers ?? [],
   run
 })
 
@@ -150,6 +156,13 @@ export const matchRoute = (
 export const actionMethods = (actions: ReadonlyArray<Route>, segments: ReadonlyArray<string>): Array<string> =>
   actions.filter((r) => paramsOf(r, segments) !== undefined).flatMap((r) => (r.method === "GET" ? ["GET", "HEAD"] : [r.method]))
 
+/** The methods of a path that an end user's credential may use (what a CORS preflight allows). */
+export const endUserMethodsOf = (def: RegisteredResource, withId: boolean): Array<string> => {
+  const open = def.endUsers?.methods ?? {}
+  const has = (m: Method) => (open[m]?.length ?? 0) > 0 && operationsOf(def).includes(m)
+  return withId ? (has("get") ? ["GET"] : []) : [...(has("find") ? ["GET"] : []), ...(has("create") ? ["POST"] : [])]
+}
+
 export const methodsOf = (def: RegisteredResource, withId: boolean): Array<string> => {
   const m = operationsOf(def)
   const out: Array<string> = []
@@ -169,9 +182,11 @@ export const methodsOf = (def: RegisteredResource, withId: boolean): Array<strin
 export const resourceRoute = (def: RegisteredResource, method: string, id: string | undefined): Route | undefined => {
   const m = operationsOf(def)
   const credentials = def.revealsCredentials
+  const verbs: Record<string, Method> = id === undefined ? { GET: "find", POST: "create" } : { GET: "get", PUT: "update", PATCH: "patch", DELETE: "remove" }
   const r = (verb: string, run: Route["run"], status = 200) =>
     route(verb, def.path, "bearer", run, {
       status,
+      endUsers: def.endUsers?.methods[verbs[verb]!] ?? [],
       noStore: credentials === "every" || (credentials === "create" && id === undefined && verb === "POST"),
       target: id === undefined ? undefined : () => ({ def, id })
     })

@@ -55,6 +55,10 @@ export const countedOrganizations = (
     switch (principal._tag) {
       case "Operator":
         return []
+      // Recording consent, where it is given, is never an API request of the organization's.
+      case "PublicKey":
+      case "ConsentToken":
+        return []
       case "Client":
         return [principal.organizationId]
       case "Member": {

@@ -61,15 +61,28 @@ describe("the served OpenAPI document", () => {
     expect(repeated).toEqual([])
   })
 
-  it("every operation states its security: the bearer scheme, or none for a credential exchange", () => {
-    expect(document.components.securitySchemes).toEqual({ bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT" } })
+  it("every operation states its security: the bearer, an end user's credential where the declaration opens it, or none for a credential exchange", () => {
+    const schemes = document.components.securitySchemes
+    expect(Object.keys(schemes).sort()).toEqual(["bearer", "consentToken", "publicApiKey", "publicApiKeyQuery"])
+    expect(schemes.publicApiKey).toMatchObject({ type: "apiKey", in: "header", name: "x-public-api-key" })
+    expect(schemes.publicApiKeyQuery).toMatchObject({ type: "apiKey", in: "query", name: "public_api_key" })
+    expect(schemes.consentToken).toMatchObject({ type: "http", scheme: "bearer" })
     const open: Array<string> = []
+    const endUsers: Record<string, unknown> = {}
     for (const { method, operation, path } of operations()) {
       expect(Array.isArray(operation.security), `${method} ${path}`).toBe(true)
       if (operation.security.length === 0) open.push(`${method} ${path}`)
-      else expect(operation.security, `${method} ${path}`).toEqual([{ bearer: [] }])
+      else {
+        expect(operation.security[0], `${method} ${path}`).toEqual({ bearer: [] })
+        if (operation.security.length > 1) endUsers[`${method} ${path}`] = operation.security.slice(1)
+      }
     }
     expect(open).toContain("post /v1/sessions")
+    expect(endUsers).toEqual({
+      "post /v1/consents/events": [{ publicApiKey: [] }, { publicApiKeyQuery: [] }, { consentToken: [] }],
+      "get /v1/consents/events": [{ consentToken: [] }],
+      "get /v1/consents/users/{id}": [{ consentToken: [] }]
+    })
   })
 
   it("every operation documents a success answer and the contract's error body", () => {

@@ -6,6 +6,7 @@ import { NodeExportSinkLive } from "./ExportSink.js"
 import { ScryptHasherLive } from "./Hashing.js"
 import { SmtpMailerLive, type SmtpOptions } from "./Mailer.js"
 import { AesSecretBoxLive } from "./SecretBox.js"
+import { NodeHmacLive } from "./SignedUserIds.js"
 import { TcStringEncoderLive } from "./TcStrings.js"
 import { JoseTokensLive } from "./Tokens.js"
 import { HmacUrlSignerLive } from "./UrlSigning.js"
@@ -48,6 +49,7 @@ export const layer = (options: NodeAdaptersOptions = {}): Layer.Layer<NodeAdapte
     JoseTokensLive(options.jwtSecret),
     AesSecretBoxLive(options.encryptionKey),
     HmacUrlSignerLive(options.urlSigningKey),
+    NodeHmacLive,
     X509CertificateValidatorLive,
     provisionerLayer(options.provisioner),
     NodeExportSinkLive({ exportsRoot: options.exportsRoot, allowHosts: options.allowHosts, localAddress: options.localAddress }),

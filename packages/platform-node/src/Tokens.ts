@@ -1,4 +1,4 @@
-import { Ids, NotAuthenticated, type TokenClaims, TokenIssuer } from "@cmp/core"
+import { type ConsentTokenClaims, Ids, NotAuthenticated, type TokenClaims, TokenIssuer } from "@cmp/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { jwtVerify, SignJWT } from "jose"
@@ -19,6 +19,11 @@ const signingKey = (configured: string | undefined) =>
 
 const kinds = new Set(["operator", "client", "member", "integration"])
 
+/** The audience of consent tokens; access tokens carry none, so neither passes for the other. */
+export const CONSENT_TOKEN_AUDIENCE = "urn:cmp:consent-token"
+
+const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+
 /** HS256 tokens via `jose`; only HS256 is accepted, so `alg: none` and other algorithms fail. */
 export const JoseTokensLive = (secret?: string) =>
   Layer.effect(
@@ -28,12 +33,49 @@ export const JoseTokensLive = (secret?: string) =>
       const key = crypto.createSecretKey(yield* signingKey(secret))
       const ids = yield* Ids
       const invalid = new NotAuthenticated({ message: "Invalid or expired access token" })
+      const invalidConsent = new NotAuthenticated({ message: "Invalid or expired consent token" })
       /**
        * Tokens already verified, so a client's repeated calls skip the HMAC: the same bytes carry
        * the same valid signature. Time bounds are still checked on every call.
        */
       const verified = new Map<string, { claims: TokenClaims; nbf: number }>()
       return {
+        issueConsent: (claims: ConsentTokenClaims) =>
+          Effect.promise(() =>
+            new SignJWT({
+              org: claims.org,
+              ...(claims.metadata ? { metadata: claims.metadata } : {}),
+              ...(claims.delegate ? { delegate: claims.delegate } : {})
+            })
+              .setProtectedHeader({ alg: "HS256", typ: "JWT" })
+              .setAudience(CONSENT_TOKEN_AUDIENCE)
+              .setSubject(claims.sub)
+              .setIssuedAt(claims.iat)
+              .setNotBefore(claims.iat)
+              .setExpirationTime(claims.exp)
+              .setJti(claims.jti)
+              .sign(key)
+          ),
+        verifyConsent: (token: string, nowSeconds: number) =>
+          Effect.tryPromise({
+            try: () =>
+              jwtVerify(token, key, {
+                algorithms: ["HS256"],
+                audience: CONSENT_TOKEN_AUDIENCE,
+                currentDate: new Date(nowSeconds * 1000)
+              }),
+            catch: () => invalidConsent
+          }).pipe(
+            Effect.flatMap(({ payload }) => {
+              const { delegate, exp, iat, jti, metadata, org, sub } = payload as Record<string, unknown>
+              if (
+                typeof sub !== "string" || typeof org !== "string" || typeof jti !== "string" ||
+                typeof exp !== "number" || typeof iat !== "number" ||
+                (metadata !== undefined && !isRecord(metadata)) || (delegate !== undefined && !isRecord(delegate))
+              ) return Effect.fail(invalidConsent)
+              return Effect.succeed<ConsentTokenClaims>({ jti, org, sub, iat, exp, metadata, delegate })
+            })
+          ),
         issue: (claims: TokenClaims) =>
           Effect.flatMap(ids.next, (jti) =>
             Effect.promise(() =>
@@ -56,8 +98,9 @@ export const JoseTokensLive = (secret?: string) =>
             catch: () => invalid
           }).pipe(
             Effect.flatMap(({ payload }) => {
-              const { exp, iat, kind, org, sub } = payload as Record<string, unknown>
+              const { aud, exp, iat, kind, org, sub } = payload as Record<string, unknown>
               if (
+                aud !== undefined ||
                 typeof sub !== "string" || typeof exp !== "number" || typeof iat !== "number" ||
                 typeof kind !== "string" || !kinds.has(kind) || (org !== undefined && typeof org !== "string")
               ) return Effect.fail(invalid)

@@ -33,6 +33,11 @@ export interface PlatformOptions extends Omit<NodeAdaptersOptions, "allowHosts" 
    * or loopback address (`WEBHOOK_ALLOW_HOSTS`): the one address policy of outbound calls.
    */
   readonly webhookAllowHosts?: ReadonlyArray<string> | undefined
+  /**
+   * Public consent writes a minute per public key and per client address (`PUBLIC_RATE_LIMIT`,
+   * default 6000 and 60), counted in this process.
+   */
+  readonly publicRateLimit?: { readonly perKey: number; readonly perAddress: number } | undefined
   /** Local address every outbound call is bound to (`WEBHOOK_LOCAL_ADDRESS`, the fixed source IP). */
   readonly webhookLocalAddress?: string | undefined
   /**

@@ -10,6 +10,8 @@ import {
   OutboxSignal,
   RelationsLive,
   LoginThrottle,
+  OriginCache,
+  PublicRateLimit,
   Settings,
   type PlatformRuntime,
   type PlatformServices
@@ -54,7 +56,13 @@ export const layer = (options: PlatformOptions): Layer.Layer<PlatformServices, u
     LoginThrottle.layer(),
     FeatureCache.layer(),
     CredentialCache.layer(),
-    Settings.layer({ ...options.settings, ...(options.webhookAllowHosts ? { webhookAllowHosts: allowHosts } : {}) })
+    OriginCache.layer(),
+    PublicRateLimit.layer,
+    Settings.layer({
+      ...options.settings,
+      ...(options.webhookAllowHosts ? { webhookAllowHosts: allowHosts } : {}),
+      ...(options.publicRateLimit ? { publicRateLimit: options.publicRateLimit } : {})
+    })
   )))
   const services = Layer.mergeAll(
     ApiUsage.layer(),

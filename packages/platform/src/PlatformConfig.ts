@@ -253,6 +253,18 @@ const smtp = Config.all({ url: trimmed("SMTP_URL"), from: trimmed("MAIL_FROM"), 
   })
 )
 
+// ---------------------------------------------------------------- public consent writes
+
+/** `PUBLIC_RATE_LIMIT=KEY,ADDRESS`: public consent writes a minute per public key and per client address. */
+const publicRateLimit = parsed("PUBLIC_RATE_LIMIT", Settings.defaults.publicRateLimit, (v) => {
+  const parts = v.split(",").map((p) => p.trim())
+  const [perKey, perAddress] = parts.map(Number)
+  const ok = (n: number | undefined) => n !== undefined && Number.isInteger(n) && n >= 1 && n <= 100_000_000
+  return parts.length === 2 && ok(perKey) && ok(perAddress)
+    ? { perKey: perKey!, perAddress: perAddress! }
+    : problem(`PUBLIC_RATE_LIMIT must be two positive integers KEY,ADDRESS (writes a minute per public key and per address), got '${v}'`)
+})
+
 // ---------------------------------------------------------------- everything
 
 /**
@@ -279,7 +291,8 @@ export const platform: Config.Config<Omit<PlatformOptions, "store"> & { readonly
   managedZone,
   languages,
   dashboardUrlTtlSeconds: integer("DASHBOARD_URL_TTL_SECONDS", 900, 10, 86_400),
-  organizationsPerPerson: integer("ORGANIZATIONS_PER_PERSON", Settings.defaults.organizationsPerPerson)
+  organizationsPerPerson: integer("ORGANIZATIONS_PER_PERSON", Settings.defaults.organizationsPerPerson),
+  publicRateLimit
 }).pipe(Config.map(({ apiRequestsPeriod, dashboardUrlTtlSeconds, defaultPremiumFeatures, defaultQuotas, languages, managedZone, organizationsPerPerson, ...rest }) => ({
   ...rest,
   settings: { defaultQuotas, defaultPremiumFeatures, apiRequestsPeriod, managedZone, languages, dashboardUrlTtlSeconds, organizationsPerPerson }

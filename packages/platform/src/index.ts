@@ -47,3 +47,8 @@ export type {
 export type { SubscribeOptions, SubscriberMethods } from "./Subscribe.js"
 export { swaggerUiAssets } from "./SwaggerUiAssets.js"
 export type { SubscriberHandler, SubscriberMessage } from "@cmp/webhooks"
+export {
+  type OrganizationUserIdAuth,
+  organizationUserIdAuth,
+  type OrganizationUserIdAuthOptions
+} from "@cmp/platform-node"

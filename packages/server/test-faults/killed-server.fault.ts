@@ -1,14 +1,28 @@
 import { createTestDatabase, type TestDatabase } from "@cmp/test-support/database"
+import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
-import { baseEnv, consentOrganization, expectJson, findAll, json, killAll, operatorToken, sleep, startServer } from "./processes.js"
+import {
+  baseEnv,
+  consentOrganization,
+  expectJson,
+  findAll,
+  json,
+  killAll,
+  operatorToken,
+  type Reply,
+  type ServerChild,
+  sleep,
+  startServer
+} from "./processes.js"
 
 /**
  * kill -9 of the server while clients stream consent events: after a restart on the same
  * database every event that got a 201 is there, once, and has its webhook message. Consent is
- * legal evidence: an acknowledged write must survive a crash.
+ * legal evidence: an acknowledged write must survive a crash, whether a backend sent it with a
+ * token or a browser with the organization's public key.
  *
  * Run on a SQLite file and on PostgreSQL: a fresh database on the server named by DATABASE_URL
  * (dropped afterwards), or, where it is unset, an in-process PGlite behind its socket (the
@@ -43,6 +57,102 @@ const variants = [
   }
 ]
 
+/**
+ * Eight clients send events with ids of their own, `write(client, i)` each, until the server
+ * dies; the server is killed once 150 were acknowledged. Answers what was acknowledged and what
+ * was attempted (acknowledged or in flight at the kill).
+ */
+const streamUntilKilled = async (server: ServerChild, write: (c: number, i: number, signal: AbortSignal) => Promise<Reply>) => {
+  const acknowledged = new Set<string>()
+  const attempted = new Set<string>()
+  const unexpected: Array<string> = []
+  let stop = false
+  const client = async (c: number) => {
+    for (let i = 0; !stop; i++) {
+      const id = `evt-${c}-${i}`
+      attempted.add(id)
+      try {
+        const r = await write(c, i, AbortSignal.timeout(30_000))
+        if (r.status === 201 && r.body?.id === id) acknowledged.add(id)
+        else unexpected.push(`${id}: ${r.status} ${r.text}`)
+      } catch {
+        // The connection died with the server (a hang would be an abort after 30 s and fail below).
+        return
+      }
+      if (unexpected.length > 0) return
+    }
+  }
+  const streaming = Promise.all(Array.from({ length: 8 }, (_, c) => client(c)))
+  const deadline = Date.now() + 60_000
+  while (acknowledged.size < 150 && unexpected.length === 0 && Date.now() < deadline) await sleep(20)
+  expect(unexpected).toEqual([])
+  expect(acknowledged.size).toBeGreaterThanOrEqual(150)
+  await server.kill()
+  stop = true
+  await streaming
+  expect(unexpected).toEqual([])
+  return { acknowledged, attempted }
+}
+
+/**
+ * After the restart, read with a backend token: every acknowledged event is there, none twice,
+ * only attempted ones besides, and each stored event has its message in the outbox (written in
+ * the same transaction), once. Answers the messages' payloads.
+ */
+const expectSurvivors = async (
+  url: string,
+  organizationId: string,
+  webhookId: string,
+  { acknowledged, attempted }: { acknowledged: Set<string>; attempted: Set<string> }
+) => {
+  const token = await operatorToken(url)
+  const events = (await findAll(url, `/v1/consents/events?organization_id=${organizationId}&$select[]=id`, token)).map((e: { id: string }) => e.id)
+  expect([...acknowledged].filter((id) => !events.includes(id))).toEqual([])
+  expect(new Set(events).size).toBe(events.length)
+  expect(events.filter((id) => !attempted.has(id))).toEqual([])
+  expect(events.length - acknowledged.size).toBeLessThanOrEqual(8)
+
+  const payloads = (await findAll(url, `/v1/webhooks/deliveries?webhook_id=${webhookId}`, token)).map((d: { payload: any }) => d.payload)
+  const messages = payloads.map((p: { parameters: { entity: { id: string } } }) => p.parameters.entity.id)
+  expect(events.filter((id) => !messages.includes(id))).toEqual([])
+  expect(messages.slice().sort()).toEqual(events.slice().sort())
+  return payloads
+}
+
+const hookOf = (url: string, organizationId: string, token: string) =>
+  expectJson(201, `${url}/v1/webhooks`, "POST", {
+    organization_id: organizationId,
+    url: "http://127.0.0.1:9/hook",
+    event_types: ["event.created"]
+  }, token)
+
+/** A write as a browser sends it: the public key in its header, no credential. */
+const publicWrite = async (url: string, publicKey: string, body: unknown, signal: AbortSignal): Promise<Reply> => {
+  const res = await fetch(`${url}/v1/consents/events`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-public-api-key": publicKey },
+    body: JSON.stringify(body),
+    signal
+  })
+  const text = await res.text()
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch {
+    parsed = undefined
+  }
+  return { status: res.status, body: parsed, text, headers: res.headers }
+}
+
+/** `user.organization_user_id_auth` as the organization's backend computes it for a page. */
+const signedUserId = (secret: { id: string; secret: string }, organizationUserId: string, salt: string, expiration: number) => ({
+  algorithm: "hmac-sha256",
+  secret_id: secret.id,
+  salt,
+  expiration,
+  digest: crypto.createHmac("sha256", secret.secret).update(`${organizationUserId}${salt}${expiration}`, "utf8").digest("hex")
+})
+
 describe.each(variants)("kill -9 while streaming consent events ($name)", ({ database }) => {
   it("every acknowledged event survives, once, with its webhook message", async () => {
     const env = baseEnv({
@@ -54,61 +164,59 @@ describe.each(variants)("kill -9 while streaming consent events ($name)", ({ dat
     const first = await startServer(env)
     const op = await operatorToken(first.url)
     const org = await consentOrganization(first.url, op)
-    const hook = await expectJson(201, `${first.url}/v1/webhooks`, "POST", {
-      organization_id: org.id,
-      url: "http://127.0.0.1:9/hook",
-      event_types: ["event.created"]
-    }, op)
+    const hook = await hookOf(first.url, org.id, op)
 
-    // Eight clients stream events with ids of their own; the server is killed mid-stream.
-    const acknowledged = new Set<string>()
-    const attempted = new Set<string>()
-    const unexpected: Array<string> = []
-    let stop = false
-    const client = async (c: number) => {
-      for (let i = 0; !stop; i++) {
-        const id = `evt-${c}-${i}`
-        attempted.add(id)
-        try {
-          const r = await json(`${first.url}/v1/consents/events`, "POST", {
-            id,
-            organization_id: org.id,
-            user: { organization_user_id: `user-${c}-${i % 5}` },
-            consents: { purposes: [{ id: "analytics", enabled: i % 2 === 0 }] }
-          }, op, AbortSignal.timeout(30_000))
-          if (r.status === 201) acknowledged.add(id)
-          else unexpected.push(`${id}: ${r.status} ${r.text}`)
-        } catch {
-          // The connection died with the server (a hang would be an abort after 30 s and fail below).
-          return
-        }
-        if (unexpected.length > 0) return
-      }
-    }
-    const streaming = Promise.all(Array.from({ length: 8 }, (_, c) => client(c)))
-    const deadline = Date.now() + 60_000
-    while (acknowledged.size < 150 && unexpected.length === 0 && Date.now() < deadline) await sleep(20)
-    expect(unexpected).toEqual([])
-    expect(acknowledged.size).toBeGreaterThanOrEqual(150)
-    await first.kill()
-    stop = true
-    await streaming
-    expect(unexpected).toEqual([])
+    const sent = await streamUntilKilled(first, (c, i, signal) =>
+      json(`${first.url}/v1/consents/events`, "POST", {
+        id: `evt-${c}-${i}`,
+        organization_id: org.id,
+        user: { organization_user_id: `user-${c}-${i % 5}` },
+        consents: { purposes: [{ id: "analytics", enabled: i % 2 === 0 }] }
+      }, op, signal))
 
     const second = await startServer(env)
-    const token = await operatorToken(second.url)
-    const events = (await findAll(second.url, `/v1/consents/events?organization_id=${org.id}&$select[]=id`, token)).map((e: { id: string }) => e.id)
-    // Every acknowledged event is there; none twice; only attempted ones (in flight at the kill) besides.
-    expect([...acknowledged].filter((id) => !events.includes(id))).toEqual([])
-    expect(new Set(events).size).toBe(events.length)
-    expect(events.filter((id) => !attempted.has(id))).toEqual([])
-    expect(events.length - acknowledged.size).toBeLessThanOrEqual(8)
+    await expectSurvivors(second.url, org.id, hook.id, sent)
+    await second.stop()
+  })
 
-    // Every stored event has its message in the outbox (written in the same transaction), once.
-    const messages = (await findAll(second.url, `/v1/webhooks/deliveries?webhook_id=${hook.id}`, token))
-      .map((d: { payload: { parameters: { entity: { id: string } } } }) => d.payload.parameters.entity.id)
-    expect(events.filter((id) => !messages.includes(id))).toEqual([])
-    expect(messages.slice().sort()).toEqual(events.slice().sort())
+  it("every public write acknowledged before the kill survives, once, with its webhook message", async () => {
+    const env = baseEnv({
+      ...(await database()),
+      WEBHOOK_ALLOW_HOSTS: "127.0.0.1",
+      WEBHOOK_DISPATCHER: "false",
+      // Every write comes from 127.0.0.1 with one key: the limits must not be what stops them.
+      PUBLIC_RATE_LIMIT: "1000000,1000000"
+    })
+    const first = await startServer(env)
+    const op = await operatorToken(first.url)
+    const org = await consentOrganization(first.url, op)
+    const publicKey: string = (await expectJson(200, `${first.url}/v1/organizations/${org.id}`, "GET", undefined, op)).public_api_key
+    const flags = (await expectJson(200, `${first.url}/v1/premium-features?organization_id=${org.id}`, "GET", undefined, op)).data[0]
+    await expectJson(200, `${first.url}/v1/premium-features/${flags.id}`, "PATCH", { store_guest_cmp_consents: true, store_cmp_consents: true }, op)
+    const secret = await expectJson(201, `${first.url}/v1/secrets`, "POST", { organization_id: org.id, name: "pages" }, op)
+    const hook = await hookOf(first.url, org.id, op)
+    const expiration = Math.floor(Date.now() / 1000) + 3600
+
+    // Half the clients write for guests (a device's id), half for users the organization signed.
+    const sent = await streamUntilKilled(first, (c, i, signal) => {
+      const user = c % 2 === 0
+        ? { id: `guest-${c}-${i % 5}` }
+        : {
+          organization_user_id: `known-${c}-${i % 5}`,
+          organization_user_id_auth: signedUserId(secret, `known-${c}-${i % 5}`, `salt-${i}`, expiration)
+        }
+      return publicWrite(first.url, publicKey, {
+        id: `evt-${c}-${i}`,
+        organization_id: org.id,
+        user,
+        consents: { purposes: [{ id: "analytics", enabled: i % 2 === 0 }] }
+      }, signal)
+    })
+
+    const second = await startServer(env)
+    const payloads = await expectSurvivors(second.url, org.id, hook.id, sent)
+    // Each message names the public key as the principal that wrote it.
+    expect(payloads.filter((p: any) => p.parameters.source?.type !== "public-key" || p.parameters.source.organization_id !== org.id)).toEqual([])
     await second.stop()
   })
 })

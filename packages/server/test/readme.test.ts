@@ -13,7 +13,7 @@ import { childEnv, freePort, killLeftovers, repositoryRoot, startServer } from "
  * each call's status, which is what the assertions read, with the receiver's lines.
  */
 
-const SECTIONS = ["Try it", "Consents and webhooks", "Notices", "Organization resources"]
+const SECTIONS = ["Try it", "Consents and webhooks", "Notices", "Organization resources", "Collecting consent in the browser"]
 const readme = fs.readFileSync(path.join(repositoryRoot, "README.md"), "utf8")
 
 /** The ```sh blocks of the section whose heading starts with `title`. */
@@ -93,9 +93,14 @@ describe.skipIf(process.env.CMP_TEST_STORE === "postgres")("README walk-throughs
     expect(statusOf(/^POST \/v1\/cookies$/), report).toEqual([201])
     expect(statusOf(/^POST \/v1\/platform-integrations\/sessions$/), report).toEqual([201])
     expect(statusOf(/^POST \/v1\/widgets\/notices\/generators\/sdk$/), report).toEqual([201])
-    expect(statusOf(/^GET \/v1\/consents\/users\/u-42$/), report).toEqual([200])
+    // The second read of u-42 is the browser section's, with a consent token.
+    expect(statusOf(/^GET \/v1\/consents\/users\/u-42$/), report).toEqual([200, 200])
     expect(statusOf(/^POST \/v1\/webhooks\/deliveries\/msg_\w+\/replay$/), report).toEqual([200])
     expect(statusOf(/^POST \/v1\/webhooks\/deliveries\/replay$/), report).toEqual([200])
+    // The browser section: two guest writes and a signed user's through the public key, and one
+    // with the consent token, after the two of the webhook walk-through.
+    expect(statusOf(/^POST \/v1\/consents\/tokens$/), report).toEqual([201])
+    expect(statusOf(/^POST \/v1\/consents\/events$/), report).toEqual([201, 201, 201, 201, 201, 201])
 
     // The receiver: two messages of the first event; then, back after being down, the two of the
     // second event, which had failed, replayed. No call failed its signature check.

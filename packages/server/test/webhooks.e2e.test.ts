@@ -115,13 +115,13 @@ describe(`webhooks end to end (${storeKind})`, () => {
     await arrived(1)
 
     const expected = [
-      { type: "event.created", parameters: { entity: e1 } },
+      { type: "event.created", parameters: { source: { type: "api-key", id: t.key.id }, entity: e1 } },
       { type: "user.created", parameters: { entity: u1 } },
       {
         type: "event.updated",
         parameters: { source: { type: "api-key", id: t.key.id }, old_entity: e1, new_entity: e1b.body }
       },
-      { type: "event.created", parameters: { entity: e2 } },
+      { type: "event.created", parameters: { source: { type: "api-key", id: t.key.id }, entity: e2 } },
       { type: "user.updated", parameters: { source: e2, old_entity: u1, new_entity: u2 } },
       { type: "user.updated", parameters: { source: null, old_entity: u2, new_entity: u3.body } },
       { type: "event.deleted", parameters: { entity: e2removed.body } },
@@ -222,7 +222,7 @@ describe(`webhooks end to end (${storeKind})`, () => {
     await r.waitFor(5)
     await sleep(300)
     expect(r.requests).toHaveLength(5)
-    expect(r.bodies()[4]).toEqual({ type: "event.created", parameters: { entity: pending }, regulation: "gdpr" })
+    expect(r.bodies()[4]).toEqual({ type: "event.created", parameters: { source: { type: "api-key", id: t.key.id }, entity: pending }, regulation: "gdpr" })
     expect((await t.call("GET", `/v1/consents/users/${first.user.id}`)).body).toEqual(userBefore)
     expect((await deliveriesOf(t, hook.id)).map((d) => d.event_type)).toEqual([
       "event.created",

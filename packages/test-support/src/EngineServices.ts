@@ -1,11 +1,15 @@
 import {
+  type ConsentTokenClaims,
   CredentialCache,
   FeatureCache,
+  Hmac,
   Ids,
   LoginThrottle,
   NotAuthenticated,
   OrganizationLimitsLive,
+  OriginCache,
   OutboxSignal,
+  PublicRateLimit,
   RelationsLive,
   SecretBox,
   SecretHasher,
@@ -57,8 +61,29 @@ export const tokenLayer = Layer.succeed(TokenIssuer, {
         return Effect.fail(new NotAuthenticated({ message: "Malformed token" }))
       }
       if (claims.exp <= nowSeconds) return Effect.fail(new NotAuthenticated({ message: "The token has expired" }))
+      if ("aud" in claims) return Effect.fail(new NotAuthenticated({ message: "Not an access token" }))
+      return Effect.succeed(claims)
+    }),
+  issueConsent: (claims) => Effect.succeed(JSON.stringify({ ...claims, aud: "consent" })),
+  verifyConsent: (token, nowSeconds) =>
+    Effect.suspend(() => {
+      let claims: ConsentTokenClaims & { aud?: string }
+      try {
+        claims = JSON.parse(token) as ConsentTokenClaims & { aud?: string }
+      } catch {
+        return Effect.fail(new NotAuthenticated({ message: "Malformed token" }))
+      }
+      if (typeof claims !== "object" || claims === null || claims.aud !== "consent" || typeof claims.exp !== "number") {
+        return Effect.fail(new NotAuthenticated({ message: "Not a consent token" }))
+      }
+      if (claims.exp <= nowSeconds) return Effect.fail(new NotAuthenticated({ message: "The token has expired" }))
       return Effect.succeed(claims)
     })
+})
+
+/** A transparent "HMAC": the digest of `message` under `key` is `key|message`, so tests can make one. */
+export const hmacLayer = Layer.succeed(Hmac, {
+  verifySha256Hex: (key, message, digest) => Effect.succeed(digest === `${key}|${message}`)
 })
 
 /** A transparent "encryption": sealing is visible, so tests can see it happened. */
@@ -74,6 +99,9 @@ export const engineLayer = (store: Layer.Layer<EngineStore>, settings: Partial<S
     RelationsLive,
     FeatureCache.layer(),
     CredentialCache.layer(),
+    OriginCache.layer(),
+    PublicRateLimit.layer,
+    hmacLayer,
     OutboxSignal.None,
     idsLayer,
     hasherLayer,

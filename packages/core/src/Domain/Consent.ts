@@ -64,6 +64,41 @@ export const EventUser = Schema.Struct({
 })
 export type EventUser = typeof EventUser.Type
 
+/** The one algorithm a signed user id may use. */
+export const USER_ID_AUTH_ALGORITHM = "hmac-sha256"
+
+/**
+ * Proof that the organization vouches for `organization_user_id` on a write from a browser or
+ * an app: the lowercase hex HMAC-SHA256, keyed with the value of the organization's Secret
+ * `secret_id`, of `organization_user_id`, then `salt`, then `expiration` (unix seconds) when
+ * given. Checked, never stored.
+ */
+export const OrganizationUserIdAuth = Schema.Struct({
+  algorithm: Schema.String.pipe(
+    Schema.filter((a) => a === USER_ID_AUTH_ALGORITHM, { message: () => `must be ${USER_ID_AUTH_ALGORITHM}, the one supported algorithm` })
+  ),
+  secret_id: Id,
+  digest: Schema.String.pipe(Schema.maxLength(128, { message: () => "must be at most 128 characters" })),
+  salt: Schema.optional(Schema.String.pipe(Schema.maxLength(1024, { message: () => "must be at most 1024 characters" }))),
+  expiration: Schema.optional(Schema.Int.pipe(Schema.nonNegative()))
+})
+export type OrganizationUserIdAuth = typeof OrganizationUserIdAuth.Type
+
+/** `user` of an event as a write names it: with the proof for its `organization_user_id`, when it needs one. */
+export const EventUserInput = Schema.Struct({
+  ...EventUser.fields,
+  organization_user_id_auth: Schema.optional(OrganizationUserIdAuth)
+})
+export type EventUserInput = typeof EventUserInput.Type
+
+/** Someone acting for the user (a support agent), recorded on the events made on its behalf. */
+export const Delegate = Schema.Struct({
+  id: Id,
+  name: opt(Schema.String.pipe(Schema.maxLength(255, { message: () => "must be at most 255 characters" }))),
+  metadata: opt(JsonObject)
+})
+export type Delegate = typeof Delegate.Type
+
 // ---------------------------------------------------------------- events
 
 export const ConsentEvent = Schema.Struct({
@@ -74,9 +109,14 @@ export const ConsentEvent = Schema.Struct({
   metadata: opt(JsonObject),
   user: EventUser,
   consents: EventConsents,
+  /** Who recorded it for the user, when not the user (a consent token's, or a backend's); null otherwise. */
+  delegate: opt(Delegate),
   ...Audit
 })
 export type ConsentEvent = typeof ConsentEvent.Type
+
+/** What a write through the public key answers: nothing the visitor did not send. */
+export const PUBLIC_EVENT_ANSWER = ["id", "created_at", "status", "regulation"] as const
 
 export const ConsentEventCreate = Schema.Struct({
   /** Client-chosen id; a duplicate is a conflict. */
@@ -88,8 +128,9 @@ export const ConsentEventCreate = Schema.Struct({
   /** Default `gdpr`, applied elsewhere. */
   regulation: Schema.optional(Regulation),
   metadata: opt(JsonObject),
-  user: EventUser,
+  user: EventUserInput,
   consents: EventConsents,
+  delegate: opt(Delegate),
   organization_id: Id
 })
 export const ConsentEventUpdate = Schema.Struct({
@@ -170,3 +211,37 @@ export const ConsentUserUpdate = Schema.Struct({
   regulation: Schema.optional(Regulation),
   consents: Schema.optional(EventConsents)
 })
+
+// ---------------------------------------------------------------- consent tokens
+
+/** The longest a consent token may live: 31 days. */
+export const MAX_CONSENT_TOKEN_LIFETIME = 2_678_400
+
+export const DEFAULT_CONSENT_TOKEN_LIFETIME = 900
+
+const Lifetime = Schema.Int.pipe(
+  Schema.greaterThanOrEqualTo(1, { message: () => "must be at least 1 second" }),
+  Schema.lessThanOrEqualTo(MAX_CONSENT_TOKEN_LIFETIME, { message: () => `must be at most ${MAX_CONSENT_TOKEN_LIFETIME} seconds (31 days)` })
+)
+
+/** A short-lived credential with which one end user reads and records only its own consent. */
+export const ConsentTokenInput = Schema.Struct({
+  organization_id: Id,
+  organization_user_id: Id,
+  /** Seconds; 900 when not given. */
+  lifetime: Schema.optional(Lifetime),
+  /** Merged under the metadata of every event the token records. */
+  metadata: opt(JsonObject),
+  /** Recorded on every event the token records. */
+  delegate: opt(Delegate)
+})
+export type ConsentTokenInput = typeof ConsentTokenInput.Type
+
+export const ConsentToken = Schema.Struct({
+  ...ConsentTokenInput.fields,
+  lifetime: Lifetime,
+  expires_at: Timestamp,
+  /** The token, shown once: `Authorization: Bearer <id_token>`. */
+  id_token: Schema.String
+})
+export type ConsentToken = typeof ConsentToken.Type

@@ -35,6 +35,7 @@ import { declareResource, defineResource, field, type StoredRow } from "../Resou
 import { Settings } from "../Settings.js"
 import { InvitationsTable, PersonsTable, SettingsTable } from "../InternalTables.js"
 import { nowIso } from "../Clock.js"
+import { SecretBox } from "../Webhooks/Ports.js"
 import { type InvitationMail, Mailer } from "../Mailer.js"
 
 // ---------------------------------------------------------------- organizations
@@ -43,7 +44,11 @@ export const OrganizationsResource = defineResource({
   name: "organization",
   path: "organizations",
   table: "organizations",
-  indexes: [{ name: "organizations_created_by_person", columns: ["created_by_person_id"] }],
+  indexes: [
+    { name: "organizations_created_by_person", columns: ["created_by_person_id"] },
+    // A public consent write names its organization by the public key.
+    { name: "organizations_public_api_key", columns: ["public_api_key"] }
+  ],
   output: Organization,
   createInput: OrganizationCreate,
   updateInput: OrganizationUpdate,
@@ -265,14 +270,17 @@ export const SecretsResource = defineResource({
   transient: ["secret"],
   // Every answer, not only the one showing the value: the whole service is about credentials.
   revealsCredentials: "every",
-  privateFields: { secret_hash: field.string },
+  // The value also sealed, not only hashed: it keys the HMAC of signed user ids, which needs it.
+  // Secrets made before then hold no sealed value and cannot sign.
+  privateFields: { secret_hash: field.string, secret_sealed: field.optionalString },
   quota: "secrets",
   hooks: {
     create: (_p, row) =>
       Effect.gen(function*() {
         const secret = `ss_${randomToken(32)}`
         const secret_hash = yield* Effect.flatMap(SecretHasher, (h) => h.hash(secret))
-        return { row: { ...row, secret_hash }, reveal: { secret } }
+        const secret_sealed = yield* Effect.flatMap(SecretBox, (box) => box.seal(secret))
+        return { row: { ...row, secret_hash, secret_sealed }, reveal: { secret } }
       })
   }
 })

@@ -11,14 +11,19 @@ import {
   ConsentUserUpdate,
   type EventConsents,
   type EventUser,
+  type EventUserInput,
+  PUBLIC_EVENT_ANSWER,
   Regulation,
   type UserConsents,
   type UserConsentStates
 } from "../Domain/Consent.js"
-import { type DomainError, InvalidInput, NotFound } from "../Domain/Errors.js"
+import { type DomainError, Forbidden, InvalidInput, NotFound } from "../Domain/Errors.js"
+import type { PremiumFeatureFlag } from "../Domain/Account.js"
+import { verifyUserIdAuth } from "../Consents/VouchedUsers.js"
+import { OrganizationLimits } from "../OrganizationLimits.js"
 import { emptyState, mergeAll, mergeEvent, sameConsents } from "../Consents/Merge.js"
 import { Ids, keyOf, Storage } from "../Ports.js"
-import { canAccess, type Principal } from "../Principal.js"
+import { canAccess, type EndUserPrincipal, isEndUser, type Principal } from "../Principal.js"
 import { eq } from "../Query.js"
 import { carrying, type CoreServices, declareResource, field, jsonField, type OutputOf, type StoredRow } from "../Resource.js"
 import { ensureMethodFor, findWithin, type LookUp, requireFeature, resolveView, toOutput } from "../Service.js"
@@ -56,11 +61,13 @@ const Events = declareResource({
   methods: ["find", "get", "create", "patch", "remove"],
   ownerField: "organization_id",
   premiumFeature: "consents_api",
+  // A visitor's page records events with the public key; a consent token records and reads its user's.
+  endUsers: { methods: { create: ["public-key", "consent-token"], find: ["consent-token"] }, publicAnswer: PUBLIC_EVENT_ANSWER },
   cursorPaging: true,
   privateFields: { user_id: field.string, organization_user_id: field.optionalString },
   queryable: ["user_id", "organization_user_id"],
   references: [{ field: "user_id", table: "consent_users", onDelete: "cascade" }],
-  defaults: { status: "confirmed", regulation: DEFAULT_REGULATION, metadata: null },
+  defaults: { status: "confirmed", regulation: DEFAULT_REGULATION, metadata: null, delegate: null },
 })
 
 const Users = declareResource({
@@ -84,6 +91,8 @@ const Users = declareResource({
   methods: ["find", "get", "create", "patch", "remove"],
   ownerField: "organization_id",
   premiumFeature: "consents_api",
+  // A consent token reads its own user (by id or by `$by_organization_user_id`).
+  endUsers: { methods: { get: ["consent-token"] } },
   cursorPaging: true,
   unique: [["organization_id", "organization_user_id"]],
   passthrough: ["$by_organization_user_id"],
@@ -93,9 +102,24 @@ const Users = declareResource({
 type EventRow = StoredRow<typeof Events>
 type UserRow = StoredRow<typeof Users>
 
-/** Who made a change that no consent event caused (the `source` of `event.updated`). */
-const sourceOf = (p: Principal) =>
-  p._tag === "Member" ? { type: "member", id: p.personId } : { type: p._tag === "Operator" ? "operator" : "api-key", id: p.keyId }
+/**
+ * Who made a change (the `source` of `event.created` and `event.updated`): a public key is
+ * named by its organization, never by its value; a consent token by its id.
+ */
+const sourceOf = (p: Principal) => {
+  switch (p._tag) {
+    case "Member":
+      return { type: "member", id: p.personId }
+    case "Operator":
+      return { type: "operator", id: p.keyId }
+    case "Client":
+      return { type: "api-key", id: p.keyId }
+    case "PublicKey":
+      return { type: "public-key", organization_id: p.organizationId }
+    case "ConsentToken":
+      return { type: "consent-token", id: p.tokenId }
+  }
+}
 
 const users = () => Effect.map(Storage, (s) => s.repository(Users.tableDef))
 const events = () => Effect.map(Storage, (s) => s.repository(Events.tableDef))
@@ -213,6 +237,102 @@ const userUpdated = (regulation: string, source: unknown, before: UserRow, after
 
 // ---------------------------------------------------------------- events
 
+const featureOff = (flag: PremiumFeatureFlag) =>
+  new Forbidden({ message: `The premium feature '${flag}' is not enabled for this organization` })
+
+/** Consent of known users (with `organization_user_id`) or of guests, recorded by end users. */
+const requireEndUserFeature = (organizationId: string, known: boolean) =>
+  Effect.gen(function*() {
+    const flag: PremiumFeatureFlag = known ? "store_cmp_consents" : "store_guest_cmp_consents"
+    const features = yield* Effect.flatMap(OrganizationLimits, (limits) => limits.featuresOf(organizationId))
+    if (!features.has(flag)) return yield* Effect.fail(featureOff(flag))
+  })
+
+const userById = (organizationId: string, id: string) =>
+  Effect.flatMap(users(), (repo) => repo.get({ organization_id: organizationId, id }))
+
+const userByOrganizationUserId = (organizationId: string, organizationUserId: string) =>
+  Effect.map(
+    Effect.flatMap(users(), (repo) =>
+      repo.find({
+        count: false,
+        where: [eq("organization_id", organizationId), eq("organization_user_id", organizationUserId)],
+        sort: [],
+        ordered: false,
+        limit: 1,
+        skip: 0
+      })),
+    (page) => Option.fromNullable(page.data[0])
+  )
+
+const notYours = () => new Forbidden({ message: "Invalid user: user.id names another user than the one this credential vouches for" })
+
+/**
+ * The user an end user's write may name. A guest (no `organization_user_id`) is named by the id
+ * its device keeps, and may not be a known person: that would change their consent without
+ * proof. A known user needs the organization's word for its id: a consent token, or a signed
+ * user id. Either way `user.id` may not name someone else.
+ */
+const endUserOf = (p: EndUserPrincipal, organizationId: string, u: EventUserInput) =>
+  Effect.gen(function*() {
+    const { organization_user_id_auth: auth, ...user } = u
+    if (p._tag === "ConsentToken") {
+      if (u.organization_user_id != null && u.organization_user_id !== p.organizationUserId) {
+        return yield* Effect.fail(new Forbidden({ message: "Invalid user: a consent token records its own user's consent only" }))
+      }
+      yield* requireEndUserFeature(organizationId, true)
+      const own = yield* userByOrganizationUserId(organizationId, p.organizationUserId)
+      if (Option.isSome(own)) {
+        if (u.id != null && u.id !== own.value.id) return yield* Effect.fail(notYours())
+        return { ...user, id: own.value.id, organization_user_id: p.organizationUserId }
+      }
+      if (u.id != null && Option.isSome(yield* userById(organizationId, u.id))) return yield* Effect.fail(notYours())
+      return { ...user, organization_user_id: p.organizationUserId }
+    }
+    if (u.organization_user_id == null) {
+      yield* requireEndUserFeature(organizationId, false)
+      if (u.id == null) {
+        return yield* Effect.fail(new InvalidInput({
+          message: "Invalid user: a guest's consent names user.id, the id its device keeps",
+          errors: { "user.id": "is required for a guest" }
+        }))
+      }
+      const found = yield* userById(organizationId, u.id)
+      if (Option.isSome(found) && found.value.organization_user_id !== null) {
+        return yield* Effect.fail(new Forbidden({
+          message: "Invalid user: this user is a known person; record their consent with their vouched-for user id"
+        }))
+      }
+      return user
+    }
+    yield* requireEndUserFeature(organizationId, true)
+    yield* verifyUserIdAuth(organizationId, u.organization_user_id, auth)
+    if (u.id != null) {
+      const found = yield* userById(organizationId, u.id)
+      if (Option.isSome(found) && found.value.organization_user_id !== u.organization_user_id) return yield* Effect.fail(notYours())
+    }
+    return user
+  })
+
+/** The user a write names, as checked for its principal: a backend's signed id is checked too, never kept. */
+const writtenUser = (p: Principal, organizationId: string, u: EventUserInput) =>
+  Effect.gen(function*() {
+    if (isEndUser(p)) return yield* endUserOf(p, organizationId, u)
+    const { organization_user_id_auth: auth, ...user } = u
+    if (auth !== undefined && u.organization_user_id != null) yield* verifyUserIdAuth(organizationId, u.organization_user_id, auth)
+    return user
+  })
+
+/** A consent token's metadata under the event's own (the event's keys win), and its delegate. */
+const tokenFields = (p: Principal, row: Pick<EventRow, "metadata" | "delegate">): Pick<EventRow, "metadata" | "delegate"> => {
+  if (p._tag === "PublicKey") return { metadata: row.metadata, delegate: null }
+  if (p._tag !== "ConsentToken") return { metadata: row.metadata, delegate: row.delegate }
+  return {
+    metadata: p.metadata === undefined ? row.metadata : { ...p.metadata, ...row.metadata },
+    delegate: (p.delegate as EventRow["delegate"] | undefined) ?? null
+  }
+}
+
 /** Finds the event's user in the organization, or builds the new one the event creates. */
 const resolveUser = (organizationId: string, u: EventUser, event: { status: string; regulation: string; consents: EventConsents; created_at: string }) =>
   Effect.gen(function*() {
@@ -259,13 +379,25 @@ const resolveUser = (organizationId: string, u: EventUser, event: { status: stri
     return { user: created, created }
   })
 
-export const ConsentEventsResource = Events.with({
+/** What an event's create hands on: its user as the transaction found or made it. */
+interface EventCarry {
+  readonly user: UserRow
+  readonly createdUser: boolean
+}
+
+export const ConsentEventsResource = Events.with<SubscriberRegistrations, EventCarry>({
   // Their changes go to the outbox, addressed to the registered subscribers too.
   ports: [SubscriberRegistrations],
   hooks: {
-    create: (_p, row, input) =>
+    // A consent token reads its own user's events, whatever else the query asks.
+    find: (p, query) =>
+      p._tag !== "ConsentToken" ? Effect.succeed(query) : Effect.map(
+        userByOrganizationUserId(p.organizationId, p.organizationUserId),
+        (own) => ({ ...query, where: [...query.where, eq("user_id", Option.match(own, { onNone: () => "", onSome: (u) => u.id }))] })
+      ),
+    create: (p, row, input) =>
       Effect.gen(function*() {
-        const u = input.user
+        const u = yield* writtenUser(p, row.organization_id, input.user)
         const { created, user } = yield* resolveUser(row.organization_id, u, row)
         if (created) yield* Effect.flatMap(users(), (repo) => repo.create(created))
         const eventUser: EventUser = {
@@ -275,15 +407,19 @@ export const ConsentEventsResource = Events.with({
           ...(u.country != null ? { country: u.country } : {})
         }
         return {
-          row: { ...row, user: eventUser, user_id: user.id, organization_user_id: user.organization_user_id },
+          row: { ...row, ...tokenFields(p, row), user: eventUser, user_id: user.id, organization_user_id: user.organization_user_id },
           // The user as this transaction found or made it, so afterCreate need not read it again.
           carry: { user, createdUser: created !== undefined }
         }
       }),
-    afterCreate: (_p, stored, carry) =>
+    afterCreate: (p, stored, carry) =>
       Effect.gen(function*() {
         const regulation = stored.regulation
-        const out: Array<OutgoingEvent> = [{ type: "event.created", regulation, parameters: { entity: eventOut(stored) } }]
+        const out: Array<OutgoingEvent> = [{
+          type: "event.created",
+          regulation,
+          parameters: { source: sourceOf(p), entity: eventOut(stored) }
+        }]
         if (!carry) return yield* Effect.dieMessage("a consent event's create hook carries its user")
         const user = carry.user
         if (carry.createdUser) {
@@ -348,6 +484,7 @@ const choicesEvent = (user: UserRow, regulation: string, consents: EventConsents
     status: "confirmed",
     regulation,
     metadata: null,
+    delegate: null,
     user: { id: user.id, ...(user.organization_user_id !== null ? { organization_user_id: user.organization_user_id } : {}) },
     consents,
     user_id: user.id,
@@ -369,6 +506,8 @@ export const ConsentUsersResource = Users.with<SubscriberRegistrations, UserCarr
   getBy: { param: "$by_organization_user_id", get: (principal, id, at) => getUserByOrganizationUserId(principal, id, at) },
   hooks: {
     present: (row, view) => userOut(row, view.regulation ?? DEFAULT_REGULATION),
+    // A consent token sees its own user only; any other reads as absent.
+    visible: (p, row) => p._tag !== "ConsentToken" || row.organization_user_id === p.organizationUserId,
     create: (_p, row, input) =>
       Effect.gen(function*() {
         const regulation = input.regulation ?? DEFAULT_REGULATION
@@ -439,7 +578,9 @@ export const getUserByOrganizationUserId = (
   Effect.gen(function*() {
     yield* ensureMethodFor(ConsentUsersResource, principal, "get")
     const view = yield* resolveView(ConsentUsersResource, at.query)
-    const row = yield* findWithin(Users, principal, "organization_user_id", organizationUserId, at)
+    const row = principal._tag === "ConsentToken" && principal.organizationUserId !== organizationUserId
+      ? Option.none<UserRow>()
+      : yield* findWithin(Users, principal, "organization_user_id", organizationUserId, at)
     if (Option.isNone(row) || !canAccess(principal, row.value.organization_id)) {
       return yield* Effect.fail(new NotFound({ message: `No consent user found for organization user id '${organizationUserId}'` }))
     }

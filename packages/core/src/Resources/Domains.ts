@@ -7,6 +7,7 @@ import { eq } from "../Query.js"
 import { declareResource, type StoredRow } from "../Resource.js"
 import { checkQuota } from "../Service.js"
 import { Settings } from "../Settings.js"
+import { forgetOrigins } from "../Consents/OriginCache.js"
 
 /**
  * The moves a client may ask for (api.md): deploy a draft or retry a failure, delete a ready
@@ -66,8 +67,10 @@ const undeploy = (domain: DomainRow) =>
   Effect.flatMap(Provisioner, (p) => p.undeploy(domain))
 
 export const DomainsResource = Domains.with({
+  // A ready domain is an origin its organization's pages record consent from.
   ports: [Provisioner],
   hooks: {
+    afterCommit: (output) => forgetOrigins(output.organization_id),
     create: (_principal, row) =>
       Effect.gen(function*() {
         const settings = yield* Settings

@@ -1,6 +1,7 @@
 import * as Effect from "effect/Effect"
 import { PrivacyCenter, PrivacyCenterCreate, PrivacyCenterUpdate } from "../Domain/Property.js"
 import { defineResource } from "../Resource.js"
+import { forgetOrigins } from "../Consents/OriginCache.js"
 
 /** Host names compare without case: kept lower-cased, each once. */
 const hosts = (list: ReadonlyArray<string> | null | undefined) =>
@@ -23,7 +24,9 @@ export const PrivacyCentersResource = defineResource({
   methods: ["find", "get", "create", "update", "patch", "remove"],
   ownerField: "organization_id",
   defaults: { auth_required: false },
+  // Its custom domains are origins its organization's pages record consent from.
   hooks: {
+    afterCommit: (output) => forgetOrigins(output.organization_id),
     create: (_principal, row) => Effect.succeed({ row: { ...row, custom_domains: hosts(row.custom_domains) ?? null } }),
     update: (_principal, _before, after) => Effect.succeed({ ...after, custom_domains: hosts(after.custom_domains) ?? null })
   }

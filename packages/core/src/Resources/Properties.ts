@@ -5,6 +5,7 @@ import { InvalidInput } from "../Domain/Errors.js"
 import { Storage } from "../Ports.js"
 import { canAccess, type Principal } from "../Principal.js"
 import { defineResource } from "../Resource.js"
+import { forgetOrigins } from "../Consents/OriginCache.js"
 
 /** Not in the spec: a website or app of an organization; cookies and vendors hang off it. */
 export const PropertiesResource = defineResource({
@@ -17,7 +18,9 @@ export const PropertiesResource = defineResource({
   updateInput: PropertyUpdate,
   methods: ["find", "get", "create", "update", "patch", "remove"],
   // Its cookies and vendors refer to it, and go with it.
-  ownerField: "organization_id"
+  ownerField: "organization_id",
+  // Its website is one of the origins its organization's pages record consent from.
+  hooks: { afterCommit: (output) => forgetOrigins(output.organization_id) }
 })
 
 /** A property the caller may use; another organization's property reads as absent (400). */

@@ -298,7 +298,12 @@ describe("outbox: which messages each change queues (spec section 6)", () => {
     let log = await deliveries(t, w.id)
     expect(log.map((d) => d.event_type)).toEqual(["event.created", "user.created"])
     expect(log.every((d) => d.status === "pending" && d.regulation === "gdpr")).toBe(true)
-    expect(log[0].payload).toEqual({ type: "event.created", regulation: "gdpr", parameters: { entity: created.body } })
+    // `source` names who recorded it: here the tenant's client key.
+    expect(log[0].payload).toEqual({
+      type: "event.created",
+      regulation: "gdpr",
+      parameters: { source: { type: "api-key", id: t.key.id }, entity: created.body }
+    })
 
     const pending2 = await t.call("POST", "/v1/consents/events", {
       body: event(t, ouid, purposes(["p1", false]), { status: "pending_approval" })

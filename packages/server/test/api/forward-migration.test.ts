@@ -149,10 +149,16 @@ const userToday = (old: any, regulation = "gdpr") => {
 /** A quota as c26579d answered it, in today's contract: the `webhooks` count quota came later (20 for existing organizations). */
 const quotaToday = (old: any) => ({ ...old, webhooks: 20 })
 
-/** An old answer in today's contract: consent users changed shape, quotas gained a field. */
+/** Events gained who recorded them for their user: none, for every event made before. */
+const eventToday = (old: any) => ({ ...old, delegate: null })
+
+/** An old answer in today's contract: consent users changed shape, quotas and events gained a field. */
 const today = (record: any) => {
   if (record.path.startsWith("/v1/quotas")) {
     return Array.isArray(record.body.data) ? { ...record.body, data: record.body.data.map(quotaToday) } : quotaToday(record.body)
+  }
+  if (record.path.startsWith("/v1/consents/events")) {
+    return Array.isArray(record.body.data) ? { ...record.body, data: record.body.data.map(eventToday) } : eventToday(record.body)
   }
   if (!record.path.startsWith("/v1/consents/users")) return record.body
   return Array.isArray(record.body.data) ? { ...record.body, data: record.body.data.map((u: any) => userToday(u)) } : userToday(record.body)

@@ -1,22 +1,27 @@
 import fc from "fast-check"
+import * as crypto from "node:crypto"
 import { beforeAll, describe, expect, it } from "vitest"
-import { as, type Reply } from "./helpers.js"
+import { as, call as rawCall, type Reply } from "./helpers.js"
 import { useServer } from "./fixture.js"
 
 /**
  * Property-based fuzzing driven by the OpenAPI document, so every service is covered without a
  * list to keep up to date: random create bodies (built from each service's own field names,
  * with values of every JSON type), random find query strings, random patches of the caller's
- * own objects. Never a 5xx; every 4xx has the contract's error body; a rejected write changes
- * nothing.
+ * own objects; and the inputs of browsers and apps: public consent writes (any user, any proof
+ * of its id, JSON or text bodies) and consent token requests. Never a 5xx; every 4xx has the
+ * contract's error body; a rejected write changes nothing.
  */
 let call: ReturnType<typeof as>
 let orgId: string
 let keyId: string
 let paths: Record<string, Record<string, any>>
 let schemas: Record<string, any>
+let publicKey: string
 
-const { server, op, tenant } = useServer({ webhookAllowHosts: ["127.0.0.1"] })
+/** Every public write of the run comes from one address: no rate limit should answer them. */
+const unlimited = { publicRateLimit: { perKey: 1_000_000, perAddress: 1_000_000 } }
+const { server, op, tenant } = useServer({ webhookAllowHosts: ["127.0.0.1"], ...unlimited })
 
 beforeAll(async () => {
   const t = await tenant()
@@ -27,6 +32,7 @@ beforeAll(async () => {
   call = as(server.url, t.token)
   orgId = t.org.id
   keyId = t.key.id
+  publicKey = t.org.public_api_key
   const doc = (await call("GET", "/openapi.json")).body
   paths = doc.paths
   schemas = doc.components.schemas
@@ -188,4 +194,173 @@ describe("fuzzing consent events whose map keys are prototype names", () => {
       { numRuns: 40 }
     )
   }, 120_000)
+})
+
+/** The public write: the organization's key in its header or in the query, the body as JSON or as text. */
+const publicWrite = (raw: string, how: { readonly query: boolean; readonly text: boolean }) =>
+  rawCall(server.url, "POST", how.query ? `/v1/consents/events?public_api_key=${encodeURIComponent(publicKey)}` : "/v1/consents/events", {
+    rawBody: raw,
+    headers: { "content-type": how.text ? "text/plain;charset=UTF-8" : "application/json", ...(how.query ? {} : { "x-public-api-key": publicKey }) }
+  })
+
+/** What a public write may answer: nothing the visitor did not send. */
+const PUBLIC_ANSWER = ["id", "created_at", "status", "regulation"]
+
+const hmacHex = (key: string, message: string) => crypto.createHmac("sha256", key).update(message, "utf8").digest("hex")
+
+describe("fuzzing what browsers and apps send", () => {
+  let secret: { id: string; secret: string }
+  beforeAll(async () => {
+    const r = await call("POST", "/v1/secrets", { body: { organization_id: orgId, name: "fuzzed user ids" } })
+    expect(r.status, r.text).toBe(201)
+    secret = r.body
+  })
+
+  const how = fc.record({ query: fc.boolean(), text: fc.boolean() })
+  /** Mostly absent or well-formed, sometimes anything: so that writes get past the schema often enough to test what follows it. */
+  const mostly = <A>(valid: fc.Arbitrary<A>) =>
+    fc.oneof({ arbitrary: fc.constant(undefined), weight: 3 }, { arbitrary: valid, weight: 3 }, { arbitrary: value, weight: 1 })
+  const name = fc.oneof(fc.string({ minLength: 1, maxLength: 20 }), protoName)
+  const consents = fc.record({ purposes: fc.array(fc.record({ id: keyName(6).filter((x) => x.length > 0), enabled: fc.boolean() }), { maxLength: 2 }) })
+
+  it("public writes with any user and any proof of its id: never a 5xx, and a 201 answers only id, created_at, status, regulation", async () => {
+    const auth = fc.oneof(
+      value,
+      fc.record({
+        algorithm: fc.oneof(fc.constantFrom("hmac-sha256", "HMAC-SHA256", "hmac-sha1", "none", ""), value),
+        secret_id: fc.oneof(fc.constant(secret.id), fc.constant(keyId), value),
+        digest: fc.oneof(fc.stringMatching(/^[0-9a-f]{64}$/), fc.string({ maxLength: 70 }), value),
+        salt: fc.oneof(fc.string({ maxLength: 20 }), value),
+        expiration: fc.oneof(fc.integer(), fc.double(), fc.constantFrom(0, -1, 4_102_444_800, Number.MAX_SAFE_INTEGER), value)
+      }, { requiredKeys: [] })
+    )
+    const user = fc.oneof(
+      { arbitrary: fc.record({ id: name, metadata: mostly(fc.dictionary(keyName(8), value, { maxKeys: 2 })) }), weight: 4 },
+      {
+        arbitrary: fc.record({ id: mostly(name), organization_user_id: name, organization_user_id_auth: auth, country: mostly(fc.constantFrom("FR", "US")) }, {
+          requiredKeys: ["organization_user_id"]
+        }),
+        weight: 3
+      },
+      {
+        arbitrary: fc.record({ id: fc.oneof(name, value), organization_user_id: fc.oneof(name, value), organization_user_id_auth: auth, metadata: value, country: value }, {
+          requiredKeys: []
+        }),
+        weight: 1
+      },
+      { arbitrary: value, weight: 1 }
+    )
+    const body = fc.record({
+      organization_id: mostly(fc.constant(orgId)),
+      id: mostly(name),
+      created_at: mostly(fc.constant("2001-01-01T00:00:00.000Z")),
+      status: mostly(fc.constantFrom("confirmed", "pending_approval")),
+      regulation: mostly(fc.constantFrom("gdpr", "ccpa", "constructor")),
+      user,
+      consents: fc.oneof({ arbitrary: consents, weight: 4 }, { arbitrary: value, weight: 1 }),
+      metadata: mostly(fc.dictionary(keyName(8), value, { maxKeys: 3 })),
+      delegate: mostly(fc.record({ id: name }))
+    }, { requiredKeys: ["user"] })
+    let created = 0
+    await fc.assert(
+      fc.asyncProperty(body, how, async (b, h) => {
+        const r = await publicWrite(JSON.stringify(b), h)
+        const context = `public write ${JSON.stringify(h)} ${JSON.stringify(b).slice(0, 300)}`
+        expectContract(r, context)
+        if (r.status === 201) {
+          created++
+          expect(Object.keys(r.body).filter((k) => !PUBLIC_ANSWER.includes(k)), context).toEqual([])
+          expect(r.body.created_at, context).not.toBe("2001-01-01T00:00:00.000Z")
+        }
+      }),
+      { numRuns: 150 }
+    )
+    // The property held for writes that went through, not only for refusals.
+    expect(created).toBeGreaterThan(0)
+  }, 180_000)
+
+  it("a correctly signed user id with any salt and expiration ahead is never refused for its proof", async () => {
+    const ahead = Math.floor(server.clock.millis / 1000) + 3600
+    const signed = fc.record({
+      organizationUserId: fc.oneof(fc.string({ minLength: 1, maxLength: 30 }), protoName),
+      salt: fc.option(fc.oneof(fc.string({ maxLength: 30 }), fc.string({ unit: "grapheme", maxLength: 10 }), protoName), { nil: undefined }),
+      expiration: fc.option(fc.integer({ min: ahead, max: ahead + 10_000_000 }), { nil: undefined })
+    })
+    await fc.assert(
+      fc.asyncProperty(signed, how, async ({ organizationUserId, salt, expiration }, h) => {
+        const digest = hmacHex(secret.secret, organizationUserId + (salt ?? "") + (expiration === undefined ? "" : String(expiration)))
+        const b = {
+          user: {
+            organization_user_id: organizationUserId,
+            organization_user_id_auth: { algorithm: "hmac-sha256", secret_id: secret.id, digest, ...(salt === undefined ? {} : { salt }), ...(expiration === undefined ? {} : { expiration }) }
+          },
+          consents: { purposes: [{ id: "analytics", enabled: true }] }
+        }
+        const r = await publicWrite(JSON.stringify(b), h)
+        const context = `signed write ${JSON.stringify(b).slice(0, 300)}`
+        expectContract(r, context)
+        // An organization_user_id the schema refuses is a 400; a valid proof is never a 403.
+        expect([201, 400], `${context}: ${r.text.slice(0, 200)}`).toContain(r.status)
+      }),
+      { numRuns: 60 }
+    )
+  }, 180_000)
+
+  it("text and malformed bodies on the public write: a 4xx, never a 5xx", async () => {
+    const raw = fc.oneof(
+      fc.string({ maxLength: 60 }),
+      fc.json({ maxDepth: 3 }),
+      fc.constantFrom("{", "[]", "null", "\"text\"", "{\"user\":", "{\"__proto__\":{\"user\":{\"id\":\"x\"}}}", "{\"a\":" + "[".repeat(5000) + "]".repeat(5000) + "}")
+    )
+    await fc.assert(
+      fc.asyncProperty(raw, how, async (text, h) => {
+        const r = await publicWrite(text, h)
+        expectContract(r, `public raw ${JSON.stringify(h)} ${text.slice(0, 100)}`)
+        expect(r.status, text.slice(0, 100)).toBeGreaterThanOrEqual(400)
+      }),
+      { numRuns: 100 }
+    )
+  }, 180_000)
+
+  it("consent token requests with any body: never a 5xx; every token made records its own user's consent", async () => {
+    const tokenBody = fc.tuple(
+      fc.record({
+        organization_id: fc.oneof({ arbitrary: fc.constant(orgId), weight: 6 }, { arbitrary: value, weight: 1 }),
+        organization_user_id: fc.oneof({ arbitrary: name, weight: 6 }, { arbitrary: value, weight: 1 }),
+        lifetime: mostly(fc.oneof(fc.integer({ min: -5, max: 3_000_000 }), fc.constantFrom(0, 1, 900, 2_678_400, 2_678_401, Number.MAX_SAFE_INTEGER))),
+        metadata: mostly(fc.dictionary(keyName(8), value, { maxKeys: 3 })),
+        delegate: mostly(
+          fc.record({ id: fc.oneof(name, value), name: mostly(fc.string({ maxLength: 20 })), metadata: mostly(fc.dictionary(keyName(8), value, { maxKeys: 2 })) }, {
+            requiredKeys: ["id"]
+          })
+        )
+      }, { requiredKeys: [] }),
+      fc.dictionary(keyName(10), value, { maxKeys: 2 }),
+      fc.integer({ min: 0, max: 9 })
+    ).map(([b, extra, stray]) => ({ ...(stray === 0 ? extra : {}), ...b }))
+    let made = 0
+    await fc.assert(
+      fc.asyncProperty(tokenBody, async (b) => {
+        const r = await call("POST", "/v1/consents/tokens", { body: b })
+        const context = `POST /v1/consents/tokens ${JSON.stringify(b).slice(0, 300)}`
+        expectContract(r, context)
+        if (r.status !== 201) return
+        made++
+        expect(r.headers.get("cache-control") ?? "", context).toContain("no-store")
+        expect(Number.isInteger(r.body.lifetime ?? 900) && (r.body.lifetime ?? 900) >= 1 && (r.body.lifetime ?? 900) <= 2_678_400, context).toBe(true)
+        const asUser = as(server.url, r.body.id_token)
+        const own = r.body.organization_user_id as string
+        const found = await asUser("GET", "/v1/consents/events")
+        expect(found.status, `${context}: ${found.text.slice(0, 200)}`).toBe(200)
+        for (const e of found.body.data) expect(e.user.organization_user_id, context).toBe(own)
+        const written = await asUser("POST", "/v1/consents/events", {
+          body: { organization_id: orgId, user: { organization_user_id: own }, consents: { purposes: [{ id: "analytics", enabled: true }] } }
+        })
+        expect(written.status, `${context}: ${written.text.slice(0, 200)}`).toBe(201)
+        expect(written.body.user.organization_user_id, context).toBe(own)
+      }),
+      { numRuns: 80 }
+    )
+    expect(made).toBeGreaterThan(0)
+  }, 180_000)
 })

@@ -1,4 +1,5 @@
 import { deleteSubscriber, saveSubscriber } from "@cmp/core"
+import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -18,6 +19,11 @@ import { useServer } from "./fixture.js"
  *
  * A newly documented path fails the coverage test until it gets a fixture below (or an entry,
  * with its reason, in the allow-list of actions).
+ *
+ * A's end-user credentials walk the same operations: its public key (header, and query) is a 401
+ * everywhere but the consent write, and a consent token of one of A's users is a 403 or 404
+ * everywhere but its own user, its user's events and its user's writes; where they are served,
+ * they reach A and that one user only.
  */
 
 type Method = "get" | "post" | "put" | "patch" | "delete"
@@ -25,6 +31,10 @@ type Method = "get" | "post" | "put" | "patch" | "delete"
 type Service = "find" | "get" | "create" | "update" | "patch" | "remove"
 type Caller = ReturnType<typeof as>
 type Who = "api key" | "member" | "platform integration"
+/** A's credentials for browsers and apps: its public key (header or query), a consent token of A's seeded user. */
+type EndUser = "public key (header)" | "public key (query)" | "consent token"
+type Walker = Who | EndUser
+const END_USERS: ReadonlyArray<EndUser> = ["public key (header)", "public key (query)", "consent token"]
 
 /** An organization of the test and the objects seeded in it, by collection path. */
 interface Org {
@@ -88,7 +98,11 @@ let doc: { paths: Record<string, Record<string, any>>; components: { schemas: Re
 let A: Org
 let B: Org
 /** Tokens of A's principals. */
-const principals = {} as Record<Who, string>
+const principals = {} as Record<Walker, string>
+/** Why the consent token of A could not be made (the walk of that principal then fails). */
+let consentTokenProblem: string | undefined
+/** A user of A that is not the consent token's. */
+let secondUserOfA: any
 /** Strings of B (ids, secrets shown once, seeded text) that no answer to A may contain. */
 let forbidden: Array<string> = []
 /** B's objects as B (or the operator) read them after seeding, and B's collection sizes. */
@@ -425,6 +439,23 @@ const ACTIONS: Record<string, Action> = {
       ]
     }
   },
+  "/v1/consents/tokens": {
+    why: "an action issuing a credential for one user of one organization, nothing stored: tried for B's user in B",
+    attacks: {
+      post: () => [{
+        what: "for B's user",
+        method: "POST",
+        url: "/v1/consents/tokens",
+        body: { organization_id: B.org.id, organization_user_id: B.objs["/v1/consents/users"].organization_user_id },
+        expect: [403],
+        control: {
+          url: "/v1/consents/tokens",
+          body: { organization_id: A.org.id, organization_user_id: A.objs["/v1/consents/users"].organization_user_id },
+          expect: 201
+        }
+      }]
+    }
+  },
   "/v1/webhooks/deliveries/replay": {
     why: "an action on the deliveries of one webhook, named by its body",
     attacks: {
@@ -463,6 +494,8 @@ interface Attack {
   readonly page?: "mine" | "empty"
   /** The id of A's own object that an unfiltered find must list. */
   readonly ownId?: string
+  /** A 200 page must hold only rows of this user (`organization_user_id`): what a consent token sees. */
+  readonly onlyUser?: string
   /** Whether the answer must equal the one for unknown ids instead of B's (default true). */
   readonly compareUnknown?: boolean
   /** The same request on A's own objects, by A's API key: shows the refusal is the scope, not the input. */
@@ -503,7 +536,7 @@ const filterFields = (template: string): ReadonlyArray<string> => {
 const isB = (v: unknown): v is string => typeof v === "string" && forbidden.includes(v)
 
 /** Every request of the walk for one principal. */
-const attacksFor = (who: Who): Array<Attack> => {
+const attacksFor = (who: Walker): Array<Attack> => {
   const out: Array<Attack> = []
   const attackCtx: Ctx = { org: B.org.id, objs: B.objs, mark: A.mark }
   const refsCtx: Ctx = { org: A.org.id, objs: B.objs, mark: A.mark }
@@ -561,7 +594,7 @@ const attacksFor = (who: Who): Array<Attack> => {
           continue
         }
         if (method === "post") {
-          if (f.createNotAnAttackFor?.includes(who)) continue
+          if ((f.createNotAnAttackFor as ReadonlyArray<Walker> | undefined)?.includes(who)) continue
           const body = f.create?.(attackCtx) ?? {}
           add({
             what: "into B",
@@ -634,6 +667,66 @@ const attacksFor = (who: Who): Array<Attack> => {
   return out
 }
 
+/** The operations open to each end-user credential; every other one refuses it. */
+const OPEN_TO: Record<EndUser, ReadonlySet<string>> = {
+  "public key (header)": new Set(["POST /v1/consents/events"]),
+  "public key (query)": new Set(["POST /v1/consents/events"]),
+  "consent token": new Set(["GET /v1/consents/users/{id}", "GET /v1/consents/events", "POST /v1/consents/events"])
+}
+
+const hmacHex = (key: string, message: string) => crypto.createHmac("sha256", key).update(message, "utf8").digest("hex")
+
+/**
+ * Every request of the walk for one of A's end-user credentials: the access tokens' requests,
+ * refused (401 for the public key, 403 or 404 for the consent token) where the credential is not
+ * open, as they are where it is; and, where it is, attempts at B's users and at A's other users.
+ */
+const endUserAttacksFor = (who: EndUser): Array<Attack> => {
+  const refusal = who === "consent token" ? [403, 404] : [401]
+  const ownUser = A.objs["/v1/consents/users"]
+  const bUser = B.objs["/v1/consents/users"]
+  const out = attacksFor(who).map((a): Attack => {
+    if (!OPEN_TO[who].has(a.op)) {
+      // Refused whatever an access token would get there: no page to read.
+      return { ...a, expect: a.expect.includes(405) ? [...refusal, 405] : refusal, page: undefined, ownId: undefined }
+    }
+    if (who !== "consent token" || a.op !== "GET /v1/consents/events") return a
+    // Its user's events whatever the filters: one naming B is refused as for A's access tokens, or finds none.
+    const refused = a.expect.length === 1 && a.expect[0] === 403
+    return { ...a, onlyUser: ownUser.organization_user_id, ...(refused ? { expect: [200, 403], page: "empty" as const } : {}) }
+  })
+  const consents = { purposes: [{ id: "1", enabled: true }] }
+  const write = (what: string, body: unknown, expect: ReadonlyArray<number>) =>
+    out.push({ op: "POST /v1/consents/events", what, method: "POST", url: "/v1/consents/events", body, expect })
+  const enc = encodeURIComponent
+  if (who !== "consent token") {
+    const bSecret = B.objs["/v1/secrets"]
+    const signedBy = (digest: string) => ({
+      organization_user_id: bUser.organization_user_id,
+      organization_user_id_auth: { algorithm: "hmac-sha256", secret_id: bSecret.id, digest }
+    })
+    write("a guest of A", { user: { id: unique(`${A.mark}-guest`) }, consents }, [201])
+    write("B's user, signed with B's own secret", { organization_id: A.org.id, user: signedBy(hmacHex(bSecret.secret, bUser.organization_user_id)), consents }, [403])
+    write("B's user, a guessed digest", { organization_id: A.org.id, user: signedBy("0".repeat(64)), consents }, [403])
+    return out
+  }
+  const only = ownUser.organization_user_id as string
+  const read = (op: string, what: string, url: string, expect: ReadonlyArray<number>, extra: Partial<Attack> = {}) =>
+    out.push({ op, what, method: "GET", url, expect, ...extra })
+  write("its own user", { organization_id: A.org.id, user: { organization_user_id: only }, consents }, [201])
+  write("B's user's organization_user_id", { organization_id: A.org.id, user: { organization_user_id: bUser.organization_user_id }, consents }, [403])
+  write("B's user's id", { organization_id: A.org.id, user: { id: bUser.id }, consents }, [400, 403])
+  write("another user of A", { organization_id: A.org.id, user: { organization_user_id: secondUserOfA.organization_user_id }, consents }, [403])
+  read("GET /v1/consents/users/{id}", "its own user", `/v1/consents/users/${enc(ownUser.id)}`, [200], { onlyUser: only })
+  read("GET /v1/consents/users/{id}", "its own user by the organization's id", `/v1/consents/users/${enc(only)}?$by_organization_user_id=true`, [200], { onlyUser: only })
+  read("GET /v1/consents/users/{id}", "another user of A", `/v1/consents/users/${enc(secondUserOfA.id)}`, [404])
+  read("GET /v1/consents/users/{id}", "another user of A by the organization's id", `/v1/consents/users/${enc(secondUserOfA.organization_user_id)}?$by_organization_user_id=true`, [404])
+  read("GET /v1/consents/events", "another user of A's events", `/v1/consents/events?user_id=${enc(secondUserOfA.id)}`, [200], { page: "empty" })
+  read("GET /v1/consents/events", "by cursor", "/v1/consents/events?$cursor=&$limit=1000", [200], { onlyUser: only })
+  read("GET /v1/consents/events", "B's user's events by cursor", `/v1/consents/events?$cursor=&user_id=${enc(bUser.id)}`, [200], { onlyUser: only })
+  return out
+}
+
 const errorKinds: Record<number, readonly [string, string]> = {
   400: ["BadRequest", "bad-request"],
   401: ["NotAuthenticated", "not-authenticated"],
@@ -694,13 +787,24 @@ const unknownVersion = (a: Attack) => {
 const send = (token: string, method: string, url: string, body?: unknown, headers?: Record<string, string>) =>
   call(server.url, method, url, { token, ...(body === undefined ? {} : { body }), ...(headers === undefined ? {} : { headers }) })
 
+/** A request as one of A's principals: a bearer token, or A's public key in its header or in the query. */
+const sendAs = (who: Walker, method: string, url: string, body?: unknown, headers?: Record<string, string>) => {
+  const key = principals[who]
+  const withBody = body === undefined ? {} : { body }
+  if (who === "public key (header)") return call(server.url, method, url, { ...withBody, headers: { ...headers, "x-public-api-key": key } })
+  if (who === "public key (query)") {
+    const at = `${url}${url.includes("?") ? "&" : "?"}public_api_key=${encodeURIComponent(key)}`
+    return call(server.url, method, at, { ...withBody, ...(headers === undefined ? {} : { headers }) })
+  }
+  return send(key, method, url, body, headers)
+}
+
 /** Runs one principal's walk; returns every problem found (empty when isolation holds). */
-const walk = async (who: Who, attacks: ReadonlyArray<Attack>): Promise<Array<string>> => {
-  const token = principals[who]
+const walk = async (who: Walker, attacks: ReadonlyArray<Attack>): Promise<Array<string>> => {
   const problems: Array<string> = []
   for (const a of attacks) {
     const label = `${who}: ${a.op} [${a.what}] ${a.method} ${a.url}`
-    const r = await send(token, a.method, a.url, a.body, a.headers)
+    const r = await sendAs(who, a.method, a.url, a.body, a.headers)
     const sent = safeDecode(a.url) + " " + a.url + " " + JSON.stringify(a.body ?? null) + " " + JSON.stringify(a.headers ?? null)
     if (!a.expect.includes(r.status)) problems.push(`${label}: ${r.status} (expected ${a.expect.join(" or ")}): ${r.text.slice(0, 200)}`)
     for (const p of contractProblems(r)) problems.push(`${label}: ${p}`)
@@ -716,17 +820,24 @@ const walk = async (who: Who, attacks: ReadonlyArray<Attack>): Promise<Array<str
         if (a.ownId !== undefined && !rows.some((x: any) => x.id === a.ownId)) problems.push(`${label}: A's own ${a.ownId} is not listed`)
       }
     }
+    if (r.status === 200 && a.onlyUser !== undefined) {
+      const rows: Array<any> = Array.isArray(r.body?.data) ? r.body.data : [r.body]
+      for (const x of rows) {
+        const user = x?.user?.organization_user_id ?? x?.organization_user_id
+        if (x?.organization_id !== A.org.id || user !== a.onlyUser) problems.push(`${label}: a row of another user: ${JSON.stringify(x).slice(0, 200)}`)
+      }
+    }
     // B's id answers exactly like an id that does not exist.
     const u = a.compareUnknown === false ? undefined : unknownVersion(a)
     if (u) {
-      const ru = await send(token, a.method, u.url, u.body, u.headers)
+      const ru = await sendAs(who, a.method, u.url, u.body, u.headers)
       const same = ru.status === r.status && ru.body?.name === r.body?.name &&
         (r.status !== 400 || JSON.stringify(Object.keys(ru.body?.errors ?? {}).sort()) === JSON.stringify(Object.keys(r.body?.errors ?? {}).sort())) &&
         (r.status !== 200 || ru.body?.total === r.body?.total)
       if (!same) problems.push(`${label}: answers ${r.status} ${r.text.slice(0, 120)} but for an unknown id ${ru.status} ${ru.text.slice(0, 120)}`)
     }
     if (a.control) {
-      const rc = await send(token, a.method, a.control.url, a.control.body)
+      const rc = await sendAs(who, a.method, a.control.url, a.control.body)
       if (rc.status !== a.control.expect) {
         problems.push(`${label}: control on A's own object ${a.method} ${a.control.url} answered ${rc.status}, expected ${a.control.expect}: ${rc.text.slice(0, 200)}`)
       }
@@ -780,7 +891,9 @@ beforeAll(() => {
 afterAll(() => {
   if (exportsRoot) fs.rmSync(exportsRoot, { recursive: true, force: true })
 })
-const { server, op } = useServer(() => ({ webhookAllowHosts: ["127.0.0.1"], exportsRoot, tcfVendorList: vendorList }))
+/** The walk's public writes come from one address: no rate limit should answer them. */
+const unlimited = { publicRateLimit: { perKey: 1_000_000, perAddress: 1_000_000 } }
+const { server, op } = useServer(() => ({ webhookAllowHosts: ["127.0.0.1"], exportsRoot, tcfVendorList: vendorList, ...unlimited }))
 
 beforeAll(async () => {
   doc = (await call(server.url, "GET", "/openapi.json")).body
@@ -811,6 +924,19 @@ beforeAll(async () => {
   const session = await call(server.url, "POST", "/v1/platform-integrations/sessions", { headers: { "x-platform-authorization": integration.token } })
   expect(session.status, session.text).toBe(201)
   principals["platform integration"] = session.body.access_token
+  // A's end-user credentials: its public key, and a consent token of its seeded user.
+  principals["public key (header)"] = A.org.public_api_key
+  principals["public key (query)"] = A.org.public_api_key
+  secondUserOfA = await created(A.call, "/v1/consents/users", {
+    organization_id: A.org.id,
+    organization_user_id: `${A.mark}-second`,
+    consents: { purposes: [{ id: "1", enabled: true }] }
+  })
+  const granted = await A.call("POST", "/v1/consents/tokens", {
+    body: { organization_id: A.org.id, organization_user_id: A.objs["/v1/consents/users"].organization_user_id, lifetime: 2_678_400 }
+  })
+  if (granted.status === 201) principals["consent token"] = granted.body.id_token
+  else consentTokenProblem = `POST /v1/consents/tokens: ${granted.status} ${granted.text.slice(0, 200)}`
 
   // B's own strings: everything seeded in B (including values shown once) that A has not got too.
   const mine = stringsOf([A.org, A.key, A.secret, A.token, A.objs, invited, integration, principals], new Set())
@@ -876,6 +1002,21 @@ describe("tenant isolation, walked from the OpenAPI document", () => {
             (m === "post" && FIXTURES[template]?.createNotAnAttackFor?.includes(who))
           if (!skipped) expect(walked, opName).toContain(opName)
         }
+      }
+      expect(await walk(who, attacks)).toEqual([])
+    }, 300_000)
+  }
+
+  for (const who of END_USERS) {
+    it(`${who} of A: refused wherever it is not open; where it is, A's data and its own user only, nothing of B`, async () => {
+      expect(A.org.public_api_key).toMatch(/^pk_/)
+      if (who === "consent token") expect(consentTokenProblem).toBeUndefined()
+      const attacks = endUserAttacksFor(who)
+      const walked = new Set(attacks.map((a) => a.op))
+      for (const [template, methods] of Object.entries(walkedPaths())) {
+        // Credential exchanges take their credential from the body or their own header.
+        if (ACTIONS[template]?.once) continue
+        for (const m of methods) expect(walked, `${m.toUpperCase()} ${template}`).toContain(`${m.toUpperCase()} ${template}`)
       }
       expect(await walk(who, attacks)).toEqual([])
     }, 300_000)

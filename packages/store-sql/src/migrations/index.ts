@@ -9,6 +9,7 @@ import subscribers from "./0008_subscribers.js"
 import organizationCreators from "./0009_organization_creators.js"
 import webhooksQuota from "./0010_webhooks_quota.js"
 import consentUsersUpdated from "./0011_consent_users_updated.js"
+import consentCollection from "./0012_consent_collection.js"
 
 /**
  * Versioned migrations of both stores: a new change is a new entry, never an edit of an old
@@ -25,5 +26,6 @@ export const migrations = {
   "0008_subscribers": subscribers,
   "0009_organization_creators": organizationCreators,
   "0010_webhooks_quota": webhooksQuota,
-  "0011_consent_users_updated": consentUsersUpdated
+  "0011_consent_users_updated": consentUsersUpdated,
+  "0012_consent_collection": consentCollection
 }

@@ -1,0 +1,435 @@
+import { type ChildProcess, spawn } from "node:child_process"
+import * as crypto from "node:crypto"
+import * as fs from "node:fs"
+import type { IncomingHttpHeaders, ServerResponse } from "node:http"
+import * as https from "node:https"
+import type { AddressInfo } from "node:net"
+import * as path from "node:path"
+import { type Browser, chromium, type Page } from "playwright-core"
+import { generate } from "selfsigned"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { ADMIN, start, type TestServer, unique } from "../api/helpers.js"
+import { childEnv, freePort, packageDir, repositoryRoot } from "../built.js"
+
+/**
+ * Public consent collection in a real browser (Debian's Chromium, headless). A page of the
+ * organization's property runs the README's browser code ("Collecting consent in the browser")
+ * and records guest consents with `fetch` (JSON and the public key header, so the browser sends a
+ * preflight first) and with `navigator.sendBeacon` (the key in the query, the JSON as text/plain),
+ * over HTTPS across origins. The same page served from another origin gets nothing through: its
+ * fetch rejects as a CORS failure and its beacon stores nothing. Inside the browser every host
+ * name of `example.test` is this machine, and both servers serve a certificate made for those
+ * names here, which the browser trusts by its key. Then `examples/browser`, clicked through.
+ */
+
+/** Chromium: `CHROMIUM_PATH`, else the first of these on PATH. CI installs Debian's `chromium`. */
+const chromiumPath = (): string => {
+  const named = process.env.CHROMIUM_PATH
+  if (named !== undefined && named !== "") return named
+  for (const dir of (process.env.PATH ?? "").split(path.delimiter)) {
+    for (const name of ["chromium", "chromium-browser", "google-chrome"]) {
+      const candidate = path.join(dir, name)
+      if (fs.existsSync(candidate)) return candidate
+    }
+  }
+  throw new Error("no Chromium found: install it (Debian: apt-get install chromium; .ci/run does) or set CHROMIUM_PATH")
+}
+
+const SHOP = "shop.example.test"
+const EVIL = "evil.example.test"
+const API = "api.example.test"
+
+/** What the API server saw of one request, once answered. */
+interface Seen {
+  readonly method: string
+  readonly path: string
+  readonly query: URLSearchParams
+  readonly origin: string | undefined
+  readonly headers: IncomingHttpHeaders
+  readonly status: number
+  /** The answer's headers, by lowercase name. */
+  readonly answered: Readonly<Record<string, string>>
+}
+
+let tls: { cert: string; key: string }
+let server: TestServer
+let pages: https.Server
+let browser: Browser
+let pagePort: number
+let publicKey: string
+let organizationId: string
+let backendToken: string
+const seen: Array<Seen> = []
+const waiting = new Set<() => void>()
+
+/** Resolves with the first answered request that matches, or fails naming what was seen. */
+const answered = async (what: string, match: (s: Seen) => boolean, timeoutMs = 30_000): Promise<Seen> => {
+  const found = () => seen.find(match)
+  if (found() !== undefined) return found()!
+  await new Promise<void>((resolve, reject) => {
+    const check = () => {
+      if (found() === undefined) return
+      clearTimeout(timer)
+      waiting.delete(check)
+      resolve()
+    }
+    const timer = setTimeout(() => {
+      waiting.delete(check)
+      reject(new Error(`the API never answered ${what}; it answered: ${JSON.stringify(seen.map((s) => [s.method, s.path, s.origin, s.status]))}`))
+    }, timeoutMs)
+    waiting.add(check)
+  })
+  return found()!
+}
+
+interface Reply {
+  readonly status: number
+  readonly body: any
+  readonly text: string
+}
+
+/** A call to the API from this process (a backend), trusting the certificate made here. */
+const call = (method: string, urlPath: string, options: { token?: string; body?: unknown } = {}) =>
+  new Promise<Reply>((resolve, reject) => {
+    const headers: Record<string, string> = {}
+    if (options.body !== undefined) headers["content-type"] = "application/json"
+    if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`
+    const req = https.request(`${server.url}${urlPath}`, { method, ca: tls.cert, headers }, (res) => {
+      let text = ""
+      res.setEncoding("utf8")
+      res.on("data", (d: string) => (text += d))
+      res.on("end", () => {
+        const json = (res.headers["content-type"] ?? "").includes("json") && text !== ""
+        resolve({ status: res.statusCode ?? 0, body: json ? JSON.parse(text) : text, text })
+      })
+    })
+    req.on("error", reject)
+    req.end(options.body === undefined ? undefined : JSON.stringify(options.body))
+  })
+
+const created = (r: Reply) => {
+  expect(r.status, r.text).toBe(201)
+  return r.body
+}
+
+/**
+ * The browser code of the README's "Collecting consent in the browser" (its one ```js block), with
+ * this API's address and the organization's key and id in place of the README's.
+ */
+const readmeScript = (): string => {
+  const readme = fs.readFileSync(path.join(repositoryRoot, "README.md"), "utf8")
+  const section = readme.split(/^## /m).find((s) => s.startsWith("Collecting consent in the browser"))
+  const blocks = [...(section ?? "").matchAll(/^```js\n([\s\S]*?)^```$/gm)].map((m) => m[1]!)
+  expect(blocks, "the README's browser section has one js block").toHaveLength(1)
+  const setting = (script: string, start: string, value: string) => {
+    const lines = script.split("\n").filter((l) => l.startsWith(start))
+    expect(lines, `the README's script sets ${start}`).toHaveLength(1)
+    return script.replace(lines[0]!, `${start}${JSON.stringify(value)}`)
+  }
+  let script = setting(blocks[0]!, "const API = ", `https://${API}:${new URL(server.url).port}`)
+  script = setting(script, "const PUBLIC_KEY = ", publicKey)
+  return setting(script, "const ORGANIZATION_ID = ", organizationId)
+}
+
+/**
+ * The organization's page, wherever it is served from: the README's script, and what the test
+ * calls in it (a failed fetch answered as its error's name and message).
+ */
+const page = (script: string) => `<!doctype html>
+<html lang="en">
+<meta charset="utf-8">
+<title>Shop</title>
+<p>Shop</p>
+<script>
+${script}
+window.tryFetch = (event) =>
+  recordWithFetch(event).then((answer) => ({ answer }), (error) => ({ error: error.name + ": " + error.message }))
+</script>
+</html>
+`
+
+/** The SHA-256 of the certificate's public key, base64: what Chromium is told to trust. */
+const spkiHash = (cert: string) =>
+  crypto.createHash("sha256").update(crypto.createPublicKey(cert).export({ type: "spki", format: "der" })).digest("base64")
+
+beforeAll(async () => {
+  const executablePath = chromiumPath()
+  const pems = await generate([{ name: "commonName", value: "example.test" }], {
+    keyType: "ec",
+    algorithm: "sha256",
+    extensions: [
+      { name: "basicConstraints", cA: false },
+      { name: "keyUsage", digitalSignature: true },
+      { name: "extKeyUsage", serverAuth: true },
+      {
+        name: "subjectAltName",
+        altNames: [{ type: 2, value: SHOP }, { type: 2, value: EVIL }, { type: 2, value: API }, { type: 7, ip: "127.0.0.1" }]
+      }
+    ]
+  })
+  tls = { cert: pems.cert, key: pems.private }
+
+  // The API over HTTPS only, as in production.
+  server = await start({ tls, allowHttp: false })
+  server.server.on("request", (req, res) => {
+    // The adapters hand their headers to writeHead, which keeps none for getHeader: read them there.
+    let answeredHeaders: Record<string, string> = {}
+    const writeHead = res.writeHead
+    res.writeHead = function (this: ServerResponse, ...args: Array<any>) {
+      const headers = args.find((a, i) => i > 0 && a !== null && typeof a === "object" && !Array.isArray(a))
+      if (headers !== undefined) answeredHeaders = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), String(v)]))
+      return writeHead.apply(this, args as Parameters<typeof writeHead>)
+    } as typeof res.writeHead
+    res.once("finish", () => {
+      const url = new URL(req.url ?? "/", "https://api.example.test")
+      seen.push({
+        method: req.method ?? "",
+        path: url.pathname,
+        query: url.searchParams,
+        origin: req.headers.origin,
+        headers: req.headers,
+        status: res.statusCode,
+        answered: { ...Object.fromEntries(Object.entries(res.getHeaders()).map(([k, v]) => [k, String(v)])), ...answeredHeaders }
+      })
+      for (const check of [...waiting]) check()
+    })
+  })
+
+  // The organization's pages, on another port, for whichever host name the browser asks.
+  let html = ""
+  pages = https.createServer(tls, (_req, res) => {
+    res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(html)
+  })
+  await new Promise<void>((resolve) => pages.listen(0, "127.0.0.1", resolve))
+  pagePort = (pages.address() as AddressInfo).port
+
+  // The organization: guest consents on (and the consents API, for its backend to read them), a
+  // property at the shop's address, a backend key.
+  const operator = (await call("POST", "/v1/sessions", { body: { type: "api-key", ...ADMIN } })).body.access_token as string
+  const org = created(await call("POST", "/v1/organizations", { token: operator, body: { name: unique("shop") } }))
+  publicKey = org.public_api_key
+  organizationId = org.id
+  expect(publicKey).toMatch(/^pk_/)
+  const flags = (await call("GET", `/v1/premium-features?organization_id=${org.id}`, { token: operator })).body.data[0]
+  const patched = await call("PATCH", `/v1/premium-features/${flags.id}`, {
+    token: operator,
+    body: { store_guest_cmp_consents: true, consents_api: true }
+  })
+  expect(patched.status, patched.text).toBe(200)
+  created(await call("POST", "/v1/properties", {
+    token: operator,
+    body: { organization_id: org.id, name: "Shop", website: `https://${SHOP}:${pagePort}` }
+  }))
+  const key = created(await call("POST", "/v1/keys", { token: operator, body: { organization_id: org.id, name: "backend" } }))
+  backendToken = created(await call("POST", "/v1/sessions", { body: { type: "api-key", key: key.id, secret: key.secret } }))
+    .access_token
+  html = page(readmeScript())
+
+  browser = await chromium.launch({
+    executablePath,
+    headless: true,
+    args: [`--host-resolver-rules=MAP *.example.test 127.0.0.1`, `--ignore-certificate-errors-spki-list=${spkiHash(tls.cert)}`]
+  })
+}, 60_000)
+
+afterAll(async () => {
+  await browser?.close()
+  if (pages !== undefined) {
+    const closed = new Promise<void>((resolve) => pages.close(() => resolve()))
+    pages.closeAllConnections()
+    await closed
+  }
+  await server?.close()
+}, 30_000)
+
+const guestEvent = (label: string) => ({
+  id: unique(`browser-${label}`),
+  user: { id: unique(`device-${label}`) },
+  consents: { purposes: [{ id: "analytics", enabled: label.endsWith("accept") }] }
+})
+
+/** The event as the organization's backend reads it: 200 and the event, or the error answer. */
+const readEvent = (id: string) => call("GET", `/v1/consents/events/${encodeURIComponent(id)}`, { token: backendToken })
+
+describe("public consent collection in a browser", () => {
+  it("the property's page records guest consents with fetch (after a preflight) and with sendBeacon", async () => {
+    const context = await browser.newContext()
+    try {
+      const tab = await context.newPage()
+      const origin = `https://${SHOP}:${pagePort}`
+      const loaded = await tab.goto(`${origin}/`)
+      expect(loaded?.status()).toBe(200)
+
+      const byFetch = guestEvent("fetch-accept")
+      const answer = await tab.evaluate((event) => (window as any).tryFetch(event), byFetch)
+      expect(answer.error, JSON.stringify(answer)).toBeUndefined()
+      expect(Object.keys(answer.answer).sort()).toEqual(["created_at", "id", "regulation", "status"])
+      expect(answer.answer.id).toBe(byFetch.id)
+
+      // The browser asked first: JSON and a key header are not a simple request.
+      const preflight = seen.find((s) => s.method === "OPTIONS" && s.path === "/v1/consents/events" && s.origin === origin)
+      expect(preflight, JSON.stringify(seen.map((s) => [s.method, s.path, s.origin, s.status]))).toBeDefined()
+      expect(preflight!.status).toBe(204)
+      expect(preflight!.answered["access-control-allow-origin"]).toBe(origin)
+      expect(String(preflight!.headers["access-control-request-headers"]).split(",").map((h) => h.trim()).sort())
+        .toEqual(["content-type", "x-public-api-key"])
+      const post = seen.find((s) => s.method === "POST" && s.origin === origin && s.headers["x-public-api-key"] === publicKey)
+      expect(post?.status).toBe(201)
+      expect(post!.answered["access-control-allow-origin"]).toBe(origin)
+      expect(String(post!.headers["content-type"])).toMatch(/^application\/json/)
+      expect(seen.indexOf(preflight!)).toBeLessThan(seen.indexOf(post!))
+
+      const byBeacon = guestEvent("beacon-reject")
+      expect(await tab.evaluate((event) => (window as any).recordWithBeacon(event), byBeacon)).toBe(true)
+      const beacon = await answered(
+        "the shop's beacon",
+        (s) => s.method === "POST" && s.origin === origin && s.query.get("public_api_key") === publicKey
+      )
+      expect(beacon.status).toBe(201)
+      expect(beacon.answered["access-control-allow-origin"]).toBe(origin)
+      expect(String(beacon.headers["content-type"])).toMatch(/^text\/plain/)
+
+      const stored = await readEvent(byFetch.id)
+      expect(stored.status, stored.text).toBe(200)
+      expect(stored.body).toMatchObject({ id: byFetch.id, user: { id: byFetch.user.id }, consents: { purposes: byFetch.consents.purposes } })
+      const beaconStored = await readEvent(byBeacon.id)
+      expect(beaconStored.status, beaconStored.text).toBe(200)
+      expect(beaconStored.body).toMatchObject({ id: byBeacon.id, user: { id: byBeacon.user.id }, consents: { purposes: byBeacon.consents.purposes } })
+    } finally {
+      await context.close()
+    }
+  }, 60_000)
+
+  it("the same page on another origin: its fetch fails as a CORS error and its beacon stores nothing", async () => {
+    const context = await browser.newContext()
+    try {
+      const tab = await context.newPage()
+      const origin = `https://${EVIL}:${pagePort}`
+      const loaded = await tab.goto(`${origin}/`)
+      expect(loaded?.status()).toBe(200)
+
+      const byFetch = guestEvent("evil-fetch-accept")
+      const answer = await tab.evaluate((event) => (window as any).tryFetch(event), byFetch)
+      expect(answer).toEqual({ error: expect.stringMatching(/^TypeError: /) })
+      // The request reached the API, which refused it without letting the page read why.
+      const refused = await answered(
+        "the other origin's fetch",
+        (s) => s.method === "POST" && s.origin === origin && s.headers["x-public-api-key"] === publicKey
+      )
+      expect(refused.status).toBe(403)
+      expect(refused.answered).not.toHaveProperty("access-control-allow-origin")
+
+      const byBeacon = guestEvent("evil-beacon-accept")
+      expect(await tab.evaluate((event) => (window as any).recordWithBeacon(event), byBeacon)).toBe(true)
+      const beacon = await answered(
+        "the other origin's beacon",
+        (s) => s.method === "POST" && s.origin === origin && s.query.get("public_api_key") === publicKey
+      )
+      expect(beacon.status).toBe(403)
+      expect(beacon.answered).not.toHaveProperty("access-control-allow-origin")
+
+      for (const attempt of [byFetch, byBeacon]) {
+        expect((await readEvent(attempt.id)).status).toBe(404)
+        const events = await call("GET", `/v1/consents/events?user_id=${encodeURIComponent(attempt.user.id)}`, { token: backendToken })
+        expect(events.status, events.text).toBe(200)
+        expect(events.body.total).toBe(0)
+      }
+    } finally {
+      await context.close()
+    }
+  }, 60_000)
+})
+
+/**
+ * `examples/browser`, as `pnpm --filter @cmp/examples browser` runs it, on a free port: a guest
+ * accepts through the banner; a signed-in user accepts, then turns analytics off in the preference
+ * center, with a consent token. What they chose is read back through the example's API.
+ */
+describe.skipIf(process.env.CMP_TEST_STORE === "postgres")("the browser example", () => {
+  let example: ChildProcess | undefined
+  let output = ""
+  afterAll(() => {
+    // tsx runs the example in a node process of its own: the whole group goes.
+    if (example?.pid !== undefined) {
+      try {
+        process.kill(-example.pid, "SIGKILL")
+      } catch {
+        // Gone already.
+      }
+    }
+  })
+
+  it("records a guest's choice from the banner, and a signed-in user's from the preference center", async () => {
+    const port = await freePort()
+    const site = `http://localhost:${port}`
+    const tsx = path.join(packageDir, "node_modules", ".bin", "tsx")
+    example = spawn(tsx, ["browser/server.ts"], {
+      cwd: path.join(repositoryRoot, "examples"),
+      env: childEnv({ PORT: String(port), HOST: "127.0.0.1" }),
+      detached: true
+    })
+    await new Promise<void>((resolve, reject) => {
+      example!.stdout!.on("data", (d) => {
+        output += String(d)
+        if (output.includes("shop on ")) resolve()
+      })
+      example!.stderr!.on("data", (d) => (output += String(d)))
+      example!.once("exit", (code) => reject(new Error(`the example exited (${code}): ${output}`)))
+    })
+    const api = async (method: string, urlPath: string, token?: string, body?: unknown) => {
+      const res = await fetch(`${site}/consent-api${urlPath}`, {
+        method,
+        headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body ? { "content-type": "application/json" } : {}) },
+        body: body === undefined ? undefined : JSON.stringify(body)
+      })
+      return { status: res.status, body: await res.json() as any }
+    }
+    const operator = (await api("POST", "/v1/sessions", undefined, { type: "api-key", key: "admin", secret: "change-me-to-a-long-secret" }))
+      .body.access_token as string
+
+    const statusText = async (tab: Page, before: string) => {
+      await tab.waitForFunction((previous) => {
+        const text = document.getElementById("status")!.textContent
+        return text !== "" && text !== previous
+      }, before)
+      return tab.locator("#status").textContent()
+    }
+
+    const guest = await browser.newContext()
+    try {
+      const tab = await guest.newPage()
+      await tab.goto(`${site}/`)
+      expect(await tab.locator("#who").textContent()).toBe("Not signed in")
+      await tab.getByRole("button", { name: "Accept" }).click()
+      expect(await statusText(tab, ""), output).toBe("Recorded: analytics accepted")
+      expect(await tab.locator("#banner").isHidden()).toBe(true)
+      const deviceId = await tab.evaluate(() => localStorage.getItem("consent-device-id"))
+      const events = await api("GET", `/v1/consents/events?user_id=${encodeURIComponent(deviceId!)}`, operator)
+      expect(events.status).toBe(200)
+      expect(events.body.data.map((e: any) => e.consents.purposes)).toMatchObject([[{ id: "analytics", enabled: true }]])
+    } finally {
+      await guest.close()
+    }
+
+    const member = await browser.newContext()
+    try {
+      const tab = await member.newPage()
+      await tab.goto(`${site}/?user=u-42`)
+      expect(await tab.locator("#who").textContent()).toBe("Signed in as u-42")
+      await tab.getByRole("button", { name: "Accept" }).click()
+      expect(await statusText(tab, ""), output).toBe("Recorded: analytics accepted")
+      await tab.getByRole("button", { name: "Manage my preferences" }).click()
+      await tab.locator("#analytics", { hasText: /^on$/ }).waitFor()
+      await tab.getByRole("button", { name: "Change", exact: true }).click()
+      await tab.locator("#analytics", { hasText: /^off$/ }).waitFor()
+      expect(await tab.locator("#status").textContent()).toBe("Recorded: analytics accepted")
+    } finally {
+      await member.close()
+    }
+    const user = await api("GET", "/v1/consents/users/u-42?$by_organization_user_id=true", operator)
+    expect(user.status).toBe(200)
+    expect(user.body.consents.purposes).toMatchObject([{ id: "analytics", enabled: false }])
+    const events = await api("GET", `/v1/consents/events?user_id=${encodeURIComponent(user.body.id)}&$sort[created_at]=1`, operator)
+    expect(events.body.data.map((e: any) => e.consents.purposes[0].enabled)).toEqual([true, false])
+  }, 60_000)
+})
