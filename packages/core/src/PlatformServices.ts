@@ -3,6 +3,7 @@ import type { ApiUsage } from "./ApiUsage.js"
 import type { CredentialCache } from "./CredentialCache.js"
 import type { OriginCache } from "./Consents/OriginCache.js"
 import type { PublicRateLimit } from "./Consents/PublicRateLimit.js"
+import type { SigningKeys } from "./Consents/SigningKeys.js"
 import type { FeatureCache } from "./FeatureCache.js"
 import type { LoginThrottle } from "./LoginThrottle.js"
 import type { Mailer } from "./Mailer.js"
@@ -54,6 +55,7 @@ export type PlatformServices =
   | ApiUsage
   | LoginThrottle
   | OriginCache
+  | SigningKeys
   | PublicRateLimit
 
 /** Those services, built and running: what a host's composition hands the REST layer. */

@@ -10,6 +10,7 @@ import type { Settings } from "./Settings.js"
 import type { OutboxSignal, SecretBox } from "./Webhooks/Ports.js"
 import type { FeatureCache } from "./FeatureCache.js"
 import type { OriginCache } from "./Consents/OriginCache.js"
+import type { SigningKeys } from "./Consents/SigningKeys.js"
 import type { OrganizationLimits } from "./OrganizationLimits.js"
 import type { EndUserCredential, Principal } from "./Principal.js"
 import type { FindQuery, SortKey } from "./Query.js"
@@ -54,6 +55,7 @@ export type CoreServices =
   | Relations
   | FeatureCache
   | OriginCache
+  | SigningKeys
   | OrganizationLimits
   | OutboxSignal
 

@@ -12,6 +12,7 @@ import {
   LoginThrottle,
   OriginCache,
   PublicRateLimit,
+  SigningKeys,
   Settings,
   type PlatformRuntime,
   type PlatformServices
@@ -57,6 +58,7 @@ export const layer = (options: PlatformOptions): Layer.Layer<PlatformServices, u
     FeatureCache.layer(),
     CredentialCache.layer(),
     OriginCache.layer(),
+    SigningKeys.layer(),
     PublicRateLimit.layer,
     Settings.layer({
       ...options.settings,

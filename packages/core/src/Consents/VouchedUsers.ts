@@ -6,6 +6,7 @@ import { Forbidden } from "../Domain/Errors.js"
 import { Hmac, Storage } from "../Ports.js"
 import { SecretsResource } from "../Resources/Account.js"
 import { SecretBox } from "../Webhooks/Ports.js"
+import { SigningKeys } from "./SigningKeys.js"
 
 /**
  * A page that records a known user's consent through the public key shows that the
@@ -26,13 +27,21 @@ export const verifyUserIdAuth = (organizationId: string, organizationUserId: str
       return yield* Effect.fail(refused("send user.organization_user_id_auth, signed with one of the organization's secrets"))
     }
     if (auth.expiration !== undefined && auth.expiration <= (yield* nowSeconds)) return yield* Effect.fail(refused("the signature has expired"))
-    const secret = yield* Effect.orDie((yield* Storage).repository(SecretsResource.tableDef).get(auth.secret_id))
-    const sealed = Option.isSome(secret) && secret.value.organization_id === organizationId ? secret.value.secret_sealed : null
-    if (Option.isSome(secret) && secret.value.organization_id === organizationId && sealed === null) {
+    const key = yield* Effect.flatMap(SigningKeys, (keys) =>
+      keys.read(
+        auth.secret_id,
+        Effect.gen(function*() {
+          const secret = yield* Effect.orDie((yield* Storage).repository(SecretsResource.tableDef).get(auth.secret_id))
+          if (Option.isNone(secret)) return undefined
+          const sealed = secret.value.secret_sealed
+          const value = sealed === null ? null : yield* Effect.flatMap(SecretBox, (box) => box.open(sealed))
+          return { organizationId: secret.value.organization_id, value }
+        })
+      ))
+    if (key === undefined || key.organizationId !== organizationId) return yield* Effect.fail(refused("no such secret in this organization"))
+    if (key.value === null) {
       return yield* Effect.fail(refused("this secret was made before secrets could sign user ids: create a new one"))
     }
-    if (sealed === null) return yield* Effect.fail(refused("no such secret in this organization"))
-    const key = yield* Effect.flatMap(SecretBox, (box) => box.open(sealed))
-    const ok = yield* Effect.flatMap(Hmac, (hmac) => hmac.verifySha256Hex(key, signedUserIdText(organizationUserId, auth), auth.digest))
+    const ok = yield* Effect.flatMap(Hmac, (hmac) => hmac.verifySha256Hex(key.value!, signedUserIdText(organizationUserId, auth), auth.digest))
     if (!ok) return yield* Effect.fail(refused("the digest does not match"))
   })

@@ -36,6 +36,7 @@ import { Settings } from "../Settings.js"
 import { InvitationsTable, PersonsTable, SettingsTable } from "../InternalTables.js"
 import { nowIso } from "../Clock.js"
 import { SecretBox } from "../Webhooks/Ports.js"
+import { forgetSigningKey } from "../Consents/SigningKeys.js"
 import { type InvitationMail, Mailer } from "../Mailer.js"
 
 // ---------------------------------------------------------------- organizations
@@ -275,6 +276,8 @@ export const SecretsResource = defineResource({
   privateFields: { secret_hash: field.string, secret_sealed: field.optionalString },
   quota: "secrets",
   hooks: {
+    // A removed secret stops signing user ids now in this process, not when its kept value ages.
+    afterCommit: (output) => forgetSigningKey(output.id),
     create: (_p, row) =>
       Effect.gen(function*() {
         const secret = `ss_${randomToken(32)}`

@@ -284,10 +284,11 @@ const endUserOf = (p: EndUserPrincipal, organizationId: string, u: EventUserInpu
       const own = yield* userByOrganizationUserId(organizationId, p.organizationUserId)
       if (Option.isSome(own)) {
         if (u.id != null && u.id !== own.value.id) return yield* Effect.fail(notYours())
-        return { ...user, id: own.value.id, organization_user_id: p.organizationUserId }
+        return { user: { ...user, id: own.value.id, organization_user_id: p.organizationUserId }, byId: own }
       }
-      if (u.id != null && Option.isSome(yield* userById(organizationId, u.id))) return yield* Effect.fail(notYours())
-      return { ...user, organization_user_id: p.organizationUserId }
+      const byId = u.id != null ? yield* userById(organizationId, u.id) : undefined
+      if (byId !== undefined && Option.isSome(byId)) return yield* Effect.fail(notYours())
+      return { user: { ...user, organization_user_id: p.organizationUserId }, byId }
     }
     if (u.organization_user_id == null) {
       yield* requireEndUserFeature(organizationId, false)
@@ -303,24 +304,26 @@ const endUserOf = (p: EndUserPrincipal, organizationId: string, u: EventUserInpu
           message: "Invalid user: this user is a known person; record their consent with their vouched-for user id"
         }))
       }
-      return user
+      return { user, byId: found }
     }
     yield* requireEndUserFeature(organizationId, true)
     yield* verifyUserIdAuth(organizationId, u.organization_user_id, auth)
-    if (u.id != null) {
-      const found = yield* userById(organizationId, u.id)
-      if (Option.isSome(found) && found.value.organization_user_id !== u.organization_user_id) return yield* Effect.fail(notYours())
-    }
-    return user
+    if (u.id == null) return { user, byId: undefined }
+    const found = yield* userById(organizationId, u.id)
+    if (Option.isSome(found) && found.value.organization_user_id !== u.organization_user_id) return yield* Effect.fail(notYours())
+    return { user, byId: found }
   })
 
-/** The user a write names, as checked for its principal: a backend's signed id is checked too, never kept. */
+/**
+ * The user a write names, as checked for its principal (a backend's signed id is checked too,
+ * never kept), and the user its `id` names when the check already read it.
+ */
 const writtenUser = (p: Principal, organizationId: string, u: EventUserInput) =>
   Effect.gen(function*() {
     if (isEndUser(p)) return yield* endUserOf(p, organizationId, u)
     const { organization_user_id_auth: auth, ...user } = u
     if (auth !== undefined && u.organization_user_id != null) yield* verifyUserIdAuth(organizationId, u.organization_user_id, auth)
-    return user
+    return { user, byId: undefined }
   })
 
 /** A consent token's metadata under the event's own (the event's keys win), and its delegate. */
@@ -334,7 +337,12 @@ const tokenFields = (p: Principal, row: Pick<EventRow, "metadata" | "delegate">)
 }
 
 /** Finds the event's user in the organization, or builds the new one the event creates. */
-const resolveUser = (organizationId: string, u: EventUser, event: { status: string; regulation: string; consents: EventConsents; created_at: string }) =>
+const resolveUser = (
+  organizationId: string,
+  u: EventUser,
+  event: { status: string; regulation: string; consents: EventConsents; created_at: string },
+  byId?: Option.Option<UserRow>
+) =>
   Effect.gen(function*() {
     if (!u.id && !u.organization_user_id) {
       return yield* Effect.fail(
@@ -347,7 +355,7 @@ const resolveUser = (organizationId: string, u: EventUser, event: { status: stri
     const repo = yield* users()
     if (u.id) {
       // Only this organization's users: another may use the same id for a user of its own.
-      const found = yield* repo.get({ organization_id: organizationId, id: u.id })
+      const found = byId ?? (yield* repo.get({ organization_id: organizationId, id: u.id }))
       if (Option.isSome(found)) return { user: found.value, created: undefined }
     } else {
       const page = yield* repo.find({
@@ -397,8 +405,8 @@ export const ConsentEventsResource = Events.with<SubscriberRegistrations, EventC
       ),
     create: (p, row, input) =>
       Effect.gen(function*() {
-        const u = yield* writtenUser(p, row.organization_id, input.user)
-        const { created, user } = yield* resolveUser(row.organization_id, u, row)
+        const { byId, user: u } = yield* writtenUser(p, row.organization_id, input.user)
+        const { created, user } = yield* resolveUser(row.organization_id, u, row, byId)
         if (created) yield* Effect.flatMap(users(), (repo) => repo.create(created))
         const eventUser: EventUser = {
           id: user.id,
