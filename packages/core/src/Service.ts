@@ -545,7 +545,10 @@ export const create = <S extends Shape, R, C>(
       })
     ).pipe(
       Effect.tap((out) => committed(def, out)),
-      Effect.map((out) => principal._tag === "PublicKey" && def.endUsers?.publicAnswer ? pick(out, def.endUsers.publicAnswer) : out)
+      // A visitor's write answers only what the declaration lists (never through the host API, whose callers hold no public key).
+      Effect.map((out): S["output"] =>
+        principal._tag === "PublicKey" && def.endUsers?.publicAnswer ? pick(out, def.endUsers.publicAnswer) as S["output"] : out
+      )
     )
   })
 

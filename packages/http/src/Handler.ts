@@ -6,6 +6,7 @@ import {
   authenticatePublicKey,
   endUserCredentialOf,
   Forbidden,
+  isEndUser,
   isDomainError,
   isStoreUnavailable,
   type PlatformRuntime,
@@ -217,14 +218,14 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
     let readableAt: string | undefined
     const effect = Effect.gen(function*() {
       const principal = keyed !== undefined ? yield* authenticatePublicKey(keyed.key) : yield* authenticate(token)
-      const endUser = endUserCredentialOf(principal)
-      if (endUser !== undefined) {
-        if (!found.endUsers.includes(endUser)) {
+      const endUser = isEndUser(principal)
+      if (endUser) {
+        if (!found.endUsers.includes(endUserCredentialOf(principal)!)) {
           return yield* Effect.fail(new Forbidden({ message: "A consent token reads and records its own user's consent only" }))
         }
         const origin = header(request.headers, "origin")
         if (origin !== undefined) {
-          yield* requireOrigin(principal as Parameters<typeof requireOrigin>[0], origin, options.allowHttp === true)
+          yield* requireOrigin(principal, origin, options.allowHttp === true)
           readableAt = origin
         }
         if (principal._tag === "PublicKey") {
@@ -232,7 +233,7 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
           yield* Effect.flatMap(PublicRateLimit, (limiter) => limiter.take(limits))
         }
       }
-      const body = yield* readBody(request, found, endUser !== undefined)
+      const body = yield* readBody(request, found, endUser)
       const context: Context = { request, params, rawQuery: query, body, address }
       if (counted) {
         const organizations = yield* countedOrganizations(principal, found, context)
