@@ -3,6 +3,7 @@ import type { StoreLayer } from "@cmp/platform"
 import { PgStore } from "@cmp/store-postgres"
 import { SqliteStore } from "@cmp/store-sqlite"
 import { createTestDatabase } from "@cmp/test-support/database"
+import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -294,6 +295,34 @@ describe(`forward migration from c26579d (${storeKind})`, () => {
     expect(other.body.consents).toStrictEqual(
       userToday(expected.records.find((x: any) => x.as === "B" && x.path === `/v1/consents/users/${B.user_id}`).body).consents
     )
+  })
+
+  it("a Secret made by c26579d (kept only as a hash) cannot sign user ids, even correctly; one made now can", async () => {
+    const features = await as("operator")("PATCH", `/v1/premium-features/${A.premium_features_id}`, { body: { store_cmp_consents: true } })
+    expect(features.status, features.text).toBe(200)
+    const org = await as("A")("GET", `/v1/organizations/${A.organization_id}`)
+    const headers = { "x-public-api-key": org.body.public_api_key as string }
+    const signedWith = (secretId: string, secret: string, user: string) => ({
+      organization_id: A.organization_id,
+      user: {
+        organization_user_id: user,
+        organization_user_id_auth: {
+          algorithm: "hmac-sha256",
+          secret_id: secretId,
+          digest: crypto.createHmac("sha256", secret).update(user).digest("hex")
+        }
+      },
+      consents: { purposes: [{ id: "analytics", enabled: true }] }
+    })
+    const old = await send("POST", "/v1/consents/events", { headers, body: signedWith(A.secret_id, A.secret_value, "signed-old") })
+    expect(old.status, old.text).toBe(403)
+    expect(old.body.message).toMatch(/create a new one/)
+    const made = await as("A")("POST", "/v1/secrets", { body: { organization_id: A.organization_id, name: "signs user ids" } })
+    expect(made.status, made.text).toBe(201)
+    const now = await send("POST", "/v1/consents/events", { headers, body: signedWith(made.body.id, made.body.secret, "signed-new") })
+    expect(now.status, now.text).toBe(201)
+    // The old data's counts are compared again after a restart.
+    expect((await as("A")("DELETE", `/v1/secrets/${made.body.id}`)).status).toBe(200)
   })
 
   it("a second start on the migrated database opens it again, and the secrets sealed by c26579d still sign", async () => {
