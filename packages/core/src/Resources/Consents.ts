@@ -388,7 +388,7 @@ const resolveUser = (
   })
 
 /** What an event's create hands on: its user as the transaction found or made it. */
-interface EventCarry {
+export interface EventCarry {
   readonly user: UserRow
   readonly createdUser: boolean
 }
