@@ -1,7 +1,7 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { KeptValues } from "./KeptValues.js"
+import { KeptValues, readThrough } from "./KeptValues.js"
 
 /**
  * The tables whose rows open sessions that must end when the row is deleted, and the public
@@ -39,13 +39,7 @@ export class CredentialCache extends Context.Tag("@cmp/core/CredentialCache")<Cr
       const kept = new KeptValues<string | undefined>(ttlMs, now)
       const keyOf = (table: CredentialTable, id: string) => `${table}:${id}`
       return {
-        read: <R>(table: CredentialTable, id: string, load: Effect.Effect<string | undefined, never, R>) =>
-          Effect.suspend(() => {
-            const found = kept.lookUp(keyOf(table, id))
-            return found.hit
-              ? Effect.succeed(found.value)
-              : Effect.tap(load, (organizationId) => Effect.sync(() => found.keep(organizationId)))
-          }),
+        read: (table, id, load) => readThrough(kept, keyOf(table, id), load),
         forget: (table, id) => Effect.sync(() => kept.forget(keyOf(table, id))),
         forgetOrganization: (organizationId) => Effect.sync(() => kept.forgetWhere((owner) => owner === organizationId))
       }

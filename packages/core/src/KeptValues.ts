@@ -1,3 +1,5 @@
+import * as Effect from "effect/Effect"
+
 /**
  * Values loaded from the store and kept in memory for a moment, per key. An entry answers for
  * `ttlMs` from the moment its load *started*: a load racing a change in another process can only
@@ -44,3 +46,10 @@ export class KeptValues<V> {
     for (const [key, entry] of this.entries) if (drop(entry.value)) this.entries.delete(key)
   }
 }
+
+/** The kept value of `key`, or `load`'s, kept for the next reads. */
+export const readThrough = <V, E, R>(kept: KeptValues<V>, key: string, load: Effect.Effect<V, E, R>): Effect.Effect<V, E, R> =>
+  Effect.suspend(() => {
+    const found = kept.lookUp(key)
+    return found.hit ? Effect.succeed(found.value) : Effect.tap(load, (value) => Effect.sync(() => found.keep(value)))
+  })

@@ -6,6 +6,7 @@ import * as Schema from "effect/Schema"
 import { nowIso } from "./Clock.js"
 import { Forbidden, InvalidInput, NotFound, QuotaExceeded } from "./Domain/Errors.js"
 import type { DomainError } from "./Domain/Errors.js"
+import type { PremiumFeatureFlag } from "./Domain/Account.js"
 import { Ids, keyOf, type Page, type Row, Storage, UnitOfWork } from "./Ports.js"
 import {
   canAccess,
@@ -260,12 +261,19 @@ export const loadVisible = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, pr
 
 const notFoundError = (def: AnyResource, id: string) => new NotFound({ message: `No ${def.name} found for id '${id}'` })
 
-const featureOff = (def: AnyResource) =>
-  new Forbidden({ message: `The premium feature '${def.premiumFeature}' is not enabled for this organization` })
+const flagOff = (flag: PremiumFeatureFlag) =>
+  new Forbidden({ message: `The premium feature '${flag}' is not enabled for this organization` })
 
-const hasFeature = (def: AnyResource, organizationId: string) =>
-  Effect.flatMap(OrganizationLimits, (limits) =>
-    Effect.map(limits.featuresOf(organizationId), (features) => features.has(def.premiumFeature!)))
+const featureOff = (def: AnyResource) => flagOff(def.premiumFeature!)
+
+const hasFlag = (flag: PremiumFeatureFlag, organizationId: string) =>
+  Effect.flatMap(OrganizationLimits, (limits) => Effect.map(limits.featuresOf(organizationId), (features) => features.has(flag)))
+
+const hasFeature = (def: AnyResource, organizationId: string) => hasFlag(def.premiumFeature!, organizationId)
+
+/** An organization without this premium feature is answered 403 (for gates a declaration cannot name). */
+export const requireFlag = (flag: PremiumFeatureFlag, organizationId: string) =>
+  Effect.flatMap(hasFlag(flag, organizationId), (on) => (on ? Effect.void : Effect.fail(flagOff(flag))))
 
 /** A gated service answers 403 to an organization without its premium feature (the operator is never gated). */
 export const requireFeature = (def: AnyResource, principal: Principal, organizationId: unknown) =>

@@ -127,22 +127,8 @@ const hookOf = (url: string, organizationId: string, token: string) =>
   }, token)
 
 /** A write as a browser sends it: the public key in its header, no credential. */
-const publicWrite = async (url: string, publicKey: string, body: unknown, signal: AbortSignal): Promise<Reply> => {
-  const res = await fetch(`${url}/v1/consents/events`, {
-    method: "POST",
-    headers: { "content-type": "application/json", "x-public-api-key": publicKey },
-    body: JSON.stringify(body),
-    signal
-  })
-  const text = await res.text()
-  let parsed: unknown
-  try {
-    parsed = JSON.parse(text)
-  } catch {
-    parsed = undefined
-  }
-  return { status: res.status, body: parsed, text, headers: res.headers }
-}
+const publicWrite = (url: string, publicKey: string, body: unknown, signal: AbortSignal): Promise<Reply> =>
+  json(`${url}/v1/consents/events`, "POST", body, undefined, signal, { "x-public-api-key": publicKey })
 
 /** `user.organization_user_id_auth` as the organization's backend computes it for a page. */
 const signedUserId = (secret: { id: string; secret: string }, organizationUserId: string, salt: string, expiration: number) => ({

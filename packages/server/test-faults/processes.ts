@@ -143,10 +143,17 @@ export interface Reply {
   readonly headers: Headers
 }
 
-export const json = async (url: string, method: string, body?: unknown, token?: string, signal?: AbortSignal): Promise<Reply> => {
+export const json = async (
+  url: string,
+  method: string,
+  body?: unknown,
+  token?: string,
+  signal?: AbortSignal,
+  headers: Record<string, string> = {}
+): Promise<Reply> => {
   const res = await fetch(url, {
     method,
-    headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}), ...headers },
     body: body === undefined ? undefined : JSON.stringify(body),
     signal
   })

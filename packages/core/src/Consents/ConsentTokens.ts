@@ -9,10 +9,9 @@ import {
   DEFAULT_CONSENT_TOKEN_LIFETIME
 } from "../Domain/Consent.js"
 import { Forbidden, InvalidInput } from "../Domain/Errors.js"
-import { OrganizationLimits } from "../OrganizationLimits.js"
 import { Ids, type ConsentTokenClaims, TokenIssuer } from "../Ports.js"
 import { isEndUser, isOperator, type Principal, requireOrganization } from "../Principal.js"
-import { decode, requireExistingOrganization } from "../Service.js"
+import { decode, requireExistingOrganization, requireFlag } from "../Service.js"
 
 /**
  * Consent tokens: a backend (a client key, a member, the operator) hands one end user a
@@ -33,12 +32,7 @@ export const createConsentToken = (principal: Principal, body: unknown) =>
     const input = decoded.right
     yield* requireOrganization(principal, input.organization_id)
     yield* requireExistingOrganization(input.organization_id)
-    if (!isOperator(principal)) {
-      const features = yield* Effect.flatMap(OrganizationLimits, (limits) => limits.featuresOf(input.organization_id))
-      if (!features.has(FEATURE)) {
-        return yield* Effect.fail(new Forbidden({ message: `The premium feature '${FEATURE}' is not enabled for this organization` }))
-      }
-    }
+    if (!isOperator(principal)) yield* requireFlag(FEATURE, input.organization_id)
     const carried = JSON.stringify({ metadata: input.metadata ?? null, delegate: input.delegate ?? null })
     if (new TextEncoder().encode(carried).byteLength > MAX_CARRIED_BYTES) {
       return yield* Effect.fail(new InvalidInput({

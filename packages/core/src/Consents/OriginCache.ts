@@ -1,7 +1,7 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { KeptValues } from "../KeptValues.js"
+import { KeptValues, readThrough } from "../KeptValues.js"
 
 /**
  * The hosts of an organization's own web origins (see `Origins.ts`), kept in memory: every public
@@ -19,11 +19,7 @@ export class OriginCache extends Context.Tag("@cmp/core/OriginCache")<OriginCach
     Layer.sync(OriginCache, () => {
       const kept = new KeptValues<ReadonlySet<string>>(ttlMs, now)
       return {
-        read: <R>(organizationId: string, load: Effect.Effect<ReadonlySet<string>, never, R>) =>
-          Effect.suspend(() => {
-            const found = kept.lookUp(organizationId)
-            return found.hit ? Effect.succeed(found.value) : Effect.tap(load, (hosts) => Effect.sync(() => found.keep(hosts)))
-          }),
+        read: (organizationId, load) => readThrough(kept, organizationId, load),
         forget: (organizationId) => Effect.sync(() => kept.forget(organizationId))
       }
     })

@@ -1,7 +1,7 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { KeptValues } from "../KeptValues.js"
+import { KeptValues, readThrough } from "../KeptValues.js"
 
 /**
  * The opened values of the Secrets that sign user ids, kept in memory for a moment: every public
@@ -26,11 +26,7 @@ export class SigningKeys extends Context.Tag("@cmp/core/SigningKeys")<SigningKey
     Layer.sync(SigningKeys, () => {
       const kept = new KeptValues<SigningKey | undefined>(ttlMs, now)
       return {
-        read: <E, R>(secretId: string, load: Effect.Effect<SigningKey | undefined, E, R>) =>
-          Effect.suspend(() => {
-            const found = kept.lookUp(secretId)
-            return found.hit ? Effect.succeed(found.value) : Effect.tap(load, (key) => Effect.sync(() => found.keep(key)))
-          }),
+        read: (secretId, load) => readThrough(kept, secretId, load),
         forget: (secretId) => Effect.sync(() => kept.forget(secretId))
       }
     })

@@ -18,15 +18,13 @@ import {
   type UserConsentStates
 } from "../Domain/Consent.js"
 import { type DomainError, Forbidden, InvalidInput, NotFound } from "../Domain/Errors.js"
-import type { PremiumFeatureFlag } from "../Domain/Account.js"
 import { verifyUserIdAuth } from "../Consents/VouchedUsers.js"
-import { OrganizationLimits } from "../OrganizationLimits.js"
 import { emptyState, mergeAll, mergeEvent, sameConsents } from "../Consents/Merge.js"
 import { Ids, keyOf, Storage } from "../Ports.js"
 import { canAccess, type EndUserPrincipal, isEndUser, type Principal } from "../Principal.js"
 import { eq } from "../Query.js"
 import { carrying, type CoreServices, declareResource, field, jsonField, type OutputOf, type StoredRow } from "../Resource.js"
-import { ensureMethodFor, findWithin, type LookUp, requireFeature, resolveView, toOutput } from "../Service.js"
+import { ensureMethodFor, findWithin, type LookUp, requireFeature, requireFlag, resolveView, toOutput } from "../Service.js"
 import { enqueue, type OutgoingEvent } from "../Webhooks/Outbox.js"
 import { SubscriberRegistrations } from "../Webhooks/Ports.js"
 
@@ -237,16 +235,9 @@ const userUpdated = (regulation: string, source: unknown, before: UserRow, after
 
 // ---------------------------------------------------------------- events
 
-const featureOff = (flag: PremiumFeatureFlag) =>
-  new Forbidden({ message: `The premium feature '${flag}' is not enabled for this organization` })
-
 /** Consent of known users (with `organization_user_id`) or of guests, recorded by end users. */
 const requireEndUserFeature = (organizationId: string, known: boolean) =>
-  Effect.gen(function*() {
-    const flag: PremiumFeatureFlag = known ? "store_cmp_consents" : "store_guest_cmp_consents"
-    const features = yield* Effect.flatMap(OrganizationLimits, (limits) => limits.featuresOf(organizationId))
-    if (!features.has(flag)) return yield* Effect.fail(featureOff(flag))
-  })
+  requireFlag(known ? "store_cmp_consents" : "store_guest_cmp_consents", organizationId)
 
 const userById = (organizationId: string, id: string) =>
   Effect.flatMap(users(), (repo) => repo.get({ organization_id: organizationId, id }))
@@ -352,22 +343,11 @@ const resolveUser = (
         })
       )
     }
-    const repo = yield* users()
-    if (u.id) {
-      // Only this organization's users: another may use the same id for a user of its own.
-      const found = byId ?? (yield* repo.get({ organization_id: organizationId, id: u.id }))
-      if (Option.isSome(found)) return { user: found.value, created: undefined }
-    } else {
-      const page = yield* repo.find({
-        count: false,
-        where: [eq("organization_id", organizationId), eq("organization_user_id", u.organization_user_id!)],
-        sort: [],
-        ordered: false,
-        limit: 1,
-        skip: 0
-      })
-      if (page.data[0]) return { user: page.data[0], created: undefined }
-    }
+    // Only this organization's users: another may use the same id for a user of its own.
+    const found = u.id
+      ? byId ?? (yield* userById(organizationId, u.id))
+      : yield* userByOrganizationUserId(organizationId, u.organization_user_id!)
+    if (Option.isSome(found)) return { user: found.value, created: undefined }
     const now = yield* nowIso
     // A new user created by a confirmed event starts with that event's choices (version 1).
     const consentStates: UserConsentsValue = event.status === "confirmed"
