@@ -5,8 +5,9 @@
  * ratios are stable.
  *
  *   BENCH_SECONDS=10 (load duration per figure), BENCH_CONNECTIONS=50
- *   BENCH_ONLY=events,deliveries,latency,get_key,export,public_events,public_known_events
+ *   BENCH_ONLY=events,deliveries,latency,get_key,export,public_events,public_known_events,verify_log
  *     (a subset, e.g. to profile one figure)
+ *   BENCH_VERIFY_ENTRIES=100000 (consent log entries an organization has when its log is verified)
  *   BENCH_EXPORT_EVENTS=50000 (events of the organization exported in the `export` figure)
  *   BENCH_STORES=sqlite,postgres (PostgreSQL only where DATABASE_URL is set)
  */
@@ -22,8 +23,9 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
 const SERVER = "packages/server/dist/main.mjs"
 const ONLY = new Set(
-  (process.env.BENCH_ONLY ?? "events,deliveries,latency,get_key,export,public_events,public_known_events").split(",")
+  (process.env.BENCH_ONLY ?? "events,deliveries,latency,get_key,export,public_events,public_known_events,verify_log").split(",")
 )
+const VERIFY_ENTRIES = Number(process.env.BENCH_VERIFY_ENTRIES ?? 100_000)
 const EXPORT_EVENTS = Number(process.env.BENCH_EXPORT_EVENTS ?? 50_000)
 const STORES = new Set((process.env.BENCH_STORES ?? "sqlite,postgres").split(","))
 const root = path.join(import.meta.dirname, "..")
@@ -253,6 +255,40 @@ const measureExport = async (api: string, op: string, sqlitePath: string) => {
   )
 }
 
+/**
+ * Verifying a consent log of VERIFY_ENTRIES entries: an organization gets that many events, each
+ * of a new user (one entry each: the user and its event in one transaction), through the API as
+ * fast as the server takes them; then `GET /v1/consents/log/verify` is timed, with the CPU the
+ * server spent on it.
+ */
+const measureVerify = async (api: string, op: string, server: Child, store: string) => {
+  const t = await tenantOf(api, op, { consents_api: true })
+  const filled = await autocannon({
+    url: api,
+    connections: CONNECTIONS,
+    amount: VERIFY_ENTRIES,
+    requests: [{
+      method: "POST",
+      path: "/v1/consents/events",
+      headers: { "content-type": "application/json", authorization: `Bearer ${t.token}` },
+      setupRequest: (req) => ({ ...req, body: consentBody(t.id) })
+    }]
+  })
+  if (filled.non2xx + filled.errors > 0) throw new Error(`verify_log: ${filled.non2xx + filled.errors} of the writes failed`)
+  const before = cpuMs(server.proc.pid!)
+  const started = performance.now()
+  const answer = await json(`${api}/v1/consents/log/verify?organization_id=${t.id}`, "GET", undefined, t.token)
+  const wall = performance.now() - started
+  const cpu = cpuMs(server.proc.pid!) - before
+  if (answer.valid !== true) throw new Error(`verify_log: the log is not valid: ${JSON.stringify(answer)}`)
+  line(
+    `consent_log_verify_${store}`,
+    answer.entries / (wall / 1000),
+    "entries/s",
+    `${answer.entries} entries and as many events and users in ${(wall / 1000).toFixed(1)} s, ${(cpu / 1000).toFixed(1)} s of server CPU`
+  )
+}
+
 /** A fresh PostgreSQL database for one run, dropped at exit. */
 const pgDatabase = async (base: string, name: string) => {
   const { default: pg } = await import("pg")
@@ -406,6 +442,7 @@ const measureStore = async (store: "sqlite" | "postgres", receiver: Child) => {
     line("get_key", read.requests.average, "req/s", `${(read.requests.average / bare.requests.average).toFixed(2)} of baseline, ${read.non2xx + read.errors} errors, ${readCpu.toFixed(2)} ms CPU each`)
   }
   if (store === "sqlite" && ONLY.has("export")) await measureExport(api, op, serverEnv.SQLITE_PATH)
+  if (ONLY.has("verify_log")) await measureVerify(api, op, server, store)
   let serverPeak = peakRssMb(server.proc.pid!)
   if (worker) {
     line(`worker_peak_rss_${store}`, peakRssMb(worker.proc.pid!), "MB")

@@ -3,7 +3,7 @@
  * and one chunk per command, so `worker` and `bootstrap` never load the HTTP layer or Express.
  * Running plain JavaScript instead of TypeScript through `tsx` saves the loader thread and the
  * source-map work on every stack trace: about a fifth of the CPU per request and 80 MB of memory
- * (docs/benchmarks.md). Tests still run the sources. Native and asset packages stay outside the
+ * (docs/benchmarks.md). Tests still run the sources. Native and asset packages (and pdfkit, which reads its fonts from its own directory) stay outside the
  * bundle and are resolved from this package at run time. `dist/meta.json` records which sources
  * each output holds.
  *
@@ -31,7 +31,7 @@ const result = await build({
   platform: "node",
   format: "esm",
   target: "node20",
-  external: ["better-sqlite3", "pg-native", "swagger-ui-dist"],
+  external: ["better-sqlite3", "pg-native", "swagger-ui-dist", "pdfkit"],
   // Bundled CommonJS packages call `require`; ESM output has none of its own.
   banner: { js: "import { createRequire as __cmpRequire } from 'node:module'; const require = __cmpRequire(import.meta.url);" },
   sourcemap: "linked",

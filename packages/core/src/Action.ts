@@ -42,17 +42,30 @@ export interface ActionTarget {
   readonly id: string
 }
 
-/** What an action answers, for the OpenAPI document: a named schema, a resource's output, or a page of one. */
+/** What an action answers, for the OpenAPI document: a named schema, a resource's output, a page of one, or a file. */
 export type ActionOutput =
   | { readonly _tag: "Schema"; readonly schema: NamedSchema }
   | { readonly _tag: "Output"; readonly of: AnyResource }
   | { readonly _tag: "Page"; readonly of: AnyResource }
+  | { readonly _tag: "File"; readonly mediaTypes: ReadonlyArray<string> }
 
 export const answers = {
   schema: (name: string, schema: AnySchema): ActionOutput => ({ _tag: "Schema", schema: { name, schema } }),
   outputOf: (of: AnyResource): ActionOutput => ({ _tag: "Output", of }),
-  pageOf: (of: AnyResource): ActionOutput => ({ _tag: "Page", of })
+  pageOf: (of: AnyResource): ActionOutput => ({ _tag: "Page", of }),
+  file: (mediaTypes: ReadonlyArray<string>): ActionOutput => ({ _tag: "File", mediaTypes })
 }
+
+/**
+ * A file an action answers (a proof's bytes, a report's PDF): sent as a download, never shown
+ * inline, so a document a visitor uploaded cannot run as a page of the API's origin.
+ */
+export class FileAnswer {
+  readonly _tag = "FileAnswer"
+  constructor(readonly bytes: Uint8Array, readonly mediaType: string, readonly filename: string) {}
+}
+
+export const isFileAnswer = (u: unknown): u is FileAnswer => u instanceof FileAnswer
 
 /** An extra parameter in the OpenAPI document (a header credential, a query parameter). */
 export interface ActionParameter {

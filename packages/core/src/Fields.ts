@@ -6,7 +6,8 @@ import * as AST from "effect/SchemaAST"
  * columns are declared once: strings (ids, enums, ISO timestamps), numbers, booleans, and
  * everything else as JSON.
  */
-export type FieldKind = "string" | "timestamp" | "number" | "boolean" | "json"
+/** `bytes`: a file's bytes (`Uint8Array`), declared by hand, never derived from a schema. */
+export type FieldKind = "string" | "timestamp" | "number" | "boolean" | "json" | "bytes"
 
 export interface FieldInfo {
   readonly kind: FieldKind

@@ -11,6 +11,8 @@ import type { OrganizationLimits } from "./OrganizationLimits.js"
 import type { CertificateValidator, Provisioner, UrlSigner } from "./OrganizationPorts.js"
 import type { Hmac, Ids, SecretHasher, Storage, TokenIssuer, UnitOfWork, UsageStore } from "./Ports.js"
 import type { Relations } from "./Relations.js"
+import type { ConsentLogStore } from "./Consents/ConsentLog.js"
+import type { Digests, MediaTypes, ProofFiles, ReportPdf } from "./Consents/ProofPorts.js"
 import type { ExportSink } from "./Resources/Exports.js"
 import type { TcStringEncoder } from "./Resources/Notices.js"
 import type { Settings } from "./Settings.js"
@@ -32,9 +34,12 @@ export type HostPorts =
   | ExportSink
   | TcStringEncoder
   | Mailer
+  | Digests
+  | MediaTypes
+  | ReportPdf
 
 /** The storage ports: what a store package's layer gives. */
-export type StorePorts = Storage | UnitOfWork | UsageStore | DeliveryQueue | SubscriberRegistrations
+export type StorePorts = Storage | UnitOfWork | UsageStore | DeliveryQueue | SubscriberRegistrations | ConsentLogStore | ProofFiles
 
 /**
  * Every service a use-case of core may need, built once: the store's ports, the host's ports

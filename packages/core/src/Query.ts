@@ -61,6 +61,7 @@ export const MAX_SKIP = 2_147_483_647
 export const emptyQuery: FindQuery = { where: [], sort: [], limit: DEFAULT_LIMIT, skip: 0 }
 
 export const eq = (field: string, value: Scalar): Condition => ({ _tag: "Compare", field, op: "eq", value })
+export const gte = (field: string, value: Scalar): Condition => ({ _tag: "Compare", field, op: "gte", value })
 export const inList = (field: string, values: ReadonlyArray<Scalar>): Condition => ({
   _tag: "In",
   field,
@@ -153,6 +154,7 @@ const coerce = (path: string, info: FieldInfo, raw: unknown): Scalar => {
       if (raw === false || raw === "false") return false
       return fail(path, "must be true or false")
     case "json":
+    case "bytes":
       return fail(path, "cannot be used in a query")
   }
 }
@@ -205,7 +207,7 @@ const parseConditions = (
     notAView(options, path, key)
     const info = fieldOf(options, key)
     if (!info) fail(path, "is not a field of this resource")
-    if (info!.kind === "json") fail(path, "cannot be used in a query")
+    if (info!.kind === "json" || info!.kind === "bytes") fail(path, "cannot be used in a query")
     if (isPlainObject(value) && asList(value) === undefined) {
       for (const [op, operand] of Object.entries(value)) {
         const kind = Object.hasOwn(operators, op) ? operators[op] : undefined
@@ -245,7 +247,7 @@ const parseSort = (raw: unknown, options: ParseOptions): Array<SortKey> => {
     notAView(options, `$sort.${field}`, field)
     const info = fieldOf(options, field)
     if (!info) fail(`$sort.${field}`, "is not a field of this resource")
-    if (info!.kind === "json") fail(`$sort.${field}`, "cannot be sorted on")
+    if (info!.kind === "json" || info!.kind === "bytes") fail(`$sort.${field}`, "cannot be sorted on")
     const d = typeof dir === "string" || typeof dir === "number" ? String(dir).toLowerCase() : ""
     if (d === "1" || d === "asc") return { field, direction: 1 as const }
     if (d === "-1" || d === "desc") return { field, direction: -1 as const }

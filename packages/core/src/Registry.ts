@@ -13,6 +13,10 @@ import {
   SecretsResource
 } from "./Resources/Account.js"
 import { ConsentEventsResource, ConsentUsersResource } from "./Resources/Consents.js"
+import { EventProofsTable, ProofFileAction, ProofFilesTable, ProofsResource } from "./Resources/Proofs.js"
+import { ProofReportPdfAction, ProofReportsResource } from "./Resources/ProofReports.js"
+import { ConsentLogHeadsTable, ConsentLogTable } from "./Consents/ConsentLog.js"
+import { VerifyLogAction } from "./Consents/LogVerify.js"
 import {
   DeliveriesResource,
   ReplayDeliveryAction,
@@ -52,6 +56,8 @@ const declared = [
   DeliveriesResource,
   ConsentEventsResource,
   ConsentUsersResource,
+  ProofsResource,
+  ProofReportsResource,
   NoticeTextsResource,
   NoticeTextContentsResource,
   NoticeConfigsResource,
@@ -80,6 +86,9 @@ const declaredActions = [
   SdkGeneratorAction,
   ExecuteExportAction,
   CreateConsentTokenAction,
+  ProofFileAction,
+  ProofReportPdfAction,
+  VerifyLogAction,
   TcStringAction,
   DashboardUrlsAction,
   LanguagesAction
@@ -106,7 +115,19 @@ export const actions: ReadonlyArray<AnyAction> = declaredActions
 /** Every stored table, once each (some resources share one): what the stores create. */
 export const tables: ReadonlyArray<TableDef<any>> = [
   ...new Map(
-    [...resources.map((def) => def.tableDef), PersonsTable, InvitationsTable, SettingsTable, AttemptsTable, SubscribersTable, ApiUsageTable]
+    [
+      ...resources.map((def) => def.tableDef),
+      PersonsTable,
+      InvitationsTable,
+      SettingsTable,
+      AttemptsTable,
+      SubscribersTable,
+      ApiUsageTable,
+      EventProofsTable,
+      ProofFilesTable,
+      ConsentLogTable,
+      ConsentLogHeadsTable
+    ]
       .map((t) => [t.table, t] as const)
   ).values()
 ]

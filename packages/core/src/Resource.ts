@@ -281,6 +281,8 @@ export interface ResourceData<
   readonly defaults?: Row
   /** A count quota checked on create. */
   readonly quota?: QuotaField
+  /** Bytes a create or write body may have, where more than the API's default is needed (files sent inline). */
+  readonly bodyLimit?: number
   /** The premium feature an organization needs to use this service at all. */
   readonly premiumFeature?: PremiumFeatureFlag
   /**
@@ -473,6 +475,12 @@ export const defineResource = <
     Carry
   >)
 }
+
+/**
+ * The ports of a declaration that needs several: a tag is invariant in its service, so a list
+ * of different tags is typed by the declaration's `R`, which `.with<R>` names.
+ */
+export const portList = <R>(...tags: ReadonlyArray<Context.Tag<any, any>>): ReadonlyArray<Context.Tag<R, any>> => tags
 
 /** Rows owned by an organization are removed with it. */
 export const ownedByOrganization: Relation = { field: "organization_id", table: "organizations", onDelete: "cascade" }

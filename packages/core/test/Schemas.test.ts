@@ -435,6 +435,8 @@ describe("Consent events", () => {
       metadata: null,
       user: { id: "u1", organization_user_id: "u-42", metadata: { a: 1 }, country: "FR" },
       consents,
+      proofs_id: ["p1"],
+      notice_text_content_id: "c1",
       ...audit
     })
     ok(Consent.ConsentEventCreate, create)

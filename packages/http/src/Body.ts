@@ -99,6 +99,9 @@ const readBytes = (
       resume(result)
     }
     const iterator = stream[Symbol.asyncIterator]()
+    // With its length declared, a body is copied once into its place as it arrives (a large
+    // body then costs its own size, not its chunks and their concatenation besides).
+    const whole = declared !== undefined && declared > 0 ? new Uint8Array(declared) : undefined
     const chunks: Array<Uint8Array> = []
     let size = 0
     const next = () => {
@@ -108,7 +111,7 @@ const readBytes = (
       iterator.next().then((item) => {
         if (over) return
         clearTimeout(timer)
-        if (item.done) return finish(Effect.succeed(Buffer.concat(chunks, size)))
+        if (item.done) return finish(Effect.succeed(whole ? whole.subarray(0, size) : Buffer.concat(chunks, size)))
         const chunk = item.value
         size += chunk.byteLength
         if (size > limit) return finish(Effect.fail(abandoned(tooLarge())))
@@ -116,7 +119,9 @@ const readBytes = (
           if (!budget.take(size - taken)) return finish(Effect.fail(abandoned(busy())))
           taken = size
         }
-        chunks.push(chunk)
+        if (whole === undefined) chunks.push(chunk)
+        else if (size <= whole.byteLength) whole.set(chunk, size - chunk.byteLength)
+        else return finish(Effect.fail(abandoned(errorResponse(400, "The request body is longer than its Content-Length"))))
         next()
       }, () => finish(Effect.fail(errorResponse(400, "The request body could not be read"))))
     }
@@ -125,6 +130,8 @@ const readBytes = (
     return Effect.sync(() => finish(Effect.fail(abandoned(stalled()))))
   })
 }
+
+const toText = (bytes: Uint8Array): string => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8")
 
 const isJsonType = (mediaType: string) =>
   mediaType === "application/json" || (mediaType.startsWith("application/") && mediaType.endsWith("+json"))
@@ -154,8 +161,9 @@ export const readJson = (request: ApiRequest, reading: BodyReading): Effect.Effe
     const length = header(request.headers, "content-length")
     const declared = length !== undefined && /^\d+$/.test(length.trim()) ? Number(length) : undefined
     if (declared !== undefined && declared > reading.limit) return yield* Effect.fail(tooLarge())
-    const bytes = yield* readBytes(request.body, declared, reading)
-    if (bytes.byteLength === 0) return isJsonType(mediaType ?? "") ? {} : undefined
+    // Only the text is kept once made: a large body is never held as bytes, text and value at once.
+    const text = yield* Effect.map(readBytes(request.body, declared, reading), toText)
+    if (text.length === 0) return isJsonType(mediaType ?? "") ? {} : undefined
     if (!isJsonType(mediaType ?? "")) return yield* unsupported()
     const charset = params.find((p) => p.startsWith("charset="))?.slice(8).replace(/"/g, "")
     if (charset !== undefined && charset !== "utf-8" && charset !== "utf8") {
@@ -167,10 +175,9 @@ export const readJson = (request: ApiRequest, reading: BodyReading): Effect.Effe
         "content-encoding": "must be identity"
       }))
     }
-    const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8").replace(/^\uFEFF/, "")
     let value: unknown
     try {
-      value = JSON.parse(text)
+      value = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text)
     } catch {
       return yield* Effect.fail(errorResponse(400, "The request body is not valid JSON", { body: "is not valid JSON" }))
     }

@@ -8,6 +8,8 @@ import {
   Forbidden,
   isEndUser,
   isDomainError,
+  isFileAnswer,
+  type FileAnswer,
   isStoreUnavailable,
   type PlatformRuntime,
   PublicRateLimit,
@@ -107,6 +109,20 @@ const noStore = (response: ApiResponse): ApiResponse => ({
   headers: { ...response.headers, "cache-control": "no-store" }
 })
 
+/**
+ * A file as a download: its own type, saved rather than shown, and sandboxed should a browser
+ * render it anyway, so an uploaded document never runs as a page of this origin.
+ */
+const download = (file: FileAnswer): ApiResponse => ({
+  status: 200,
+  headers: {
+    "content-type": file.mediaType,
+    "content-disposition": `attachment; filename="${file.filename.replace(/[^\w.-]/g, "_")}"`,
+    "content-security-policy": "sandbox"
+  },
+  body: file.bytes
+})
+
 /** What answering a request found out that its log line shows: the route's template. */
 interface Seen {
   route?: string
@@ -153,7 +169,7 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
     requestId: string
   ): Promise<ApiResponse> => {
     const exit = await runtime.runPromiseExit(effect.pipe(Effect.annotateLogs({ requestId })))
-    if (Exit.isSuccess(exit)) return json(status, exit.value)
+    if (Exit.isSuccess(exit)) return isFileAnswer(exit.value) ? download(exit.value) : json(status, exit.value)
     const failure = Cause.failureOption(exit.cause)
     if (Option.isSome(failure) && failure.value instanceof BodyRefused) return failure.value.response
     if (Option.isSome(failure) && isDomainError(failure.value)) {
@@ -182,7 +198,7 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
       ? Math.min(bodyLimit, CREDENTIAL_BODY_LIMIT)
       : endUser
       ? Math.min(bodyLimit, END_USER_BODY_LIMIT)
-      : bodyLimit
+      : Math.max(bodyLimit, found.bodyLimit ?? 0)
     return Effect.mapError(
       readJson(request, { limit, timeoutMs: bodyTimeoutMs, budget: bodyBudget, textPlain: endUser }),
       (response) => new BodyRefused(response)

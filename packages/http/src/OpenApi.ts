@@ -268,13 +268,15 @@ export const openApiDocument = (
         return { $ref: `${componentsPath}${pascal(output.of.path)}` }
       case "Page":
         return findPage(output.of as RegisteredResource, pascal(output.of.path))
+      case "File":
+        return { type: "string", format: "binary" }
     }
   }
 
   // The actions: operations that are not a resource's generic methods, each from its declaration.
   for (const a of actions) {
     const hasId = takesId(a)
-    const of: AnyResource | undefined = a.answers._tag === "Schema" ? undefined : a.answers.of
+    const of: AnyResource | undefined = a.answers._tag === "Output" || a.answers._tag === "Page" ? a.answers.of : undefined
     if (a.body) schemas[a.body.name] ??= jsonSchema(a.body.schema)
     const parameters = [
       ...(hasId ? [{ name: "id", in: "path", required: true, schema: { type: "string" } }] : []),
@@ -283,7 +285,10 @@ export const openApiDocument = (
       ...(a.query === "find" && of ? queryParameters(of as RegisteredResource) : []),
       ...(a.parameters ?? []).map((p) => ({ ...p, schema: { type: "string" } }))
     ]
-    const content = { "application/json": { schema: answerOf(a.answers) } }
+    // A file is answered as itself, in whichever of its types it is.
+    const content = a.answers._tag === "File"
+      ? Object.fromEntries(a.answers.mediaTypes.map((t) => [t, { schema: answerOf(a.answers) }]))
+      : { "application/json": { schema: answerOf(a.answers) } }
     const operation = {
       tags: [a.tag ?? a.place],
       operationId: `${a.place}.${a.name}`,

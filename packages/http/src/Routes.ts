@@ -43,6 +43,8 @@ export interface Route {
   /** `bearer`: an access token is needed, and counts against `api_requests`. */
   readonly auth: "bearer" | "none"
   readonly body: boolean
+  /** Bytes its body may have, when not the API's default. */
+  readonly bodyLimit?: number | undefined
   readonly status: number
   /** Its answers show a credential (a token, a secret): `Cache-Control: no-store`. */
   readonly noStore: boolean
@@ -61,6 +63,7 @@ export interface Route {
 
 interface RouteOptions {
   readonly body?: boolean
+  readonly bodyLimit?: number | undefined
   readonly status?: number
   readonly noStore?: boolean
   readonly target?: Route["target"]
@@ -73,6 +76,7 @@ const route = (method: string, path: string, auth: Route["auth"], run: Route["ru
   path: path.split("/").filter(Boolean),
   auth,
   body: options.body ?? (method === "POST" || method === "PUT" || method === "PATCH"),
+  bodyLimit: options.bodyLimit,
   status: options.status ?? 200,
   noStore: options.noStore ?? false,
   target: options.target,
@@ -186,6 +190,7 @@ export const resourceRoute = (def: RegisteredResource, method: string, id: strin
   const r = (verb: string, run: Route["run"], status = 200) =>
     route(verb, def.path, "bearer", run, {
       status,
+      bodyLimit: def.bodyLimit,
       endUsers: def.endUsers?.methods[verbs[verb]!] ?? [],
       noStore: credentials === "every" || (credentials === "create" && id === undefined && verb === "POST"),
       target: id === undefined ? undefined : () => ({ def, id })

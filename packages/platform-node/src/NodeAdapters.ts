@@ -9,6 +9,9 @@ import { AesSecretBoxLive } from "./SecretBox.js"
 import { NodeHmacLive } from "./SignedUserIds.js"
 import { TcStringEncoderLive } from "./TcStrings.js"
 import { JoseTokensLive } from "./Tokens.js"
+import { DigestsLive } from "./Digests.js"
+import { MediaTypesLive } from "./MediaTypes.js"
+import { ReportPdfLive } from "./ReportPdf.js"
 import { HmacUrlSignerLive } from "./UrlSigning.js"
 
 export interface NodeAdaptersOptions {
@@ -54,5 +57,8 @@ export const layer = (options: NodeAdaptersOptions = {}): Layer.Layer<NodeAdapte
     provisionerLayer(options.provisioner),
     NodeExportSinkLive({ exportsRoot: options.exportsRoot, allowHosts: options.allowHosts, localAddress: options.localAddress }),
     TcStringEncoderLive({ vendorList: options.tcfVendorList }),
-    options.smtp ? SmtpMailerLive(options.smtp) : Mailer.NoneLayer
+    options.smtp ? SmtpMailerLive(options.smtp) : Mailer.NoneLayer,
+    DigestsLive,
+    MediaTypesLive,
+    ReportPdfLive
   )

@@ -1,6 +1,8 @@
 import {
   ApiUsage,
+  backfillConsentLog,
   bootstrap,
+  ConsentLog,
   CredentialCache,
   Endpoints,
   EndpointsLive,
@@ -66,11 +68,14 @@ export const layer = (options: PlatformOptions): Layer.Layer<PlatformServices, u
       ...(options.publicRateLimit ? { publicRateLimit: options.publicRateLimit } : {})
     })
   )))
-  const services = Layer.mergeAll(
+  const adapted = Layer.mergeAll(
     ApiUsage.layer(),
     NodeAdapters.layer({ ...options, allowHosts, localAddress: options.webhookLocalAddress })
   ).pipe(Layer.provideMerge(base))
-  const booted = Layer.effectDiscard(bootstrap(options.admin ?? {})).pipe(Layer.provideMerge(services))
+  // The store's storage and transactions, wrapped so every write of consent data is logged.
+  const services = Layer.merge(adapted, ConsentLog.layer.pipe(Layer.provide(adapted)))
+  // A database made before the consent log gets its existing rows entered once, before anything is served.
+  const booted = Layer.effectDiscard(Effect.zipRight(bootstrap(options.admin ?? {}), backfillConsentLog)).pipe(Layer.provideMerge(services))
   const withEndpoints = Layer.effect(Endpoints, EndpointsLive).pipe(Layer.provideMerge(booted))
   const dispatcher = options.dispatcher === true ? {} : options.dispatcher || undefined
   const delivering: Layer.Layer<PlatformServices, unknown> = dispatcher

@@ -1,4 +1,5 @@
 import { createTestDatabase, type TestDatabase } from "@cmp/test-support/database"
+import { dataUri, samplePdf, samplePng } from "@cmp/test-support/proof-samples"
 import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -22,7 +23,9 @@ import {
  * kill -9 of the server while clients stream consent events: after a restart on the same
  * database every event that got a 201 is there, once, and has its webhook message. Consent is
  * legal evidence: an acknowledged write must survive a crash, whether a backend sent it with a
- * token or a browser with the organization's public key.
+ * token or a browser with the organization's public key. Two events in three carry inline
+ * proofs, written in the event's transaction: each survivor has exactly its proofs, no proof is
+ * left without its event, and the organization's consent log still verifies.
  *
  * Run on a SQLite file and on PostgreSQL: a fresh database on the server named by DATABASE_URL
  * (dropped afterwards), or, where it is unset, an in-process PGlite behind its socket (the
@@ -119,6 +122,67 @@ const expectSurvivors = async (
   return payloads
 }
 
+/**
+ * The inline proofs of event `evt-c-i`: every third event none, the others a PDF naming the
+ * event (so its sha256 ties it to the event), and every third one a PNG before it as well.
+ */
+const proofsOf = (id: string, i: number): Array<Uint8Array> =>
+  i % 3 === 2 ? [] : i % 3 === 1 ? [samplePng(), samplePdf(`consent of ${id}`)] : [samplePdf(`consent of ${id}`)]
+const mediaTypeOf = (bytes: Uint8Array) => (bytes[0] === 0x89 ? "image/png" : "application/pdf")
+const inlineProofs = (id: string, i: number) => {
+  const files = proofsOf(id, i)
+  return files.length === 0 ? {} : { proofs: files.map((f) => ({ file: dataUri(mediaTypeOf(f), f) })) }
+}
+const sha256Hex = (bytes: Uint8Array | string) => crypto.createHash("sha256").update(bytes).digest("hex")
+
+/**
+ * After the restart: each stored event names exactly the proofs it was sent with (read back by
+ * id, bytes and all), the organization holds no other proof (a proof of an event that was never
+ * stored would be one), and the consent log verifies with at least one entry per event and proof.
+ */
+const expectProofsAndLog = async (url: string, organizationId: string) => {
+  const token = await operatorToken(url)
+  const events = await findAll(url, `/v1/consents/events?organization_id=${organizationId}`, token)
+  const named: Array<string> = []
+  const problems: Array<string> = []
+  for (const e of events) {
+    const i = Number(/^evt-\d+-(\d+)$/.exec(e.id)![1])
+    const sent = proofsOf(e.id, i).map(sha256Hex)
+    if (!Array.isArray(e.proofs_id) || e.proofs_id.length !== sent.length) {
+      problems.push(`${e.id}: proofs_id ${JSON.stringify(e.proofs_id)}, sent ${sent.length} proofs`)
+      continue
+    }
+    for (const [k, proofId] of (e.proofs_id as Array<string>).entries()) {
+      named.push(proofId)
+      const proof = await json(`${url}/v1/consents/proofs/${encodeURIComponent(proofId)}`, "GET", undefined, token)
+      if (proof.status !== 200) {
+        problems.push(`${e.id}: GET proof ${proofId}: ${proof.status} ${proof.text.slice(0, 200)}`)
+        continue
+      }
+      const bytes = Buffer.from(String(proof.body.file).replace(/^data:[^,]*;base64,/, ""), "base64")
+      if (proof.body.sha256 !== sent[k] || sha256Hex(bytes) !== sent[k] || proof.body.organization_id !== organizationId) {
+        problems.push(`${e.id}: proof ${k} ${proofId} is ${proof.body.sha256} (${bytes.length} bytes), sent ${sent[k]}`)
+      }
+    }
+  }
+  expect(problems).toEqual([])
+  expect(named.length).toBeGreaterThan(0)
+  const proofs = (await findAll(url, `/v1/consents/proofs?organization_id=${organizationId}`, token)).map((p: { id: string }) => p.id)
+  expect(proofs.slice().sort()).toEqual(named.slice().sort())
+
+  const log = await expectJson(200, `${url}/v1/consents/log/verify?organization_id=${organizationId}`, "GET", undefined, token)
+  expect(log).toMatchObject({ valid: true, first_invalid: null })
+  expect(log.head).toMatch(/^[0-9a-f]{64}$/)
+  expect(log.entries).toBeGreaterThanOrEqual(events.length)
+  return log
+}
+
+/** Proofs are a premium feature of their own. */
+const withProofs = async (url: string, organizationId: string, token: string, extra: Record<string, boolean> = {}) => {
+  const flags = (await expectJson(200, `${url}/v1/premium-features?organization_id=${organizationId}`, "GET", undefined, token)).data[0]
+  await expectJson(200, `${url}/v1/premium-features/${flags.id}`, "PATCH", { versions_and_proofs: true, ...extra }, token)
+}
+
 const hookOf = (url: string, organizationId: string, token: string) =>
   expectJson(201, `${url}/v1/webhooks`, "POST", {
     organization_id: organizationId,
@@ -150,6 +214,7 @@ describe.each(variants)("kill -9 while streaming consent events ($name)", ({ dat
     const first = await startServer(env)
     const op = await operatorToken(first.url)
     const org = await consentOrganization(first.url, op)
+    await withProofs(first.url, org.id, op)
     const hook = await hookOf(first.url, org.id, op)
 
     const sent = await streamUntilKilled(first, (c, i, signal) =>
@@ -157,11 +222,13 @@ describe.each(variants)("kill -9 while streaming consent events ($name)", ({ dat
         id: `evt-${c}-${i}`,
         organization_id: org.id,
         user: { organization_user_id: `user-${c}-${i % 5}` },
-        consents: { purposes: [{ id: "analytics", enabled: i % 2 === 0 }] }
+        consents: { purposes: [{ id: "analytics", enabled: i % 2 === 0 }] },
+        ...inlineProofs(`evt-${c}-${i}`, i)
       }, op, signal))
 
     const second = await startServer(env)
     await expectSurvivors(second.url, org.id, hook.id, sent)
+    await expectProofsAndLog(second.url, org.id)
     await second.stop()
   })
 
@@ -177,8 +244,7 @@ describe.each(variants)("kill -9 while streaming consent events ($name)", ({ dat
     const op = await operatorToken(first.url)
     const org = await consentOrganization(first.url, op)
     const publicKey: string = (await expectJson(200, `${first.url}/v1/organizations/${org.id}`, "GET", undefined, op)).public_api_key
-    const flags = (await expectJson(200, `${first.url}/v1/premium-features?organization_id=${org.id}`, "GET", undefined, op)).data[0]
-    await expectJson(200, `${first.url}/v1/premium-features/${flags.id}`, "PATCH", { store_guest_cmp_consents: true, store_cmp_consents: true }, op)
+    await withProofs(first.url, org.id, op, { store_guest_cmp_consents: true, store_cmp_consents: true })
     const secret = await expectJson(201, `${first.url}/v1/secrets`, "POST", { organization_id: org.id, name: "pages" }, op)
     const hook = await hookOf(first.url, org.id, op)
     const expiration = Math.floor(Date.now() / 1000) + 3600
@@ -195,12 +261,14 @@ describe.each(variants)("kill -9 while streaming consent events ($name)", ({ dat
         id: `evt-${c}-${i}`,
         organization_id: org.id,
         user,
-        consents: { purposes: [{ id: "analytics", enabled: i % 2 === 0 }] }
+        consents: { purposes: [{ id: "analytics", enabled: i % 2 === 0 }] },
+        ...inlineProofs(`evt-${c}-${i}`, i)
       }, signal)
     })
 
     const second = await startServer(env)
     const payloads = await expectSurvivors(second.url, org.id, hook.id, sent)
+    await expectProofsAndLog(second.url, org.id)
     // Each message names the public key as the principal that wrote it.
     expect(payloads.filter((p: any) => p.parameters.source?.type !== "public-key" || p.parameters.source.organization_id !== org.id)).toEqual([])
     await second.stop()

@@ -1,12 +1,16 @@
 import { createTestDatabase, type TestDatabase } from "@cmp/test-support/database"
+import { dataUri, samplePdf } from "@cmp/test-support/proof-samples"
 import { type ChildProcess, spawn } from "node:child_process"
+import * as crypto from "node:crypto"
 import * as path from "node:path"
+import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 
 /**
  * Two API processes on two ports against one PostgreSQL and nothing else: what one writes,
  * the other reads; a token from one works on the other (the signing key lives in the
- * database); optimistic versions hold across processes.
+ * database); optimistic versions hold across processes; the consent log of one organization
+ * written by both at once stays one set of unbroken chains.
  */
 const main = path.join(import.meta.dirname, "..", "src", "main.ts")
 const tsx = path.join(import.meta.dirname, "..", "node_modules", ".bin", "tsx")
@@ -70,6 +74,22 @@ const json = async (url: string, method: string, body?: unknown, token?: string)
   return { status: res.status, body: await res.json() as any }
 }
 
+const sha256 = (s: string) => crypto.createHash("sha256").update(s, "utf8").digest("hex")
+
+/** Runs `tasks` with at most `width` of them in flight. */
+const pooled = async <A>(tasks: ReadonlyArray<() => Promise<A>>, width: number): Promise<Array<A>> => {
+  const out: Array<A> = []
+  let next = 0
+  const lane = async () => {
+    while (next < tasks.length) {
+      const i = next++
+      out[i] = await tasks[i]!()
+    }
+  }
+  await Promise.all(Array.from({ length: width }, lane))
+  return out
+}
+
 describe(`two servers on one PostgreSQL (${process.env.DATABASE_URL ? "DATABASE_URL" : "PGlite"})`, () => {
   it("a write through one is visible through the other, with one shared signing key", async () => {
     expect(a).not.toBe(b)
@@ -95,4 +115,99 @@ describe(`two servers on one PostgreSQL (${process.env.DATABASE_URL ? "DATABASE_
     const final = await json(`${a}/v1/organizations/${created.body.id}`, "GET", undefined, token)
     expect(final.body.website).toBe("https://b.example")
   }, 30_000)
+
+  // PGlite's socket cannot serve two processes' overlapping statements: concurrency needs a real server.
+  it.skipIf(!process.env.DATABASE_URL)(
+    "both writing one organization's consent events at once: every acknowledged event is in the log once, each chain numbered 1..n without a gap",
+    async () => {
+      const session = await json(`${a}/v1/sessions`, "POST", { type: "api-key", key: "admin", secret: "admin-secret-0123456789" })
+      expect(session.status).toBe(201)
+      const token = session.body.access_token as string
+      const org = await json(`${a}/v1/organizations`, "POST", { name: "Written through both" }, token)
+      expect(org.status).toBe(201)
+      const orgId = org.body.id as string
+      const flags = (await json(`${a}/v1/premium-features?organization_id=${orgId}`, "GET", undefined, token)).body.data[0]
+      const on = await json(`${b}/v1/premium-features/${flags.id}`, "PATCH", { consents_api: true, versions_and_proofs: true }, token)
+      expect(on.status).toBe(200)
+
+      // 60 users with one event each, from either server; and 4 users with 12 events each, half
+      // from each server, interleaved, the first of them racing to create the user. Every fifth
+      // event carries an inline proof (a logged row of its own, on the user's chain). Two writes
+      // of one user at once are optimistic writers of its row: the loser is a 409 that wrote
+      // nothing, and is sent again as the answer says (the same id: a half-written first attempt
+      // would make every retry a duplicate id).
+      const writes: Array<{ id: string; server: string; user: string }> = []
+      for (let u = 0; u < 60; u++) writes.push({ id: `tw-many-${u}`, server: u % 2 === 0 ? a : b, user: `many-${u}` })
+      for (let k = 0; k < 12; k++) {
+        for (let u = 0; u < 4; u++) writes.push({ id: `tw-hot-${u}-${k}`, server: k % 2 === 0 ? a : b, user: `hot-${u}` })
+      }
+      const conflicts: Array<string> = []
+      const send = async (w: (typeof writes)[number], n: number) => {
+        for (let attempt = 0;; attempt++) {
+          const r = await json(`${w.server}/v1/consents/events`, "POST", {
+            id: w.id,
+            organization_id: orgId,
+            user: { organization_user_id: w.user },
+            consents: { purposes: [{ id: "analytics", enabled: n % 2 === 0 }] },
+            ...(n % 5 === 0 ? { proofs: [{ file: dataUri("application/pdf", samplePdf(`consent of ${w.id}`)) }] } : {})
+          }, token)
+          const lostRace = r.status === 409 && (r.body?.errors?.version !== undefined || r.body?.errors?.organization_user_id !== undefined)
+          if (!lostRace || attempt === 10) return r
+          conflicts.push(w.id)
+        }
+      }
+      const replies = await pooled(writes.map((w, n) => () => send(w, n)), 16)
+      const refused = replies.flatMap((r, n) => (r.status === 201 ? [] : [`${writes[n]!.id}: ${r.status} ${JSON.stringify(r.body).slice(0, 200)}`]))
+      expect(refused).toEqual([])
+      // Only users written from both servers at once lose races.
+      expect(conflicts.filter((id) => !id.startsWith("tw-hot-"))).toEqual([])
+      const acknowledged = writes.map((w) => w.id)
+
+      // Both servers verify the same log, and find it whole.
+      const viaA = await json(`${a}/v1/consents/log/verify?organization_id=${orgId}`, "GET", undefined, token)
+      const viaB = await json(`${b}/v1/consents/log/verify?organization_id=${orgId}`, "GET", undefined, token)
+      expect(viaA.status).toBe(200)
+      expect(viaA.body).toMatchObject({ valid: true, first_invalid: null })
+      expect(viaB.body).toEqual(viaA.body)
+      expect(viaA.body.entries).toBeGreaterThanOrEqual(acknowledged.length)
+
+      const client = new pg.Client({ connectionString: db.url })
+      await client.connect()
+      try {
+        const entries = (await client.query(
+          "SELECT shard, seq, changes FROM consent_log WHERE organization_id = $1 ORDER BY shard, seq",
+          [orgId]
+        )).rows as Array<{ shard: number; seq: string | number; changes: string }>
+        expect(entries.length).toBe(viaA.body.entries)
+        // Each chain is 1..n in order, and its head is its last entry.
+        const bySeq = new Map<number, Array<number>>()
+        for (const e of entries) bySeq.set(Number(e.shard), [...(bySeq.get(Number(e.shard)) ?? []), Number(e.seq)])
+        for (const [shard, seqs] of bySeq) expect(seqs, `shard ${shard}`).toEqual(seqs.map((_, i) => i + 1))
+        const heads = (await client.query("SELECT shard, seq FROM consent_log_heads WHERE organization_id = $1", [orgId])).rows
+        expect(Object.fromEntries(heads.map((h) => [Number(h.shard), Number(h.seq)])))
+          .toEqual(Object.fromEntries([...bySeq].map(([shard, seqs]) => [shard, seqs.length])))
+        // Every acknowledged event is created by exactly one entry; no other event is.
+        const created = new Map<string, number>()
+        for (const e of entries) {
+          for (const c of JSON.parse(e.changes).changes as Array<{ a: string; k: string; s: string }>) {
+            if (c.k === "event" && c.a === "create") created.set(c.s, (created.get(c.s) ?? 0) + 1)
+          }
+        }
+        const subject = (id: string) => sha256(`consent_events\n${orgId}\n${id}`)
+        expect(acknowledged.filter((id) => created.get(subject(id)) !== 1)).toEqual([])
+        expect(created.size).toBe(acknowledged.length)
+        // Users: 64 created, whichever server won each race.
+        const users = new Set<string>()
+        for (const e of entries) {
+          for (const c of JSON.parse(e.changes).changes as Array<{ a: string; k: string; s: string }>) {
+            if (c.k === "user" && c.a === "create") users.add(c.s)
+          }
+        }
+        expect(users.size).toBe(64)
+      } finally {
+        await client.end()
+      }
+    },
+    120_000
+  )
 })

@@ -13,7 +13,7 @@ import { childEnv, freePort, killLeftovers, repositoryRoot, startServer } from "
  * each call's status, which is what the assertions read, with the receiver's lines.
  */
 
-const SECTIONS = ["Try it", "Consents and webhooks", "Notices", "Organization resources", "Collecting consent in the browser"]
+const SECTIONS = ["Try it", "Consents and webhooks", "Notices", "Organization resources", "Collecting consent in the browser", "Proof of consent"]
 const readme = fs.readFileSync(path.join(repositoryRoot, "README.md"), "utf8")
 
 /** The ```sh blocks of the section whose heading starts with `title`. */
@@ -100,7 +100,14 @@ describe.skipIf(process.env.CMP_TEST_STORE === "postgres")("README walk-throughs
     // The browser section: two guest writes and a signed user's through the public key, and one
     // with the consent token, after the two of the webhook walk-through.
     expect(statusOf(/^POST \/v1\/consents\/tokens$/), report).toEqual([201])
-    expect(statusOf(/^POST \/v1\/consents\/events$/), report).toEqual([201, 201, 201, 201, 201, 201])
+    expect(statusOf(/^POST \/v1\/consents\/events$/), report).toEqual([201, 201, 201, 201, 201, 201, 201])
+    // Proof of consent: a proof kept with an event, a report of its user and its PDF, a verify
+    // whose answer says the log is valid.
+    expect(statusOf(/^GET \/v1\/consents\/proofs\/[^/]+\/file$/), report).toEqual([200])
+    expect(statusOf(/^POST \/v1\/consents\/proof-reports$/), report).toEqual([201])
+    expect(statusOf(/^GET \/v1\/consents\/proof-reports\/[^/]+\/pdf$/), report).toEqual([200])
+    expect(statusOf(/^GET \/v1\/consents\/log\/verify$/), report).toEqual([200])
+    expect(run.stdout, report).toMatch(/"valid":true,"head":"[0-9a-f]{64}","first_invalid":null/)
 
     // The receiver: two messages of the first event; then, back after being down, the two of the
     // second event, which had failed, replayed. No call failed its signature check.

@@ -11,6 +11,7 @@
  * | boolean   | INTEGER 0/1             | BOOLEAN          |
  * | json      | TEXT                    | JSONB            |
  * | timestamp | TEXT (ISO 8601)         | TIMESTAMPTZ      |
+ * | bytes     | BLOB                    | BYTEA            |
  *
  * Migrations are history: an applied one is never edited, a change is a new operation in a
  * new migration. The Migrator runs every pending migration in one transaction.
@@ -21,7 +22,7 @@ import * as Effect from "effect/Effect"
 
 export type Dialect = "sqlite" | "pg"
 
-export type ColumnType = "text" | "integer" | "bigint" | "real" | "boolean" | "json" | "timestamp"
+export type ColumnType = "text" | "integer" | "bigint" | "real" | "boolean" | "json" | "timestamp" | "bytes"
 
 export type DefaultValue = string | number | boolean
 
@@ -58,6 +59,7 @@ export const bigint = () => column("bigint")
 export const real = () => column("real")
 export const boolean = () => column("boolean")
 export const json = () => column("json")
+export const bytes = () => column("bytes")
 export const timestamp = () => column("timestamp")
 
 export interface Table {
@@ -156,7 +158,8 @@ const types: Record<Dialect, Record<ColumnType, string>> = {
     real: "REAL",
     boolean: "INTEGER",
     json: "TEXT",
-    timestamp: "TEXT"
+    timestamp: "TEXT",
+    bytes: "BLOB"
   },
   pg: {
     text: "TEXT",
@@ -165,7 +168,8 @@ const types: Record<Dialect, Record<ColumnType, string>> = {
     real: "DOUBLE PRECISION",
     boolean: "BOOLEAN",
     json: "JSONB",
-    timestamp: "TIMESTAMPTZ"
+    timestamp: "TIMESTAMPTZ",
+    bytes: "BYTEA"
   }
 }
 

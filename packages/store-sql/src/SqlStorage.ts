@@ -1,4 +1,4 @@
-import type { DeliveryQueue, Storage, SubscriberRegistrations, UnitOfWork, UsageStore } from "@cmp/core"
+import type { ConsentLogStore, DeliveryQueue, ProofFiles, Storage, SubscriberRegistrations, UnitOfWork, UsageStore } from "@cmp/core"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import * as Layer from "effect/Layer"
 import * as SqlDeliveryQueue from "./SqlDeliveryQueue.js"
@@ -6,6 +6,8 @@ import * as SqlRepository from "./SqlRepository.js"
 import * as SqlSubscribers from "./SqlSubscribers.js"
 import * as SqlUnitOfWork from "./SqlUnitOfWork.js"
 import * as SqlUsage from "./SqlUsage.js"
+import * as SqlConsentLog from "./SqlConsentLog.js"
+import * as SqlProofFiles from "./SqlProofFiles.js"
 
 /**
  * The core storage ports over whatever `SqlClient` is provided, one module per port (the
@@ -14,10 +16,10 @@ import * as SqlUsage from "./SqlUsage.js"
  * batches through the unit of work, so both are built once and shared.
  */
 export const layer: Layer.Layer<
-  Storage | UnitOfWork | UsageStore | DeliveryQueue | SubscriberRegistrations,
+  Storage | UnitOfWork | UsageStore | DeliveryQueue | SubscriberRegistrations | ConsentLogStore | ProofFiles,
   never,
   SqlClient.SqlClient
 > = Layer
-  .mergeAll(SqlDeliveryQueue.layer, SqlSubscribers.layer, SqlUsage.layer).pipe(
+  .mergeAll(SqlDeliveryQueue.layer, SqlSubscribers.layer, SqlUsage.layer, SqlConsentLog.layer, SqlProofFiles.layer).pipe(
     Layer.provideMerge(Layer.merge(SqlRepository.layer, SqlUnitOfWork.layer))
   )

@@ -50,6 +50,9 @@ export const decodeValue = (dialect: Dialect, info: FieldInfo, v: unknown): unkn
       return typeof v === "number" ? v : Number(v)
     case "string":
       return String(v)
+    case "bytes":
+      // A Buffer from either driver: handed on as the bytes it views, without a copy.
+      return v instanceof Uint8Array ? v : new Uint8Array(v as ArrayBuffer)
   }
 }
 

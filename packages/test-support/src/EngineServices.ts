@@ -1,6 +1,10 @@
 import {
+  ConsentLog,
   type ConsentTokenClaims,
   CredentialCache,
+  Digests,
+  MediaTypes,
+  ReportPdf,
   FeatureCache,
   Hmac,
   Ids,
@@ -22,6 +26,7 @@ import {
 } from "@cmp/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as crypto from "node:crypto"
 
 /**
  * Core's services on a real store that the caller hands in (each store package runs the engine
@@ -93,8 +98,42 @@ export const secretBoxLayer = Layer.succeed(SecretBox, {
   open: (sealed: string) => Effect.succeed(sealed.replace(/^sealed:/, ""))
 })
 
-/** A fresh world on `store` (which must itself be fresh: an empty, migrated database). */
-export const engineLayer = (store: Layer.Layer<EngineStore>, settings: Partial<SettingsShape> = {}) =>
+/** Canonical JSON with sorted keys (enough for the rows a test writes), and real SHA-256. */
+const canonical = (value: unknown): string => {
+  if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null"
+  if (Array.isArray(value)) return `[${value.map((v) => (v === undefined ? "null" : canonical(v))).join(",")}]`
+  const entries = Object.entries(value).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(",")}}`
+}
+export const digestsLayer = Layer.succeed(Digests, {
+  sha256: (data) => crypto.createHash("sha256").update(data).digest("hex"),
+  canonicalJson: canonical
+})
+
+/** A file's type from its first bytes, for the types a test sends. */
+export const mediaTypesLayer = Layer.succeed(MediaTypes, {
+  detect: (bytes) => {
+    const head = new TextDecoder("latin1").decode(bytes.subarray(0, 8))
+    if (head.startsWith("%PDF")) return Effect.succeed("application/pdf" as const)
+    if (bytes[0] === 0x89 && head.slice(1, 4) === "PNG") return Effect.succeed("image/png" as const)
+    if (head.startsWith("GIF8")) return Effect.succeed("image/gif" as const)
+    if (bytes[0] === 0xff && bytes[1] === 0xd8) return Effect.succeed("image/jpeg" as const)
+    return Effect.succeed(undefined)
+  }
+})
+
+/** A "PDF" that is the report's JSON, so a test can read what it says. */
+export const reportPdfLayer = Layer.succeed(ReportPdf, {
+  render: (report) => Effect.succeed(new TextEncoder().encode(JSON.stringify(report)))
+})
+
+/** A fresh world on `store` (which must itself be fresh: an empty, migrated database), its consent writes logged. */
+export const engineLayer = (store: Layer.Layer<EngineStore>, settings: Partial<SettingsShape> = {}) => {
+  const logged = Layer.merge(store, ConsentLog.layer.pipe(Layer.provide(Layer.merge(store, digestsLayer))))
+  return engineServices(logged, settings)
+}
+
+const engineServices = (store: Layer.Layer<EngineStore>, settings: Partial<SettingsShape>) =>
   OrganizationLimitsLive.pipe(Layer.provideMerge(Layer.mergeAll(
     store,
     RelationsLive,
@@ -110,5 +149,8 @@ export const engineLayer = (store: Layer.Layer<EngineStore>, settings: Partial<S
     tokenLayer,
     secretBoxLayer,
     LoginThrottle.layer(),
-    Settings.layer(settings)
+    Settings.layer(settings),
+    digestsLayer,
+    mediaTypesLayer,
+    reportPdfLayer
   )))

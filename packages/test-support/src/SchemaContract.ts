@@ -149,6 +149,8 @@ const columnType = (dialect: Dialect, info: FieldInfo): string => {
       return dialect === "pg" ? "timestamp with time zone" : "TEXT"
     case "json":
       return dialect === "pg" ? "jsonb" : "TEXT"
+    case "bytes":
+      return dialect === "pg" ? "bytea" : "BLOB"
     case "boolean":
       return dialect === "pg" ? "boolean" : "INTEGER"
     case "number":

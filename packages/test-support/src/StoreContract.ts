@@ -7,8 +7,11 @@
  * Tables: the suite creates its own table `contract_items` with portable SQL (the column types
  * differ per dialect only where they must), and also uses the real, migrated core tables.
  */
+import * as crypto from "node:crypto"
 import {
   AttemptsTable,
+  ConsentLogStore,
+  ProofFiles,
   type Condition,
   DeliveriesTable,
   DeliveryQueue,
@@ -25,6 +28,7 @@ import {
   type Row,
   type SortKey,
   Storage,
+  type StorePorts,
   type StoreUnavailable,
   SubscriberRegistrations,
   SubscribersTable,
@@ -41,7 +45,7 @@ import * as FiberRef from "effect/FiberRef"
 import type * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 
-export type StoreServices = Storage | UnitOfWork | UsageStore | DeliveryQueue | SubscriberRegistrations | SqlClient.SqlClient
+export type StoreServices = StorePorts | SqlClient.SqlClient
 
 // ---------------------------------------------------------------- the suite's own table
 
@@ -1333,6 +1337,78 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
           const [only, ...rest] = yield* registrations.list
           assert.deepStrictEqual(rest, [])
           assert.strictEqual(only?.version, 5)
+        })))
+    })
+
+    describe("consent log", () => {
+      const sha256 = (s: string) => crypto.createHash("sha256").update(s, "utf8").digest("hex")
+      const link = (text: string) => (previous: string, seq: number) => sha256(`${previous}\n${seq}\n${text}`)
+      const append = (org: string, shard: number, text: string) =>
+        Effect.flatMap(UnitOfWork, (uow) =>
+          uow.transaction(Effect.flatMap(ConsentLogStore, (log) => log.append(org, shard, text, at(1), link(text)))))
+
+      it.effect("appends link each entry to the one before by the one formula (hashed in SQL or not), per chain", () =>
+        run(Effect.gen(function*() {
+          const first = yield* append("o1", 3, "one ü")
+          const second = yield* append("o1", 3, "two")
+          const other = yield* append("o1", 4, "elsewhere")
+          assert.deepStrictEqual(first, { shard: 3, seq: 1, hash: sha256("\n1\none ü") })
+          assert.deepStrictEqual(second, { shard: 3, seq: 2, hash: sha256(`${first.hash}\n2\ntwo`) })
+          assert.deepStrictEqual(other, { shard: 4, seq: 1, hash: sha256("\n1\nelsewhere") })
+          const log = yield* ConsentLogStore
+          const entries = yield* log.entries("o1", { limit: 10 })
+          assert.deepStrictEqual(entries.map((e) => [e.shard, e.seq, e.changes, e.hash, e.created_at]), [
+            [3, 1, "one ü", first.hash, at(1)],
+            [3, 2, "two", second.hash, at(1)],
+            [4, 1, "elsewhere", other.hash, at(1)]
+          ])
+          assert.deepStrictEqual((yield* log.entries("o1", { after: { shard: 3, seq: 2 }, limit: 10 })).map((e) => e.seq), [1])
+          assert.deepStrictEqual((yield* log.entries("o1", { shard: 3, after: { shard: 3, seq: 1 }, limit: 10 })).map((e) => e.seq), [2])
+          assert.deepStrictEqual(yield* log.heads("o1"), [second, other])
+          assert.deepStrictEqual(yield* log.entries("o2", { limit: 10 }), [])
+          yield* log.forget("o1")
+          assert.deepStrictEqual(yield* log.heads("o1"), [])
+          assert.deepStrictEqual(yield* log.entries("o1", { limit: 10 }), [])
+        })))
+
+      it.effect("an append rolled back with its transaction leaves the chain as it was", () =>
+        run(Effect.gen(function*() {
+          const first = yield* append("o1", 0, "kept")
+          const uow = yield* UnitOfWork
+          const log = yield* ConsentLogStore
+          const failed = yield* Effect.exit(uow.transaction(Effect.zipRight(log.append("o1", 0, "lost", at(2), link("lost")), Effect.fail("no"))))
+          assert.isTrue(Exit.isFailure(failed))
+          const next = yield* append("o1", 0, "next")
+          assert.deepStrictEqual(next, { shard: 0, seq: 2, hash: sha256(`${first.hash}\n2\nnext`) })
+        })))
+
+      it.effect("concurrent appends to one chain never fork it: seq 1..n, each linked to the one before", () =>
+        run(Effect.gen(function*() {
+          yield* Effect.all(Array.from({ length: 20 }, (_, i) => append("o1", 7, `w${i}`)), { concurrency: "unbounded" })
+          const entries = yield* Effect.flatMap(ConsentLogStore, (log) => log.entries("o1", { limit: 100 }))
+          assert.deepStrictEqual(entries.map((e) => e.seq), Array.from({ length: 20 }, (_, i) => i + 1))
+          let previous = ""
+          for (const e of entries) {
+            assert.strictEqual(e.hash, sha256(`${previous}\n${e.seq}\n${e.changes}`))
+            previous = e.hash
+          }
+        })))
+    })
+
+    describe("proof files", () => {
+      it.effect("keeps bytes per organization and id, exactly; remove and forget drop them", () =>
+        run(Effect.gen(function*() {
+          const files = yield* ProofFiles
+          const bytes = new Uint8Array(256).map((_, i) => i)
+          yield* files.put({ organization_id: "o1", id: "p1" }, bytes)
+          yield* files.put({ organization_id: "o2", id: "p1" }, new Uint8Array([1]))
+          const got = yield* files.get({ organization_id: "o1", id: "p1" })
+          assert.deepStrictEqual(Option.map(got, (b) => Array.from(b)), Option.some(Array.from(bytes)))
+          yield* files.remove({ organization_id: "o1", id: "p1" })
+          assert.isTrue(Option.isNone(yield* files.get({ organization_id: "o1", id: "p1" })))
+          assert.isTrue(Option.isSome(yield* files.get({ organization_id: "o2", id: "p1" })))
+          yield* files.forget("o2")
+          assert.isTrue(Option.isNone(yield* files.get({ organization_id: "o2", id: "p1" })))
         })))
     })
   })

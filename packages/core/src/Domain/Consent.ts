@@ -101,6 +101,18 @@ export type Delegate = typeof Delegate.Type
 
 // ---------------------------------------------------------------- events
 
+/** A base64 data URI; its bytes are checked against its declared type where the file is kept. */
+export const DataUri = Schema.String.pipe(
+  Schema.filter((s) => s.startsWith("data:"), { message: () => "must be a base64 data URI (data:<type>;base64,…)" }),
+  Schema.annotations({ description: "A base64 data URI: data:<media type>;base64,<bytes>" })
+)
+
+/** A proof sent with a consent event, kept in the event's transaction. */
+export const InlineProof = Schema.Struct({ file: DataUri })
+
+const ProofIds = Schema.Array(Id).pipe(Schema.maxItems(100, { message: () => "must name at most 100 proofs" }))
+const InlineProofs = Schema.Array(InlineProof).pipe(Schema.maxItems(10, { message: () => "must hold at most 10 files" }))
+
 export const ConsentEvent = Schema.Struct({
   id: Id,
   organization_id: Id,
@@ -111,6 +123,10 @@ export const ConsentEvent = Schema.Struct({
   consents: EventConsents,
   /** Who recorded it for the user, when not the user (a consent token's, or a backend's); null otherwise. */
   delegate: opt(Delegate),
+  /** The proofs of consent it names (`consents/proofs`). */
+  proofs_id: Schema.Array(Id),
+  /** The wording the person was shown: an approved notice text content. */
+  notice_text_content_id: opt(Id),
   ...Audit
 })
 export type ConsentEvent = typeof ConsentEvent.Type
@@ -131,12 +147,21 @@ export const ConsentEventCreate = Schema.Struct({
   user: EventUserInput,
   consents: EventConsents,
   delegate: opt(Delegate),
+  proofs_id: Schema.optional(ProofIds),
+  /** Files kept as proofs in the event's transaction, their ids added to `proofs_id`. */
+  proofs: Schema.optional(InlineProofs),
+  notice_text_content_id: opt(Id),
   organization_id: Id
 })
 export const ConsentEventUpdate = Schema.Struct({
   status: ConsentEventStatus,
   metadata: opt(JsonObject),
-  consents: EventConsents
+  consents: EventConsents,
+  /** Replaces the proofs it names. */
+  proofs_id: Schema.optional(ProofIds),
+  /** Files kept as proofs, their ids added to `proofs_id`. */
+  proofs: Schema.optional(InlineProofs),
+  notice_text_content_id: opt(Id)
 })
 
 // ---------------------------------------------------------------- users

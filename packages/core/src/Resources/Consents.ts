@@ -20,13 +20,16 @@ import {
 import { type DomainError, Forbidden, InvalidInput, NotFound } from "../Domain/Errors.js"
 import { verifyUserIdAuth } from "../Consents/VouchedUsers.js"
 import { emptyState, mergeAll, mergeEvent, sameConsents } from "../Consents/Merge.js"
-import { Ids, keyOf, Storage } from "../Ports.js"
+import { Ids, keyOf, Storage, type TableDef } from "../Ports.js"
+import { Relations } from "../Relations.js"
 import { canAccess, type EndUserPrincipal, isEndUser, type Principal } from "../Principal.js"
 import { eq } from "../Query.js"
-import { carrying, type CoreServices, declareResource, field, jsonField, type OutputOf, type StoredRow } from "../Resource.js"
+import { carrying, type CoreServices, declareResource, portList, field, jsonField, type OutputOf, type StoredRow } from "../Resource.js"
 import { ensureMethodFor, findWithin, type LookUp, requireFeature, requireFlag, resolveView, toOutput } from "../Service.js"
 import { enqueue, type OutgoingEvent } from "../Webhooks/Outbox.js"
 import { SubscriberRegistrations } from "../Webhooks/Ports.js"
+import { Digests, MediaTypes, ProofFiles } from "../Consents/ProofPorts.js"
+import { FILE_BODY_LIMIT, forgetProofFilesOf, linkProofs, requireProofs, storeProof } from "./Proofs.js"
 
 /**
  * Consent events and end users. A user's effective status, per regulation, is the merge of
@@ -65,7 +68,9 @@ const Events = declareResource({
   privateFields: { user_id: field.string, organization_user_id: field.optionalString },
   queryable: ["user_id", "organization_user_id"],
   references: [{ field: "user_id", table: "consent_users", onDelete: "cascade" }],
-  defaults: { status: "confirmed", regulation: DEFAULT_REGULATION, metadata: null, delegate: null },
+  defaults: { status: "confirmed", regulation: DEFAULT_REGULATION, metadata: null, delegate: null, proofs_id: [], notice_text_content_id: null },
+  // Proofs may travel inline, as data URIs.
+  bodyLimit: FILE_BODY_LIMIT
 })
 
 const Users = declareResource({
@@ -256,6 +261,54 @@ const userByOrganizationUserId = (organizationId: string, organizationUserId: st
     (page) => Option.fromNullable(page.data[0])
   )
 
+/**
+ * The proofs an event names once written: those `named` (the organization's own), then the
+ * files sent inline, kept now as its user's proofs. End users may send files but not name
+ * proofs already kept: they could not have seen them.
+ */
+const namedProofs = (
+  p: Principal,
+  organizationId: string,
+  userId: string,
+  eventId: string,
+  before: ReadonlyArray<string>,
+  named: ReadonlyArray<string>,
+  inline: ReadonlyArray<{ readonly file: string }> | undefined
+) =>
+  Effect.gen(function*() {
+    const changed = named.length > 0 || (inline?.length ?? 0) > 0 || before.length > 0
+    if (!changed) return [] as Array<string>
+    if (isEndUser(p) && named.length > 0) {
+      return yield* Effect.fail(new Forbidden({ message: "A public key or consent token may send proofs, not name proofs already kept" }))
+    }
+    if (named.length > 0 || (inline?.length ?? 0) > 0) yield* requireFlag("versions_and_proofs", organizationId)
+    yield* requireProofs(organizationId, named.filter((id) => !before.includes(id)), "proofs_id")
+    const kept: Array<string> = []
+    for (const [i, proof] of (inline ?? []).entries()) {
+      kept.push((yield* storeProof(organizationId, proof.file, userId, `proofs.${i}.file`)).id)
+    }
+    const all = [...new Set([...named, ...kept])]
+    yield* linkProofs(organizationId, eventId, before, all)
+    return all
+  })
+
+/** The wording an event names must be an approved content of its organization. */
+const requireApprovedContent = (organizationId: string, contentId: string | null | undefined) =>
+  Effect.gen(function*() {
+    if (contentId === undefined || contentId === null) return
+    // Found by name among the stored tables: the notices' declarations name consent events (a TC
+    // string of an event), so importing them here would make the two modules need each other.
+    const table = (yield* Relations).tables.find((t) => t.table === "notice_text_contents") as TableDef | undefined
+    if (table === undefined) return yield* Effect.dieMessage("notice_text_contents is not a stored table")
+    const found = yield* Effect.flatMap(Storage, (s) => s.repository(table).get(contentId))
+    if (Option.isNone(found) || found.value.organization_id !== organizationId || found.value.status !== "approved") {
+      return yield* Effect.fail(new InvalidInput({
+        message: "Invalid notice_text_content_id: it names no approved notice text content of this organization",
+        errors: { notice_text_content_id: "names no approved notice text content of this organization" }
+      }))
+    }
+  })
+
 const notYours = () => new Forbidden({ message: "Invalid user: user.id names another user than the one this credential vouches for" })
 
 /**
@@ -373,9 +426,9 @@ export interface EventCarry {
   readonly createdUser: boolean
 }
 
-export const ConsentEventsResource = Events.with<SubscriberRegistrations, EventCarry>({
-  // Their changes go to the outbox, addressed to the registered subscribers too.
-  ports: [SubscriberRegistrations],
+export const ConsentEventsResource = Events.with<SubscriberRegistrations | MediaTypes | ProofFiles | Digests, EventCarry>({
+  // Their changes go to the outbox, addressed to the registered subscribers too; proofs may come inline.
+  ports: portList(SubscriberRegistrations, MediaTypes, ProofFiles, Digests),
   hooks: {
     // A consent token reads its own user's events, whatever else the query asks.
     find: (p, query) =>
@@ -388,6 +441,8 @@ export const ConsentEventsResource = Events.with<SubscriberRegistrations, EventC
         const { byId, user: u } = yield* writtenUser(p, row.organization_id, input.user)
         const { created, user } = yield* resolveUser(row.organization_id, u, row, byId)
         if (created) yield* Effect.flatMap(users(), (repo) => repo.create(created))
+        const proofsId = yield* namedProofs(p, row.organization_id, user.id, row.id, [], input.proofs_id ?? [], input.proofs)
+        yield* requireApprovedContent(row.organization_id, input.notice_text_content_id)
         const eventUser: EventUser = {
           id: user.id,
           ...(user.organization_user_id !== null ? { organization_user_id: user.organization_user_id } : {}),
@@ -395,7 +450,14 @@ export const ConsentEventsResource = Events.with<SubscriberRegistrations, EventC
           ...(u.country != null ? { country: u.country } : {})
         }
         return {
-          row: { ...row, ...tokenFields(p, row), user: eventUser, user_id: user.id, organization_user_id: user.organization_user_id },
+          row: {
+            ...row,
+            ...tokenFields(p, row),
+            user: eventUser,
+            user_id: user.id,
+            organization_user_id: user.organization_user_id,
+            proofs_id: proofsId
+          },
           // The user as this transaction found or made it, so afterCreate need not read it again.
           carry: { user, createdUser: created !== undefined }
         }
@@ -419,12 +481,27 @@ export const ConsentEventsResource = Events.with<SubscriberRegistrations, EventC
         // A pending event on an existing user changes nothing yet: no user.updated (spec 6.5).
         yield* enqueue(stored.organization_id, out)
       }),
-    update: (_p, before, after) =>
-      before.status === "confirmed" && after.status !== "confirmed"
-        ? Effect.fail(
-          new InvalidInput({ message: "Invalid status: a confirmed event is final", errors: { status: "confirmed is final" } })
+    update: (p, before, after, input) =>
+      Effect.gen(function*() {
+        if (before.status === "confirmed" && after.status !== "confirmed") {
+          return yield* Effect.fail(
+            new InvalidInput({ message: "Invalid status: a confirmed event is final", errors: { status: "confirmed is final" } })
+          )
+        }
+        const { proofs: _inline, ...row } = after as EventRow & { proofs?: unknown }
+        if (input.notice_text_content_id !== undefined) yield* requireApprovedContent(row.organization_id, input.notice_text_content_id)
+        if (input.proofs_id === undefined && input.proofs === undefined) return row
+        const proofsId = yield* namedProofs(
+          p,
+          row.organization_id,
+          row.user_id,
+          row.id,
+          before.proofs_id,
+          input.proofs_id ?? before.proofs_id,
+          input.proofs
         )
-        : Effect.succeed(after),
+        return { ...row, proofs_id: proofsId }
+      }),
     afterUpdate: (p, before, after) =>
       Effect.gen(function*() {
         const regulation = after.regulation
@@ -473,6 +550,8 @@ const choicesEvent = (user: UserRow, regulation: string, consents: EventConsents
     regulation,
     metadata: null,
     delegate: null,
+    proofs_id: [],
+    notice_text_content_id: null,
     user: { id: user.id, ...(user.organization_user_id !== null ? { organization_user_id: user.organization_user_id } : {}) },
     consents,
     user_id: user.id,
@@ -488,8 +567,8 @@ export interface UserCarry {
   readonly event?: EventRow
 }
 
-export const ConsentUsersResource = Users.with<SubscriberRegistrations, UserCarry>({
-  ports: [SubscriberRegistrations],
+export const ConsentUsersResource = Users.with<SubscriberRegistrations | ProofFiles, UserCarry>({
+  ports: portList(SubscriberRegistrations, ProofFiles),
   // `GET consents/users/:id?$by_organization_user_id=true`: the id is the organization's own user id.
   getBy: { param: "$by_organization_user_id", get: (principal, id, at) => getUserByOrganizationUserId(principal, id, at) },
   hooks: {
@@ -540,6 +619,8 @@ export const ConsentUsersResource = Users.with<SubscriberRegistrations, UserCarr
         for (const regulation of concerned) out.push(userUpdated(regulation, source, before, after))
         yield* enqueue(after.organization_id, out)
       }),
+    // Erasure: the bytes of its proofs go; their rows go with it like its events.
+    remove: (_p, row) => forgetProofFilesOf(row.organization_id, row.id),
     afterRemove: (_p, removed) =>
       // Erasure: the user's events refer to it and went with it.
       enqueue(

@@ -18,7 +18,9 @@ import { call, type CallOptions, type Reply, storeKind } from "./helpers.js"
  * API only, see packages/test-support/fixtures/c26579d/README.md) is opened by the current
  * server, which migrates it on start. Everything the old server answered reads back the same,
  * every principal of the old data still logs in, the secrets it sealed still open, new writes
- * work on the old rows, and a second start on the migrated database opens it again.
+ * work on the old rows, and a second start on the migrated database opens it again. The
+ * consent log, which c26579d did not keep, covers the consent rows it left: every
+ * organization's log verifies from the first start on, and stays the same across a restart.
  *
  * Only the REST contract is relied on: the fixture's expected answers are what c26579d's API
  * answered, and the tables under them may change shape in any later migration.
@@ -150,8 +152,11 @@ const userToday = (old: any, regulation = "gdpr") => {
 /** A quota as c26579d answered it, in today's contract: the `webhooks` count quota came later (20 for existing organizations). */
 const quotaToday = (old: any) => ({ ...old, webhooks: 20 })
 
-/** Events gained who recorded them for their user: none, for every event made before. */
-const eventToday = (old: any) => ({ ...old, delegate: null })
+/**
+ * Events gained who recorded them for their user, their proofs and the notice text shown: none,
+ * for every event made before.
+ */
+const eventToday = (old: any) => ({ ...old, delegate: null, proofs_id: [], notice_text_content_id: null })
 
 /** An old answer in today's contract: consent users changed shape, quotas and events gained a field. */
 const today = (record: any) => {
@@ -164,6 +169,21 @@ const today = (record: any) => {
   if (!record.path.startsWith("/v1/consents/users")) return record.body
   return Array.isArray(record.body.data) ? { ...record.body, data: record.body.data.map((u: any) => userToday(u)) } : userToday(record.body)
 }
+
+/** Every organization's consent log as the operator verifies it, by organization id. */
+const verifyAll = async () => {
+  const orgs = await as("operator")("GET", "/v1/organizations?$limit=1000")
+  expect(orgs.status, orgs.text).toBe(200)
+  const out: Record<string, any> = {}
+  for (const o of orgs.body.data) {
+    const r = await as("operator")("GET", `/v1/consents/log/verify?organization_id=${o.id}`)
+    expect(r.status, `${o.id}: ${r.text}`).toBe(200)
+    out[o.id] = r.body
+  }
+  return out
+}
+/** The logs of the first start, before anything is written through the current server. */
+let firstLogs: Record<string, any>
 
 /** A page's rows by id: the fixture's lists are compared without relying on an order of ties or collations. */
 const byId = (body: any) => ({ ...body, data: [...body.data].sort((x: any, y: any) => (x.id < y.id ? -1 : x.id > y.id ? 1 : 0)) })
@@ -233,6 +253,37 @@ describe(`forward migration from c26579d (${storeKind})`, () => {
     expect(problems).toEqual([])
   })
 
+  it("the consent log covers the consent rows made before it: every organization's log verifies", async () => {
+    firstLogs = await verifyAll()
+    expect(Object.keys(firstLogs)).toEqual(expect.arrayContaining([A.organization_id, B.organization_id]))
+    // A log without the old rows would answer { valid: false, first_invalid: { reason: "missing", ... } }.
+    expect(Object.entries(firstLogs).filter(([, log]) => !log.valid)).toEqual([])
+    for (const o of [A, B]) {
+      const log = firstLogs[o.organization_id]
+      expect(log, o.label).toMatchObject({ valid: true, first_invalid: null, head: expect.stringMatching(/^[0-9a-f]{64}$/) })
+      expect(log.entries, o.label).toBeGreaterThan(0)
+      // The organization's own key reads the same (both had the consents API then).
+      const own = await as(o.label)("GET", "/v1/consents/log/verify")
+      expect(own.status, own.text).toBe(200)
+      expect(own.body).toStrictEqual(log)
+    }
+  })
+
+  it("a proof report on a user made by c26579d names a log entry for each of its old events", async () => {
+    // A had versions_and_proofs on already (the flag predates proofs).
+    const r = await as("A")("POST", "/v1/consents/proof-reports", { body: { organization_id: A.organization_id, user_id: A.user_id } })
+    expect(r.status, r.text).toBe(201)
+    const events = r.body.report.regulations.flatMap((g: any) => g.events)
+    const old = await as("A")("GET", `/v1/consents/events?user_id=${A.user_id}&$limit=1000`)
+    expect(events.map((e: any) => e.id).sort()).toEqual(old.body.data.map((e: any) => e.id).sort())
+    expect(events.length).toBeGreaterThan(0)
+    expect(events.filter((e: any) => e.log.length === 0).map((e: any) => e.id)).toEqual([])
+    expect(r.body.report.log_head).toBe(firstLogs[A.organization_id].head)
+    expect(r.body.report.user_log.length).toBeGreaterThan(0)
+    // Reading the log and making a report write no entry.
+    expect((await as("operator")("GET", `/v1/consents/log/verify?organization_id=${A.organization_id}`)).body).toStrictEqual(firstLogs[A.organization_id])
+  })
+
   it("the dashboards offered to an organization are still listed with their signed URLs", async () => {
     for (const o of [A, B]) {
       const r = await as(o.label)("GET", "/v1/analytics/dashboards-urls?$limit=100")
@@ -295,6 +346,12 @@ describe(`forward migration from c26579d (${storeKind})`, () => {
     expect(other.body.consents).toStrictEqual(
       userToday(expected.records.find((x: any) => x.as === "B" && x.path === `/v1/consents/users/${B.user_id}`).body).consents
     )
+    // The new event and the old user's change follow the old rows' entries in A's log; B's is untouched.
+    const logs = await verifyAll()
+    expect(logs[A.organization_id]).toMatchObject({ valid: true, first_invalid: null })
+    expect(logs[A.organization_id].entries).toBeGreaterThan(firstLogs[A.organization_id].entries)
+    expect(logs[A.organization_id].head).not.toBe(firstLogs[A.organization_id].head)
+    expect(logs[B.organization_id]).toStrictEqual(firstLogs[B.organization_id])
   })
 
   it("a Secret made by c26579d (kept only as a hash) cannot sign user ids, even correctly; one made now can", async () => {
@@ -335,12 +392,16 @@ describe(`forward migration from c26579d (${storeKind})`, () => {
     expect(revived.status, revived.text).toBe(200)
     const events = (await as("A")("GET", "/v1/consents/events?$limit=0")).body.total
     const organization = (await as("A")("GET", `/v1/organizations/${A.organization_id}`)).body
+    const logs = await verifyAll()
+    expect(Object.values(logs).filter((log) => !log.valid)).toEqual([])
     await server!.close()
     server = undefined
     server = await open(store, {
       dispatcher: { allowHosts: ["127.0.0.1"], retrySchedule: [86_400], timeoutMs: 2000, pollIntervalMs: 50 }
     })
     await loginAll()
+    // The old rows were entered once: the second start adds nothing to any log.
+    expect(await verifyAll()).toStrictEqual(logs)
     expect((await as("A")("GET", "/v1/consents/events?$limit=0")).body.total).toBe(events)
     expect((await as("A")("GET", `/v1/organizations/${A.organization_id}`)).body).toStrictEqual(organization)
     for (const t of expected.totals.filter((x: any) => !x.path.startsWith("/v1/consents/") && !x.path.startsWith("/v1/webhooks/deliveries"))) {
@@ -373,6 +434,35 @@ describe(`forward migration from c26579d (${storeKind})`, () => {
     const old = requests.find((q) => q.headers["webhook-id"] === replayed.id)!
     expect(JSON.parse(old.body)).toStrictEqual(replayed.payload)
   }, 60_000)
+
+  // PGlite's one session cannot serve two servers' migrations at once.
+  it.skipIf(storeKind === "postgres" && !process.env.DATABASE_URL)(
+    "two servers starting at once on another copy of the old database enter its rows in the log once",
+    async () => {
+      const copy = await openFixture()
+      const both: Array<RunningServer> = []
+      try {
+        const started = await Promise.allSettled([open(copy), open(copy)])
+        for (const s of started) if (s.status === "fulfilled") both.push(s.value)
+        expect(started.filter((s) => s.status === "rejected").map((s) => String((s as PromiseRejectedResult).reason))).toEqual([])
+        for (const running of both) {
+          const session = await call(running.url, "POST", "/v1/sessions", { body: { type: "api-key", key: expected.admin.key, secret: expected.admin.secret } })
+          expect(session.status, session.text).toBe(201)
+          for (const o of [A, B]) {
+            const r = await call(running.url, "GET", `/v1/consents/log/verify?organization_id=${o.organization_id}`, { token: session.body.access_token })
+            expect(r.status, r.text).toBe(200)
+            expect(r.body, o.label).toMatchObject({ valid: true, first_invalid: null })
+            // As many entries as one server made of the same rows on the first copy.
+            expect(r.body.entries, o.label).toBe(firstLogs[o.organization_id].entries)
+          }
+        }
+      } finally {
+        for (const running of both) await running.close()
+        await copy.close()
+      }
+    },
+    60_000
+  )
 
   it("answered no 5xx", () => {
     expect(serverErrors).toEqual([])

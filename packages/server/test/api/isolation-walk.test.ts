@@ -1,4 +1,5 @@
 import { deleteSubscriber, saveSubscriber } from "@cmp/core"
+import { dataUri, samplePdf } from "@cmp/test-support/proof-samples"
 import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -35,6 +36,7 @@ type Who = "api key" | "member" | "platform integration"
 type EndUser = "public key (header)" | "public key (query)" | "consent token"
 type Walker = Who | EndUser
 const END_USERS: ReadonlyArray<EndUser> = ["public key (header)", "public key (query)", "consent token"]
+const isEndUser = (who: Walker): who is EndUser => (END_USERS as ReadonlyArray<string>).includes(who)
 
 /** An organization of the test and the objects seeded in it, by collection path. */
 interface Org {
@@ -87,6 +89,12 @@ interface Fixture {
   readonly ownerField?: string
   /** Other item paths naming the same object (consent users by the organization's own id). */
   readonly alsoNamedBy?: (obj: any) => ReadonlyArray<string>
+  /**
+   * Requests on A's own objects that name B's objects where the generic "referring to B" create
+   * cannot (it is skipped when `refsAreOwn`): each must answer like the same request naming ids
+   * that do not exist.
+   */
+  readonly refAttacks?: Partial<Record<Method, (who: Walker) => ReadonlyArray<Omit<Attack, "op">>>>
 }
 
 const cert = fs.readFileSync(path.join(import.meta.dirname, "fixtures", "localhost-cert.pem"), "utf8")
@@ -135,6 +143,10 @@ const dashboard = (c: Ctx) => ({
   target_url: `https://dash.example.com/${c.mark}`
 })
 const exportRange = { from: "2026-01-01T00:00:00.000Z", to: "2027-01-01T00:00:00.000Z" }
+/** A valid event of A (read when a request is built, after seeding). */
+const eventOfA = () => FIXTURES["/v1/consents/events"]!.create!(ctxOf(A))
+/** B's consent log as B reads it right after seeding. */
+let logOfB: any
 
 /**
  * One fixture per organization-scoped collection of the OpenAPI document, seeded in this order
@@ -215,6 +227,10 @@ const FIXTURES: Record<string, Fixture> = {
     patch: () => ({ country: "DE" }),
     alsoNamedBy: (u) => [`${encodeURIComponent(u.organization_user_id)}?$by_organization_user_id=true`]
   },
+  "/v1/consents/proofs": {
+    // The organization's mark in the PDF: its bytes, and so its sha256, are its own.
+    create: (c) => ({ organization_id: c.org, file: dataUri("application/pdf", samplePdf(`${c.mark} agreed`)) })
+  },
   "/v1/consents/events": {
     // Names the user by our id.
     refsAreOwn: "a consent user's id is its organization's own: the same id in A is A's user",
@@ -222,9 +238,32 @@ const FIXTURES: Record<string, Fixture> = {
       organization_id: c.org,
       user: { id: c.objs["/v1/consents/users"].id },
       metadata: { note: `${c.mark} event` },
-      consents: { purposes: [{ id: "1", enabled: true }, { id: `${c.mark}-purpose`, enabled: false }] }
+      consents: { purposes: [{ id: "1", enabled: true }, { id: `${c.mark}-purpose`, enabled: false }] },
+      proofs_id: [c.objs["/v1/consents/proofs"].id]
     }),
-    patch: (c) => ({ metadata: { note: `${c.mark} changed` } })
+    patch: (c) => ({ metadata: { note: `${c.mark} changed` } }),
+    // A proof is named by an id the server chose: B's proof named by A's event reads as unknown.
+    refAttacks: {
+      post: (who) => [{
+        what: "in A, B's proof in proofs_id",
+        method: "POST",
+        url: "/v1/consents/events",
+        body: { ...eventOfA(), proofs_id: [B.objs["/v1/consents/proofs"].id] },
+        // End-user credentials may never name proofs by id.
+        expect: isEndUser(who) ? [403] : [400]
+      }],
+      patch: () => [{
+        what: "A's event, B's proof in proofs_id",
+        method: "PATCH",
+        url: `/v1/consents/events/${encodeURIComponent(A.objs["/v1/consents/events"].id)}`,
+        body: { proofs_id: [A.objs["/v1/consents/proofs"].id, B.objs["/v1/consents/proofs"].id] },
+        expect: [400]
+      }]
+    }
+  },
+  "/v1/consents/proof-reports": {
+    // A report on the user above, taken after its event: it holds the event, the proof and their log entries.
+    create: (c) => ({ organization_id: c.org, user_id: c.objs["/v1/consents/users"].id, regulation: "gdpr" })
   },
   "/v1/webhooks/deliveries": {
     // The messages queued by the user and the event above.
@@ -456,6 +495,25 @@ const ACTIONS: Record<string, Action> = {
       }]
     }
   },
+  "/v1/consents/log/verify": {
+    why: "an action reading one organization's consent log, nothing stored: tried for B, alone and beside A",
+    attacks: {
+      get: () => {
+        const a = encodeURIComponent(A.org.id)
+        const b = encodeURIComponent(B.org.id)
+        const url = "/v1/consents/log/verify"
+        return [
+          { what: "for B", method: "GET", url: `${url}?organization_id=${b}`, expect: [403], control: { url: `${url}?organization_id=${a}`, expect: 200 } },
+          { what: "for A and B", method: "GET", url: `${url}?organization_id=${a}&organization_id=${b}`, expect: [400, 403] },
+          { what: "B by $in", method: "GET", url: `${url}?organization_id[$in][]=${b}`, expect: [400, 403] },
+          // Not a filter this action reads: ignored, so the answer is A's log (checked by B's head never showing).
+          { what: "B by $or", method: "GET", url: `${url}?$or[0][organization_id]=${b}`, expect: [200, 400, 403] },
+          // The caller's only organization: A's log (B's head is among the strings no answer may hold).
+          { what: "implied organization", method: "GET", url, expect: [200] }
+        ]
+      }
+    }
+  },
   "/v1/webhooks/deliveries/replay": {
     why: "an action on the deliveries of one webhook, named by its body",
     attacks: {
@@ -477,6 +535,8 @@ const UNDOCUMENTED: Record<string, ReadonlyArray<Method>> = {}
 /** What A's own object answers on a sub-path of an item (proves the route works at all). */
 const SUB_PATH_CONTROL: Record<string, number> = {
   "GET /v1/consents/events/{id}/tcstring": 200,
+  "GET /v1/consents/proofs/{id}/file": 200,
+  "GET /v1/consents/proof-reports/{id}/pdf": 200,
   // A's message is still pending: replaying it is a conflict, which still shows the route reached it.
   "POST /v1/webhooks/deliveries/{id}/replay": 409
 }
@@ -594,6 +654,7 @@ const attacksFor = (who: Walker): Array<Attack> => {
           continue
         }
         if (method === "post") {
+          for (const a of f.refAttacks?.post?.(who) ?? []) add(a)
           if ((f.createNotAnAttackFor as ReadonlyArray<Walker> | undefined)?.includes(who)) continue
           const body = f.create?.(attackCtx) ?? {}
           add({
@@ -648,6 +709,7 @@ const attacksFor = (who: Walker): Array<Attack> => {
         add({ what: "B's id", method: "DELETE", url: urlOf(bId), expect: [status] })
         continue
       }
+      for (const a of f.refAttacks?.[method]?.(who) ?? []) add(a)
       const make = method === "put" ? f.put : method === "patch" ? f.patch : undefined
       if (!make) continue // reported by the coverage test
       const body = make(attackCtx)
@@ -674,6 +736,12 @@ const OPEN_TO: Record<EndUser, ReadonlySet<string>> = {
   "consent token": new Set(["GET /v1/consents/users/{id}", "GET /v1/consents/events", "POST /v1/consents/events"])
 }
 
+/**
+ * Operations of the organization's backend only (proofs, proof reports, the log): a consent token
+ * is refused outright there, whatever the id, rather than read as not finding it.
+ */
+const BACKEND_ONLY = /^\w+ \/v1\/consents\/(proofs|proof-reports|log)(\/|$)/
+
 const hmacHex = (key: string, message: string) => crypto.createHmac("sha256", key).update(message, "utf8").digest("hex")
 
 /**
@@ -682,11 +750,11 @@ const hmacHex = (key: string, message: string) => crypto.createHmac("sha256", ke
  * open, as they are where it is; and, where it is, attempts at B's users and at A's other users.
  */
 const endUserAttacksFor = (who: EndUser): Array<Attack> => {
-  const refusal = who === "consent token" ? [403, 404] : [401]
   const ownUser = A.objs["/v1/consents/users"]
   const bUser = B.objs["/v1/consents/users"]
   const out = attacksFor(who).map((a): Attack => {
     if (!OPEN_TO[who].has(a.op)) {
+      const refusal = who !== "consent token" ? [401] : BACKEND_ONLY.test(a.op) ? [403] : [403, 404]
       // Refused whatever an access token would get there: no page to read.
       return { ...a, expect: a.expect.includes(405) ? [...refusal, 405] : refusal, page: undefined, ownId: undefined }
     }
@@ -696,6 +764,7 @@ const endUserAttacksFor = (who: EndUser): Array<Attack> => {
     return { ...a, onlyUser: ownUser.organization_user_id, ...(refused ? { expect: [200, 403], page: "empty" as const } : {}) }
   })
   const consents = { purposes: [{ id: "1", enabled: true }] }
+  const proofFile = dataUri("application/pdf", samplePdf(`${A.mark} agreed in the browser`))
   const write = (what: string, body: unknown, expect: ReadonlyArray<number>) =>
     out.push({ op: "POST /v1/consents/events", what, method: "POST", url: "/v1/consents/events", body, expect })
   const enc = encodeURIComponent
@@ -706,6 +775,7 @@ const endUserAttacksFor = (who: EndUser): Array<Attack> => {
       organization_user_id_auth: { algorithm: "hmac-sha256", secret_id: bSecret.id, digest }
     })
     write("a guest of A", { user: { id: unique(`${A.mark}-guest`) }, consents }, [201])
+    write("a guest of A, with an inline proof", { user: { id: unique(`${A.mark}-guest`) }, consents, proofs: [{ file: proofFile }] }, [201])
     write("B's user, signed with B's own secret", { organization_id: A.org.id, user: signedBy(hmacHex(bSecret.secret, bUser.organization_user_id)), consents }, [403])
     write("B's user, a guessed digest", { organization_id: A.org.id, user: signedBy("0".repeat(64)), consents }, [403])
     return out
@@ -714,6 +784,7 @@ const endUserAttacksFor = (who: EndUser): Array<Attack> => {
   const read = (op: string, what: string, url: string, expect: ReadonlyArray<number>, extra: Partial<Attack> = {}) =>
     out.push({ op, what, method: "GET", url, expect, ...extra })
   write("its own user", { organization_id: A.org.id, user: { organization_user_id: only }, consents }, [201])
+  write("its own user, with an inline proof", { organization_id: A.org.id, user: { organization_user_id: only }, consents, proofs: [{ file: proofFile }] }, [201])
   write("B's user's organization_user_id", { organization_id: A.org.id, user: { organization_user_id: bUser.organization_user_id }, consents }, [403])
   write("B's user's id", { organization_id: A.org.id, user: { id: bUser.id }, consents }, [400, 403])
   write("another user of A", { organization_id: A.org.id, user: { organization_user_id: secondUserOfA.organization_user_id }, consents }, [403])
@@ -942,11 +1013,16 @@ beforeAll(async () => {
   const mine = stringsOf([A.org, A.key, A.secret, A.token, A.objs, invited, integration, principals], new Set())
   const theirs = stringsOf([B.org, B.key, B.secret, B.token, B.objs], new Set())
   forbidden = [...theirs].filter((s) => s.length >= 6 && !mine.has(s) && !iso.test(s))
-  forbidden.push(B.mark, invitationIdOf(B))
+  logOfB = (await B.call("GET", "/v1/consents/log/verify")).body
+  expect(logOfB, "B's log after seeding").toMatchObject({ valid: true, first_invalid: null })
+  expect(logOfB.entries).toBeGreaterThan(0)
+  forbidden.push(B.mark, invitationIdOf(B), logOfB.head)
   expect(forbidden).toContain(B.org.id)
   expect(forbidden).toContain(B.secret)
   expect(forbidden).toContain(B.objs["/v1/webhooks"].signing_secret)
   expect(forbidden).toContain(B.objs["/v1/platform-integrations"].token)
+  expect(forbidden).toContain(B.objs["/v1/consents/proofs"].sha256)
+  expect(forbidden).toContain(B.objs["/v1/consents/proof-reports"].sha256)
 
   for (const coll of Object.keys(FIXTURES)) {
     snapshot[coll] = await readBack(coll)
@@ -1067,12 +1143,24 @@ describe("tenant isolation, walked from the OpenAPI document", () => {
       const total = await totalOf(coll)
       if (total !== totals[coll]) changed.push(`${coll}: ${totals[coll]} rows -> ${total}`)
     }
+    // Nothing was written in B's name: its consent log has the same entries and head, and still verifies.
+    const log = await B.call("GET", "/v1/consents/log/verify")
+    if (JSON.stringify(log.body) !== JSON.stringify(logOfB)) changed.push(`B's log: ${JSON.stringify(logOfB)} -> ${log.text}`)
     expect(changed).toEqual([])
   })
 
   it("premium features stay per organization: C without them is refused while A and B use theirs, and a change for C is C's alone", async () => {
     // The services gated by a premium feature (decisions: webhooks, consents, SSO connections).
-    const gated = ["/v1/webhooks", "/v1/webhooks/deliveries", "/v1/consents/events", "/v1/consents/users", "/v1/sso-connections"]
+    const gated = [
+      "/v1/webhooks",
+      "/v1/webhooks/deliveries",
+      "/v1/consents/events",
+      "/v1/consents/users",
+      "/v1/consents/proofs",
+      "/v1/consents/proof-reports",
+      "/v1/consents/log/verify",
+      "/v1/sso-connections"
+    ]
     const t = await op.tenant()
     const C: Org = { label: "C", ...t, call: as(server.url, t.token), mark: `zqc${Math.random().toString(36).slice(2, 10)}`, objs: {} }
     const status = async (o: Org, url: string) => (await o.call("GET", url)).status
@@ -1090,6 +1178,10 @@ describe("tenant isolation, walked from the OpenAPI document", () => {
     const on = await op.call("PATCH", `/v1/premium-features/${flags.id}`, { body: { consents_api: true } })
     expect(on.status, on.text).toBe(200)
     expect(await status(C, "/v1/consents/events")).toBe(200)
+    expect(await status(C, "/v1/consents/log/verify")).toBe(200)
+    // Proofs and their reports are a feature of their own.
+    expect(await status(C, "/v1/consents/proofs")).toBe(403)
+    expect(await status(C, "/v1/consents/proof-reports")).toBe(403)
     expect(await status(C, "/v1/webhooks")).toBe(403)
     const off = await op.call("PATCH", `/v1/premium-features/${flags.id}`, { body: { consents_api: false } })
     expect(off.status, off.text).toBe(200)

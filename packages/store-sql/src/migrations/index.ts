@@ -10,6 +10,7 @@ import organizationCreators from "./0009_organization_creators.js"
 import webhooksQuota from "./0010_webhooks_quota.js"
 import consentUsersUpdated from "./0011_consent_users_updated.js"
 import consentCollection from "./0012_consent_collection.js"
+import proofOfConsent from "./0013_proof_of_consent.js"
 
 /**
  * Versioned migrations of both stores: a new change is a new entry, never an edit of an old
@@ -27,5 +28,6 @@ export const migrations = {
   "0009_organization_creators": organizationCreators,
   "0010_webhooks_quota": webhooksQuota,
   "0011_consent_users_updated": consentUsersUpdated,
-  "0012_consent_collection": consentCollection
+  "0012_consent_collection": consentCollection,
+  "0013_proof_of_consent": proofOfConsent
 }

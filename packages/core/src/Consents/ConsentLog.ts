@@ -1,0 +1,284 @@
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import { nowIso } from "../Clock.js"
+import { type Repository, type Row, Storage, type TableDef, UnitOfWork } from "../Ports.js"
+import { defineTable, field } from "../Resource.js"
+import { Digests, ProofFiles } from "./ProofPorts.js"
+
+/**
+ * The tamper-evident consent log. Every create, update and remove of an organization's consent
+ * events, users and proofs appends, in the write's own transaction, an entry to one of the
+ * organization's `SHARDS` chains: each entry's hash covers the previous entry's hash, its own
+ * position and what changed, so rewriting any entry (or a row it covers) shows. A user's rows
+ * all go to the chain its id picks, so concurrent writers of different users rarely wait for
+ * each other, and a user's history is in one chain.
+ *
+ * An entry holds digests only: which row (a digest of its table, organization and id) and
+ * what it became (a digest of the row's canonical JSON, or null when removed). Erasing a user
+ * removes its rows and leaves entries nobody can read personal data from.
+ */
+
+export const SHARDS = 16
+
+/** The tables whose rows the log covers, the kind an entry names them by, and the id whose chain they go to. */
+export const LOGGED_TABLES: Readonly<Record<string, { readonly kind: "event" | "user" | "proof"; readonly chainOf: (row: Row) => string }>> = {
+  consent_events: { kind: "event", chainOf: (row) => String(row.user_id) },
+  consent_users: { kind: "user", chainOf: (row) => String(row.id) },
+  // A proof sent with a user's event is that user's (erased with it); one made alone, its own.
+  consent_proofs: { kind: "proof", chainOf: (row) => String(row.user_id ?? row.id) }
+}
+
+/** The chain of an id: FNV-1a over its UTF-16 code units, so every server picks the same one. */
+export const shardOf = (chainId: string): number => {
+  let h = 0x811c9dc5
+  for (let i = 0; i < chainId.length; i++) {
+    h ^= chainId.charCodeAt(i)
+    h = Math.imul(h, 0x01000193)
+  }
+  return (h >>> 0) % SHARDS
+}
+
+export const ConsentLogTable = defineTable("consent_log", {
+  organization_id: field.string,
+  shard: field.number,
+  seq: field.bigint,
+  created_at: field.timestamp,
+  /** The canonical JSON the hash covers, kept as the exact text that was hashed. */
+  changes: field.string,
+  hash: field.string
+}, { key: ["organization_id", "shard", "seq"] })
+
+/** The last entry of each chain: the row a writer locks to append the next one. */
+export const ConsentLogHeadsTable = defineTable("consent_log_heads", {
+  organization_id: field.string,
+  shard: field.number,
+  seq: field.bigint,
+  hash: field.string
+}, { key: ["organization_id", "shard"] })
+
+export interface LogEntry {
+  readonly organization_id: string
+  readonly shard: number
+  readonly seq: number
+  readonly created_at: string
+  readonly changes: string
+  readonly hash: string
+}
+
+export interface LogHead {
+  readonly shard: number
+  readonly seq: number
+  readonly hash: string
+}
+
+/** A position in the log: entries are read in (shard, seq) order. */
+export interface LogPosition {
+  readonly shard: number
+  readonly seq: number
+}
+
+/**
+ * Where the log is kept (a store). `append` runs inside the caller's transaction and waits
+ * while another transaction appends to the same chain, so a chain never forks, however many
+ * servers write. `link` is the hash of an entry from the previous one; a store may compute the
+ * same value itself (inside its statement) instead of calling it.
+ */
+export class ConsentLogStore extends Context.Tag("@cmp/core/ConsentLogStore")<
+  ConsentLogStore,
+  {
+    readonly append: (
+      organizationId: string,
+      shard: number,
+      changes: string,
+      at: string,
+      link: (previous: string, seq: number) => string
+    ) => Effect.Effect<LogHead>
+    /** Entries in (shard, seq) order, after a position, of one chain or all. */
+    readonly entries: (
+      organizationId: string,
+      options: { readonly shard?: number | undefined; readonly after?: LogPosition | undefined; readonly limit: number }
+    ) => Effect.Effect<ReadonlyArray<LogEntry>>
+    readonly heads: (organizationId: string) => Effect.Effect<ReadonlyArray<LogHead>>
+    /** Drops an organization's log (the organization is removed). */
+    readonly forget: (organizationId: string) => Effect.Effect<void>
+  }
+>() {}
+
+/** The hash of an entry: SHA-256 of the previous entry's hash, its sequence number and its text, each on a line. */
+export const linkHash = (sha256: (s: string) => string) => (previous: string, seq: number, changes: string): string =>
+  sha256(`${previous}\n${seq}\n${changes}`)
+
+/** The head of an organization's log: SHA-256 of its chains' last hashes, in order, one per line ("" for an empty chain). */
+export const headOf = (sha256: (s: string) => string, heads: ReadonlyArray<LogHead>): string => {
+  const last: Array<string> = Array.from({ length: SHARDS }, () => "")
+  for (const h of heads) if (h.shard >= 0 && h.shard < SHARDS) last[h.shard] = h.hash
+  return sha256(last.join("\n"))
+}
+
+/** Which row an entry names: a digest of its table, organization and id (never the id itself). */
+export const subjectOf = (sha256: (s: string) => string, table: string, organizationId: string, id: string): string =>
+  sha256(`${table}\n${organizationId}\n${id}`)
+
+/** What an entry says of one row. */
+export interface LoggedChange {
+  /** `create`, `update` or `remove`. */
+  readonly a: "create" | "update" | "remove"
+  /** The digest of the row's canonical JSON after the change; null once removed. */
+  readonly d: string | null
+  readonly k: "event" | "user" | "proof"
+  readonly s: string
+}
+
+/** The text of an entry, as hashed and kept. */
+export interface EntryText {
+  readonly at: string
+  readonly changes: ReadonlyArray<LoggedChange>
+}
+
+interface PendingChange {
+  readonly organizationId: string
+  readonly shard: number
+  readonly change: LoggedChange
+}
+
+/** The changes a transaction made so far, appended to the log just before it commits. */
+interface Batch {
+  readonly changes: Array<PendingChange>
+  /** Organizations removed in it: their log goes with them. */
+  readonly dropped: Set<string>
+}
+
+class LogBatch extends Context.Tag("@cmp/core/ConsentLog/Batch")<LogBatch, Batch>() {}
+
+/**
+ * The storage and unit of work that keep the log: wraps a store's, so that every write of a
+ * logged table, by whichever use-case or cascade, is recorded, and every transaction appends
+ * what it recorded before it commits. A write outside a transaction gets one of its own.
+ */
+export const layer: Layer.Layer<Storage | UnitOfWork, never, Storage | UnitOfWork | ConsentLogStore | Digests | ProofFiles> = Layer
+  .effectContext(Effect.gen(function*() {
+    const inner = yield* Storage
+    const uow = yield* UnitOfWork
+    const store = yield* ConsentLogStore
+    const digests = yield* Digests
+    const files = yield* ProofFiles
+    const sha256 = (s: string) => digests.sha256(s)
+    const link = linkHash(sha256)
+
+    const flush = (batch: Batch) =>
+      Effect.gen(function*() {
+        // A removed organization's log and proof bytes go with it (they are not rows that refer to it).
+        for (const org of batch.dropped) yield* Effect.zipRight(store.forget(org), files.forget(org))
+        if (batch.changes.length === 0) return
+        const at = yield* nowIso
+        // One entry per chain a transaction touched, appended in a fixed order: two transactions
+        // touching the same chains take their locks in the same order.
+        const grouped = new Map<string, { organizationId: string; shard: number; changes: Array<LoggedChange> }>()
+        for (const p of batch.changes) {
+          if (batch.dropped.has(p.organizationId)) continue
+          const key = `${p.organizationId}\u0000${String(p.shard).padStart(3, "0")}`
+          const group = grouped.get(key)
+          if (group) group.changes.push(p.change)
+          else grouped.set(key, { organizationId: p.organizationId, shard: p.shard, changes: [p.change] })
+        }
+        for (const key of [...grouped.keys()].sort()) {
+          const g = grouped.get(key)!
+          const text = digests.canonicalJson({ at, changes: g.changes } satisfies EntryText)
+          yield* store.append(g.organizationId, g.shard, text, at, (previous, seq) => link(previous, seq, text))
+        }
+      })
+
+    const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+      Effect.flatMap(Effect.serviceOption(LogBatch), (open) => {
+        if (Option.isSome(open)) {
+          // A savepoint: what it recorded goes if it rolls back.
+          const batch = open.value
+          const mark = batch.changes.length
+          const dropped = new Set(batch.dropped)
+          return Effect.onError(uow.transaction(effect), () =>
+            Effect.sync(() => {
+              batch.changes.length = mark
+              for (const org of batch.dropped) if (!dropped.has(org)) batch.dropped.delete(org)
+            }))
+        }
+        return Effect.suspend(() => {
+          const batch: Batch = { changes: [], dropped: new Set() }
+          const body: Effect.Effect<A, E, R> = Effect.provideService(Effect.tap(effect, () => flush(batch)), LogBatch, batch)
+          return uow.transaction(body)
+        })
+      })
+
+    /** Runs a write with the open batch, or in a transaction of its own. */
+    const inBatch = <A, E>(write: (batch: Batch) => Effect.Effect<A, E>): Effect.Effect<A, E> =>
+      Effect.flatMap(Effect.serviceOption(LogBatch), (open) =>
+        Option.isSome(open)
+          ? write(open.value)
+          // The transaction provides the batch its body reads.
+          : transaction(Effect.flatMap(LogBatch, write)) as Effect.Effect<A, E>)
+
+    const logged = (table: TableDef, kind: LoggedChange["k"], chainOf: (row: Row) => string): Repository => {
+      const repo = inner.repository(table)
+      const note = (batch: Batch, a: LoggedChange["a"], row: Row) => {
+        const organizationId = String(row.organization_id)
+        batch.changes.push({
+          organizationId,
+          shard: shardOf(chainOf(row)),
+          change: {
+            a,
+            d: a === "remove" ? null : sha256(digests.canonicalJson(row)),
+            k: kind,
+            s: subjectOf(sha256, table.table, organizationId, String(row.id))
+          }
+        })
+      }
+      const create = (row: Row) => inBatch((batch) => Effect.tap(repo.create(row), (stored) => note(batch, "create", stored)))
+      return {
+        find: repo.find,
+        count: repo.count,
+        get: repo.get,
+        create,
+        // Each row read back, so its digest is of what was stored.
+        insert: (rows) => Effect.forEach(rows, create, { discard: true }),
+        update: (key, row, expected) =>
+          inBatch((batch) => Effect.tap(repo.update(key, row, expected), (stored) => note(batch, "update", stored))),
+        patch: (key, changes, expected) =>
+          inBatch((batch) => Effect.tap(repo.patch(key, changes, expected), (stored) => note(batch, "update", stored))),
+        remove: (key, expected) =>
+          inBatch((batch) =>
+            Effect.tap(repo.remove(key, expected), (gone) => {
+              if (Option.isSome(gone)) note(batch, "remove", gone.value)
+            }))
+      }
+    }
+
+    const organizations = (table: TableDef): Repository => {
+      const repo = inner.repository(table)
+      return {
+        ...repo,
+        remove: (key, expected) =>
+          inBatch((batch) =>
+            Effect.tap(repo.remove(key, expected), (gone) => {
+              if (Option.isSome(gone)) batch.dropped.add(String(gone.value.id))
+            }))
+      }
+    }
+
+    const wrapped = new Map<string, Repository>()
+    const repository = <A extends Row>(table: TableDef<A>): Repository<A> => {
+      let repo = wrapped.get(table.table)
+      if (repo === undefined) {
+        const spec = LOGGED_TABLES[table.table]
+        const any = table as unknown as TableDef
+        repo = spec ? logged(any, spec.kind, spec.chainOf) : table.table === "organizations" ? organizations(any) : inner.repository(any)
+        wrapped.set(table.table, repo)
+      }
+      // Rows are the store's, decoded by the table's declaration: the wrapper only watches them.
+      return repo as unknown as Repository<A>
+    }
+
+    return Context.make(Storage, Storage.of({ repository })).pipe(
+      Context.add(UnitOfWork, UnitOfWork.of({ transaction, lock: uow.lock }))
+    )
+  }))

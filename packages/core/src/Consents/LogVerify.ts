@@ -1,0 +1,183 @@
+import * as Effect from "effect/Effect"
+import { answers, defineAction } from "../Action.js"
+import { Forbidden, InvalidInput } from "../Domain/Errors.js"
+import { type LogVerification, LogVerification as LogVerificationSchema } from "../Domain/Proofs.js"
+import { type Row, Storage, type TableDef } from "../Ports.js"
+import { isEndUser, isOperator, organizationsOf, type Principal, requireOrganization } from "../Principal.js"
+import { eq } from "../Query.js"
+import { ConsentEventsResource, ConsentUsersResource } from "../Resources/Consents.js"
+import { ProofsResource } from "../Resources/Proofs.js"
+import { requireExistingOrganization, requireFlag } from "../Service.js"
+import {
+  ConsentLogStore,
+  type EntryText,
+  headOf,
+  LOGGED_TABLES,
+  linkHash,
+  type LogPosition,
+  SHARDS,
+  shardOf,
+  subjectOf
+} from "./ConsentLog.js"
+import { Digests } from "./ProofPorts.js"
+
+/**
+ * Verifies an organization's consent log: every chain's links, from its first entry to its head,
+ * and that every current row of the logged tables is what its latest entry says (and that no
+ * row the log says exists is gone). Reads the log and the rows page by page, keeping only the
+ * latest digest of each row named.
+ */
+
+const PAGE = 1000
+
+type Fault = NonNullable<LogVerification["first_invalid"]>
+
+interface Latest {
+  readonly shard: number
+  readonly seq: number
+  readonly digest: string | null
+  readonly kind: string
+  seen: boolean
+}
+
+const before = (a: Fault, b: Fault) => a.shard < b.shard || (a.shard === b.shard && a.seq < b.seq)
+
+const loggedTables: ReadonlyArray<TableDef> = [ConsentEventsResource.tableDef, ConsentUsersResource.tableDef, ProofsResource.tableDef]
+
+const tableOfKind: Record<string, string> = { event: "consent_events", user: "consent_users", proof: "consent_proofs" }
+
+export const verifyLog = (organizationId: string): Effect.Effect<LogVerification, never, Storage | ConsentLogStore | Digests> =>
+  Effect.gen(function*() {
+    const store = yield* ConsentLogStore
+    const digests = yield* Digests
+    const sha256 = (s: string) => digests.sha256(s)
+    const link = linkHash(sha256)
+    let first: Fault | undefined
+    const fault = (f: Fault) => {
+      if (first === undefined || before(f, first)) first = f
+    }
+    const latest = new Map<string, Latest>()
+    const last: Array<{ seq: number; hash: string }> = Array.from({ length: SHARDS }, () => ({ seq: 0, hash: "" }))
+    let entries = 0
+    let after: LogPosition | undefined
+    for (;;) {
+      const page = yield* store.entries(organizationId, { after, limit: PAGE })
+      for (const e of page) {
+        entries++
+        const chain = last[e.shard]
+        if (chain === undefined) {
+          fault({ shard: e.shard, seq: e.seq, reason: "link" })
+          continue
+        }
+        // The hash must follow from the previous entry's stored hash: an entry rewritten with its
+        // hash recomputed still breaks the link of the next one.
+        if (e.seq !== chain.seq + 1 || link(chain.hash, e.seq, e.changes) !== e.hash) {
+          fault({ shard: e.shard, seq: e.seq, reason: "link" })
+        }
+        chain.seq = e.seq
+        chain.hash = e.hash
+        let text: EntryText | undefined
+        try {
+          text = JSON.parse(e.changes) as EntryText
+        } catch {
+          text = undefined
+        }
+        if (text === undefined || !Array.isArray(text.changes)) {
+          fault({ shard: e.shard, seq: e.seq, reason: "link" })
+          continue
+        }
+        for (const c of text.changes) {
+          latest.set(c.s, { shard: e.shard, seq: e.seq, digest: c.d, kind: c.k, seen: false })
+        }
+      }
+      if (page.length < PAGE) break
+      const end = page[page.length - 1]!
+      after = { shard: end.shard, seq: end.seq }
+    }
+
+    // Each chain's head must be its last entry: a removed last entry shows here.
+    const heads = yield* store.heads(organizationId)
+    for (const h of heads) {
+      const chain = last[h.shard]
+      if (chain === undefined || chain.seq !== h.seq || chain.hash !== h.hash) fault({ shard: h.shard, seq: h.seq, reason: "head" })
+    }
+
+    const storage = yield* Storage
+    for (const table of loggedTables) {
+      const repo = storage.repository(table)
+      let position: ReadonlyArray<string> | undefined
+      for (;;) {
+        const page = yield* repo.find({
+          count: false,
+          where: [eq("organization_id", organizationId)],
+          sort: [],
+          limit: PAGE,
+          skip: 0,
+          keyset: { fields: ["id"], after: position }
+        })
+        for (const row of page.data as ReadonlyArray<Row>) {
+          const id = String(row.id)
+          const entry = latest.get(subjectOf(sha256, table.table, organizationId, id))
+          if (entry === undefined) {
+            fault({ shard: shardOf(LOGGED_TABLES[table.table]!.chainOf(row)), seq: 0, reason: "missing", table: table.table, id })
+            continue
+          }
+          entry.seen = true
+          if (entry.digest !== sha256(digests.canonicalJson(row))) {
+            fault({ shard: entry.shard, seq: entry.seq, reason: "row", table: table.table, id })
+          }
+        }
+        if (page.data.length < PAGE) break
+        position = [String(page.data[page.data.length - 1]!.id)]
+      }
+    }
+    // A row the log says exists but the table no longer holds was removed behind the log's back.
+    for (const entry of latest.values()) {
+      if (!entry.seen && entry.digest !== null) {
+        fault({ shard: entry.shard, seq: entry.seq, reason: "row", table: tableOfKind[entry.kind] ?? entry.kind })
+      }
+    }
+    return {
+      entries,
+      valid: first === undefined,
+      head: headOf(sha256, heads),
+      first_invalid: first ?? null
+    }
+  })
+
+/** The organization a request about one organization acts in: named, or the principal's only one. */
+export const organizationOf = (principal: Principal, named: string | undefined) =>
+  Effect.gen(function*() {
+    if (named !== undefined) {
+      yield* requireOrganization(principal, named)
+      return named
+    }
+    const orgs = organizationsOf(principal)
+    if (orgs !== "all" && orgs.length === 1) return orgs[0]!
+    return yield* Effect.fail(new InvalidInput({
+      message: "Invalid query: name the organization with ?organization_id=",
+      errors: { organization_id: "is required" }
+    }))
+  })
+
+export const VerifyLogAction = defineAction({
+  place: "consents/log",
+  name: "verify",
+  method: "GET",
+  path: "consents/log/verify",
+  tag: "consents/log",
+  summary: "Verify the organization's consent log: every chain's links, and every current row against its latest entry",
+  auth: "bearer",
+  answers: answers.schema("LogVerification", LogVerificationSchema),
+  status: 200,
+  premiumFeature: "consents_api",
+  query: "lookUp",
+  run: (principal, request) =>
+    Effect.gen(function*() {
+      if (isEndUser(principal)) return yield* Effect.fail(new Forbidden({ message: "The consent log is verified by the organization's backend" }))
+      const organizationId = yield* organizationOf(principal, request.at.organizationId)
+      yield* requireExistingOrganization(organizationId)
+      if (!isOperator(principal)) yield* requireFlag("consents_api", organizationId)
+      return yield* verifyLog(organizationId)
+    })
+})

@@ -1,0 +1,42 @@
+import { Digests } from "@cmp/core"
+import canonicalize from "canonicalize"
+import * as Layer from "effect/Layer"
+import * as crypto from "node:crypto"
+
+// Lone surrogates cannot be written as UTF-8: a stored string comes back with U+FFFD in their
+// place, so the digest is taken over that same text or a row would never verify again.
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g
+const wellFormed = (s: string) => s.replace(LONE_SURROGATE, "\uFFFD")
+
+const hasLoneSurrogate = (s: string) => {
+  LONE_SURROGATE.lastIndex = 0
+  return LONE_SURROGATE.test(s)
+}
+
+const revive = (_key: string, value: unknown): unknown => {
+  if (typeof value === "string") return wellFormed(value)
+  if (typeof value === "object" && value !== null && !Array.isArray(value)) {
+    const keys = Object.keys(value)
+    if (keys.some(hasLoneSurrogate)) {
+      return Object.fromEntries(keys.map((k) => [wellFormed(k), (value as Record<string, unknown>)[k]]))
+    }
+  }
+  return value
+}
+
+/**
+ * The value as JSON sees it (`toJSON` applied, undefined and functions dropped, non-finite
+ * numbers null), so that the canonical form of a value equals that of its stored JSON.
+ */
+const asJson = (value: unknown): unknown => {
+  const json = JSON.stringify(value)
+  return json === undefined ? null : JSON.parse(json, revive)
+}
+
+/** RFC 8785 canonical JSON of any value; `null` for what JSON cannot show (undefined, a function). */
+const canonicalJson = (value: unknown): string => canonicalize(asJson(value)) ?? "null"
+
+/** SHA-256 as lowercase hex; a string is hashed as its UTF-8. */
+const sha256 = (data: Uint8Array | string): string => crypto.createHash("sha256").update(data).digest("hex")
+
+export const DigestsLive: Layer.Layer<Digests> = Layer.succeed(Digests, { sha256, canonicalJson })

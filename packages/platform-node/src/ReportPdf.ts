@@ -1,0 +1,281 @@
+import { type ProofReportDocument, ReportPdf } from "@cmp/core"
+import type * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import PDFDocument from "pdfkit"
+
+type Report = Parameters<Context.Tag.Service<typeof ReportPdf>["render"]>[0]
+type Regulation = ProofReportDocument["regulations"][number]
+type ReportEvent = Regulation["events"][number]
+type LogEntry = ProofReportDocument["user_log"][number]
+interface Purpose {
+  readonly id: string
+  readonly enabled: boolean
+  readonly enabled_li?: boolean | undefined
+}
+interface Vendors {
+  readonly enabled?: ReadonlyArray<string> | undefined
+  readonly disabled?: ReadonlyArray<string> | undefined
+  readonly enabled_li?: ReadonlyArray<string> | undefined
+  readonly disabled_li?: ReadonlyArray<string> | undefined
+}
+interface Choices {
+  readonly purposes?: ReadonlyArray<Purpose> | undefined
+  readonly vendors?: Vendors | undefined
+  readonly tcfcs?: string | undefined
+}
+
+// ---------------------------------------------------------------- text the standard fonts can show
+
+/** Characters outside Latin-1 that the standard fonts' WinAnsi encoding still has. */
+const WIN_ANSI_EXTRA = new Set([
+  0x152, 0x153, 0x160, 0x161, 0x178, 0x17d, 0x17e, 0x192, 0x2c6, 0x2dc, 0x2013, 0x2014, 0x2018, 0x2019, 0x201a,
+  0x201c, 0x201d, 0x201e, 0x2020, 0x2021, 0x2022, 0x2026, 0x2030, 0x2039, 0x203a, 0x20ac, 0x2122
+])
+const showable = (code: number) => (code >= 0x20 && code <= 0x7e) || (code >= 0xa0 && code <= 0xff) || WIN_ANSI_EXTRA.has(code)
+
+/**
+ * The text as the standard fonts can draw it: a character they lack becomes its unaccented
+ * letter when it has one, `?` otherwise (the report's JSON, not its PDF, is what is hashed).
+ */
+const pdfText = (text: string, keepLineBreaks = false): string => {
+  let out = ""
+  for (const char of text.normalize("NFC")) {
+    const code = char.codePointAt(0)!
+    if (showable(code)) out += char
+    else if (char === "\n" && keepLineBreaks) out += "\n"
+    else if (char === "\r") continue
+    else if (code < 0x20 || code === 0x7f || (code >= 0x80 && code < 0xa0)) out += " "
+    else {
+      const plain = char.normalize("NFKD").replace(/[\u0300-\u036f]/g, "")
+      out += plain.length > 0 && [...plain].every((c) => showable(c.codePointAt(0)!)) ? plain : "?"
+    }
+  }
+  return out
+}
+
+// ---------------------------------------------------------------- layout
+
+const MARGIN = 50
+const BODY = 10
+/** Ids and digests in fields: a 64-digit hash and its label still fit on one line. */
+const MONO = 9.5
+/** Log entries and TC strings: `shard/seq hash  (created_at)` fits on one line. */
+const SMALL_MONO = 7.5
+
+class Writer {
+  constructor(readonly doc: PDFKit.PDFDocument) {}
+
+  private get width() {
+    return this.doc.page.width - 2 * MARGIN
+  }
+
+  title(text: string) {
+    this.doc.font("Helvetica-Bold").fontSize(18).text(pdfText(text), { width: this.width })
+    this.doc.moveDown(0.3)
+  }
+
+  /** Starts a new page unless `lines` more lines fit: a label is never left alone at the foot of a page. */
+  keep(lines: number) {
+    if (this.doc.y + lines * BODY * 1.3 > this.doc.page.height - this.doc.page.margins.bottom) this.doc.addPage()
+  }
+
+  heading(text: string, level: 1 | 2 | 3) {
+    const size = level === 1 ? 14 : level === 2 ? 12 : 10.5
+    this.keep(level === 3 ? 4 : 5)
+    this.doc.moveDown(level === 3 ? 0.4 : 0.8)
+    this.doc.font("Helvetica-Bold").fontSize(size).text(pdfText(text), MARGIN, undefined, { width: this.width })
+    this.doc.moveDown(0.2)
+  }
+
+  note(text: string) {
+    this.doc.moveDown(0.3)
+    this.doc.font("Helvetica-Oblique").fontSize(8.5).fillColor("#444444").text(pdfText(text), MARGIN, undefined, { width: this.width })
+    this.doc.fillColor("black")
+  }
+
+  /** `label: value`, the value in a monospaced font when it is an id or a digest. */
+  field(label: string, value: string, mono = false, indent = 0) {
+    this.doc.font("Helvetica-Bold").fontSize(BODY).text(`${pdfText(label)}: `, MARGIN + indent, undefined, {
+      width: this.width - indent,
+      continued: true
+    })
+    this.doc.font(mono ? "Courier" : "Helvetica").fontSize(mono ? MONO : BODY).text(pdfText(value))
+  }
+
+  line(text: string, indent = 0, mono = false) {
+    this.doc.font(mono ? "Courier" : "Helvetica").fontSize(mono ? SMALL_MONO : BODY).text(pdfText(text), MARGIN + indent, undefined, {
+      width: this.width - indent
+    })
+  }
+
+  /** A long unbroken string (a TC string), cut into lines here: the line breaker is quadratic on one long word. */
+  block(text: string, indent = 0) {
+    const perLine = Math.max(16, Math.floor((this.width - indent) / (SMALL_MONO * 0.6)))
+    const safe = pdfText(text)
+    const lines: Array<string> = []
+    for (let i = 0; i < safe.length; i += perLine) lines.push(safe.slice(i, i + perLine))
+    this.doc.font("Courier").fontSize(SMALL_MONO).text(lines.join("\n"), MARGIN + indent, undefined, { width: this.width - indent })
+  }
+
+  /** Long prose (a notice's wording): wrapped, paginated, its paragraphs kept. */
+  prose(text: string, indent = 0) {
+    const paragraphs = pdfText(text, true).split(/\n\s*\n+/).map((p) => p.trim()).filter((p) => p.length > 0)
+    this.doc.font("Times-Roman").fontSize(BODY).text(paragraphs.join("\n"), MARGIN + indent, undefined, {
+      width: this.width - indent,
+      paragraphGap: 4
+    })
+  }
+
+  gap(lines = 0.4) {
+    this.doc.moveDown(lines)
+  }
+
+  /** Page numbers in the bottom margin, written once every page exists. */
+  footers(text: string) {
+    const { start, count } = this.doc.bufferedPageRange()
+    for (let i = start; i < start + count; i++) {
+      this.doc.switchToPage(i)
+      const bottom = this.doc.page.margins.bottom
+      this.doc.page.margins.bottom = 0
+      this.doc.font("Helvetica").fontSize(7.5).fillColor("#666666").text(
+        pdfText(`${text} - page ${i + 1} of ${count}`),
+        MARGIN,
+        this.doc.page.height - MARGIN + 18,
+        { width: this.width, align: "center", lineBreak: false }
+      )
+      this.doc.page.margins.bottom = bottom
+    }
+    this.doc.fillColor("black")
+  }
+}
+
+const onOff = (enabled: boolean) => (enabled ? "enabled" : "disabled")
+const list = (ids: ReadonlyArray<string> | undefined) => (ids && ids.length > 0 ? ids.join(", ") : "none")
+const logLine = (e: LogEntry) => `${e.shard}/${e.seq} ${e.hash}  (${e.created_at})`
+
+const choices = (w: Writer, consents: Choices, indent: number) => {
+  const purposes = consents.purposes ?? []
+  if (purposes.length === 0) w.line("Purposes: none", indent)
+  for (const p of purposes) {
+    const li = p.enabled_li === undefined ? "" : `; legitimate interest ${onOff(p.enabled_li)}`
+    w.line(`Purpose ${p.id}: ${onOff(p.enabled)}${li}`, indent)
+  }
+  const vendors = consents.vendors
+  if (vendors !== undefined) {
+    w.line(`Vendors enabled: ${list(vendors.enabled)}`, indent)
+    w.line(`Vendors disabled: ${list(vendors.disabled)}`, indent)
+    if (vendors.enabled_li !== undefined || vendors.disabled_li !== undefined) {
+      w.line(`Vendors enabled (legitimate interest): ${list(vendors.enabled_li)}`, indent)
+      w.line(`Vendors disabled (legitimate interest): ${list(vendors.disabled_li)}`, indent)
+    }
+  }
+  if (consents.tcfcs !== undefined) {
+    w.line("TCF consent string:", indent)
+    w.block(consents.tcfcs, indent + 10)
+  }
+}
+
+const event = (w: Writer, e: ReportEvent) => {
+  w.heading(`Event ${e.id}`, 3)
+  w.field("Created at", e.created_at, false, 10)
+  if (e.updated_at !== e.created_at) w.field("Updated at", e.updated_at, false, 10)
+  w.field("Status", e.status, false, 10)
+  if (e.delegate) {
+    w.field("Recorded by delegate", e.delegate.name ? `${e.delegate.id} (${e.delegate.name})` : e.delegate.id, false, 10)
+  }
+  w.keep(2)
+  w.line("Choices:", 10)
+  choices(w, e.consents, 20)
+  if (e.metadata) w.field("Metadata", JSON.stringify(e.metadata), false, 10)
+  if (e.notice) {
+    w.gap(0.3)
+    w.field(
+      "Notice wording",
+      `notice ${e.notice.id}, text ${e.notice.text_id}, version ${e.notice.content_version}`,
+      false,
+      10
+    )
+    w.gap(0.2)
+    w.prose(e.notice.content, 20)
+    w.gap(0.2)
+  }
+  if (e.proofs.length > 0) {
+    w.keep(3)
+    w.line("Proofs:", 10)
+    for (const p of e.proofs) {
+      if (p.erased || p.sha256 === null) w.line(`${p.id}: erased`, 20)
+      else {
+        w.line(`${p.id}: ${p.media_type ?? "unknown type"}, ${p.size ?? "?"} bytes`, 20)
+        w.field("sha256", p.sha256, true, 30)
+      }
+    }
+  }
+  w.keep(2)
+  w.line(e.log.length > 0 ? "Consent log entries (shard/seq hash):" : "Consent log entries: none", 10)
+  for (const entry of e.log) w.line(logLine(entry), 20, true)
+}
+
+const regulation = (w: Writer, r: Regulation) => {
+  w.heading(`Regulation ${r.regulation}`, 1)
+  w.heading("Effective status", 2)
+  choices(w, r.consents, 0)
+  w.heading(r.events.length > 0 ? `Consent events (${r.events.length}, oldest first)` : "Consent events: none", 2)
+  for (const e of r.events) event(w, e)
+}
+
+const draw = (w: Writer, { created_at, id, report, sha256 }: Report) => {
+  w.title("Proof of consent")
+  w.field("Report", id, true)
+  w.field("Created at", created_at)
+  w.field("Generated at", report.generated_at)
+  w.field("Report sha256", sha256, true)
+  w.note(
+    "The report sha256 is the SHA-256 of the RFC 8785 canonical JSON of the report's content, kept by the service; " +
+      "this PDF renders that content. Characters its fonts cannot show are replaced by '?'."
+  )
+  w.heading("Organization", 2)
+  w.field("Name", report.organization.name)
+  w.field("Id", report.organization.id, true)
+  w.heading("User", 2)
+  w.field("Id", report.user.id, true)
+  w.field("Organization user id", report.user.organization_user_id ?? "none", report.user.organization_user_id !== null)
+  w.field("Created at", report.user.created_at)
+  if (report.regulations.length === 0) w.heading("No consent recorded for this user", 2)
+  for (const r of report.regulations) regulation(w, r)
+  w.heading("Consent log", 1)
+  w.field("Head", report.log_head, true)
+  w.line(report.user_log.length > 0 ? "Entries covering the user (shard/seq hash):" : "Entries covering the user: none")
+  for (const entry of report.user_log) w.line(logLine(entry), 10, true)
+  w.footers(`Proof of consent ${id}`)
+}
+
+const render = (report: Report) =>
+  Effect.async<Uint8Array>((resume) => {
+    const created = new Date(report.created_at)
+    const doc = new PDFDocument({
+      size: "A4",
+      margin: MARGIN,
+      bufferPages: true,
+      info: {
+        Title: `Proof of consent ${report.id}`,
+        Subject: `sha256 ${report.sha256}`,
+        Producer: "Consent platform",
+        Creator: "Consent platform",
+        CreationDate: Number.isNaN(created.getTime()) ? new Date(0) : created
+      }
+    })
+    const chunks: Array<Buffer> = []
+    doc.on("data", (chunk: Buffer) => chunks.push(chunk))
+    doc.on("end", () => resume(Effect.succeed(new Uint8Array(Buffer.concat(chunks)))))
+    doc.on("error", (e: unknown) => resume(Effect.die(e)))
+    try {
+      draw(new Writer(doc), report)
+      doc.end()
+    } catch (e) {
+      resume(Effect.die(e))
+    }
+  })
+
+/** Renders a proof report as an A4 PDF with `pdfkit` and its standard fonts. */
+export const ReportPdfLive: Layer.Layer<ReportPdf> = Layer.succeed(ReportPdf, { render })

@@ -1,0 +1,298 @@
+import { dataUri, samplePdf, samplePng } from "@cmp/test-support/proof-samples"
+import canonicalize from "canonicalize"
+import * as crypto from "node:crypto"
+import { createRequire } from "node:module"
+import * as path from "node:path"
+import { getDocument } from "pdfjs-dist/legacy/build/pdf.mjs"
+import { beforeAll, describe, expect, it } from "vitest"
+import { as, client, expect400, expect403, expect404, expect405, expectError, unique } from "./helpers.js"
+import { type TestTenant, useServer } from "./fixture.js"
+
+/**
+ * Proof reports through HTTP: what a report of one user says (each regulation's status, every
+ * event with the notice wording it names, its proofs' digests and the log entries covering it),
+ * its SHA-256 over the canonical JSON of that, the monthly quota, and the PDF an auditor reads.
+ */
+
+const { server, op, tenant } = useServer()
+
+const FEATURES = { consents_api: true, versions_and_proofs: true }
+const HEX64 = /^[0-9a-f]{64}$/
+const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
+const ANSWER = ["created_at", "id", "organization_id", "organization_user_id", "regulation", "report", "sha256", "user_id"]
+const WORDING = "We use cookies to measure the audience of this site and to show you relevant offers."
+
+const sha256 = (data: Uint8Array | string) => crypto.createHash("sha256").update(data).digest("hex")
+const purposes = (...list: Array<[string, boolean]>) => list.map(([id, enabled]) => ({ id, enabled }))
+
+/** The hash the report's `sha256` must be: SHA-256 of its RFC 8785 canonical JSON. */
+const reportHash = (report: unknown) => sha256(canonicalize(report)!)
+
+const createReport = (t: TestTenant, body: Record<string, unknown>) =>
+  t.call("POST", "/v1/consents/proof-reports", { body: { organization_id: t.org.id, ...body } })
+
+const expectLogEntries = (entries: Array<any>, what: string) => {
+  expect(entries.length, `${what}: log entries`).toBeGreaterThan(0)
+  for (const l of entries) {
+    expect(Object.keys(l).sort(), what).toEqual(["created_at", "hash", "seq", "shard"])
+    expect(Number.isInteger(l.shard) && l.shard >= 0 && l.shard < 16, `${what}: shard ${l.shard}`).toBe(true)
+    expect(Number.isInteger(l.seq), `${what}: seq ${l.seq}`).toBe(true)
+    expect(l.hash, what).toMatch(HEX64)
+    expect(l.created_at, what).toMatch(ISO)
+  }
+}
+
+/** A download: the status, the headers and the exact bytes. */
+const download = async (token: string, urlPath: string) => {
+  const res = await fetch(server.url + urlPath, { headers: { authorization: `Bearer ${token}` } })
+  return { status: res.status, headers: res.headers, bytes: new Uint8Array(await res.arrayBuffer()) }
+}
+
+const standardFonts = `${path.dirname(createRequire(import.meta.url).resolve("pdfjs-dist/package.json"))}/standard_fonts/`
+
+/** The text of every page, with no whitespace at all: a long value wrapped over two lines reads whole. */
+const pdfText = async (bytes: Uint8Array): Promise<string> => {
+  const pdf = await getDocument({ data: bytes.slice(), standardFontDataUrl: standardFonts, isEvalSupported: false, verbosity: 0 }).promise
+  const pages: Array<string> = []
+  for (let i = 1; i <= pdf.numPages; i++) {
+    const content = await (await pdf.getPage(i)).getTextContent()
+    pages.push(content.items.map((item) => ("str" in item ? item.str : "")).join(""))
+  }
+  await pdf.destroy()
+  return pages.join("").replace(/\s+/g, "")
+}
+const squeezed = (s: string) => s.replace(/\s+/g, "")
+
+/** A text of the organization with one content, approved by the operator. */
+const approvedContent = async (t: TestTenant, content: string) => {
+  const text = await t.call("POST", "/v1/widgets/notices/texts", { body: { organization_id: t.org.id, name: unique("Banner") } })
+  expect(text.status, text.text).toBe(201)
+  const c = await t.call("POST", "/v1/widgets/notices/texts-contents", { body: { organization_id: t.org.id, text_id: text.body.id, content } })
+  expect(c.status, c.text).toBe(201)
+  const approved = await op.call("PATCH", `/v1/widgets/notices/texts-contents/${c.body.id}`, { body: { status: "approved" } })
+  expect(approved.status, approved.text).toBe(200)
+  return approved.body
+}
+
+const recordEvent = async (t: TestTenant, organizationUserId: string, extra: Record<string, unknown>) => {
+  const r = await t.call("POST", "/v1/consents/events", {
+    body: { organization_id: t.org.id, user: { organization_user_id: organizationUserId }, ...extra }
+  })
+  expect(r.status, r.text).toBe(201)
+  return r.body
+}
+
+/** A user with two GDPR events (the first naming an approved notice content and a proof) and one CCPA event. */
+const userWithHistory = async (t: TestTenant) => {
+  const content = await approvedContent(t, WORDING)
+  const ouid = unique("crm")
+  const first = await recordEvent(t, ouid, {
+    consents: { purposes: purposes(["analytics", true], ["ads", false]) },
+    notice_text_content_id: content.id,
+    proofs: [{ file: dataUri("application/pdf", samplePdf()) }],
+    metadata: { page: "/checkout" }
+  })
+  server.clock.advance(1000)
+  const second = await recordEvent(t, ouid, {
+    consents: { purposes: purposes(["ads", true]), vendors: { enabled: ["v1"] } },
+    delegate: { id: "rep-7", name: "Grace" }
+  })
+  server.clock.advance(1000)
+  const ccpa = await recordEvent(t, ouid, { regulation: "ccpa", consents: { purposes: purposes(["sale", false]) } })
+  server.clock.advance(1000)
+  const userId = first.user.id as string
+  const gdprUser = await t.call("GET", `/v1/consents/users/${userId}`)
+  const ccpaUser = await t.call("GET", `/v1/consents/users/${userId}?regulation=ccpa`)
+  expect(gdprUser.status, gdprUser.text).toBe(200)
+  return { content, ouid, userId, first, second, ccpa, gdprUser: gdprUser.body, ccpaUser: ccpaUser.body }
+}
+
+describe("proof reports: what a report says", () => {
+  let t: TestTenant
+  let h: Awaited<ReturnType<typeof userWithHistory>>
+  let report: any
+  beforeAll(async () => {
+    t = await tenant(FEATURES)
+    h = await userWithHistory(t)
+  })
+
+  it("by user_id: 201 with its fields, and sha256 is the SHA-256 of the canonical JSON of report", async () => {
+    const head = await t.call("GET", "/v1/consents/log/verify")
+    expect(head.status, head.text).toBe(200)
+    const r = await createReport(t, { user_id: h.userId })
+    expect(r.status, r.text).toBe(201)
+    report = r.body
+    expect(Object.keys(report).sort()).toEqual(ANSWER)
+    expect(report).toMatchObject({ organization_id: t.org.id, user_id: h.userId, organization_user_id: h.ouid, regulation: null })
+    expect(report.created_at).toMatch(ISO)
+    expect(report.sha256).toMatch(HEX64)
+    expect(report.sha256).toBe(reportHash(report.report))
+
+    const doc = report.report
+    expect(Object.keys(doc).sort()).toEqual(["generated_at", "log_head", "organization", "regulations", "user", "user_log"])
+    expect(doc.generated_at).toMatch(ISO)
+    expect(doc.organization).toEqual({ id: t.org.id, name: t.org.name })
+    expect(doc.user).toEqual({ id: h.userId, organization_user_id: h.ouid, created_at: h.gdprUser.created_at })
+    // The head of the log when the report was made: nothing was written since the verification.
+    expect(doc.log_head).toMatch(HEX64)
+    expect(doc.log_head).toBe(head.body.head)
+    expectLogEntries(doc.user_log, "user_log")
+  })
+
+  it("each regulation: the user's status and every event, with its notice wording, its proofs' digests and its log entries", async () => {
+    const doc = report.report
+    const byRegulation = Object.fromEntries(doc.regulations.map((r: any) => [r.regulation, r]))
+    expect(Object.keys(byRegulation).sort()).toEqual(["ccpa", "gdpr"])
+    expect(byRegulation.gdpr.consents).toEqual(h.gdprUser.consents)
+    expect(byRegulation.ccpa.consents).toEqual(h.ccpaUser.consents)
+
+    const gdpr = byRegulation.gdpr.events
+    expect(gdpr.map((e: any) => e.id)).toEqual([h.first.id, h.second.id])
+    const [first, second] = gdpr
+    expect(Object.keys(first).sort()).toEqual(["consents", "created_at", "delegate", "id", "log", "metadata", "notice", "proofs", "status", "updated_at"])
+    expect(first).toMatchObject({
+      id: h.first.id,
+      created_at: h.first.created_at,
+      updated_at: h.first.updated_at,
+      status: "confirmed",
+      consents: h.first.consents,
+      metadata: { page: "/checkout" },
+      delegate: null
+    })
+    expect(first.notice).toEqual({ id: h.content.id, text_id: h.content.text_id, content_version: h.content.content_version, content: WORDING })
+    expect(h.first.proofs_id).toHaveLength(1)
+    expect(first.proofs).toEqual([
+      { id: h.first.proofs_id[0], media_type: "application/pdf", size: samplePdf().length, sha256: sha256(samplePdf()), erased: false }
+    ])
+    expectLogEntries(first.log, "first event")
+
+    expect(second).toMatchObject({ id: h.second.id, status: "confirmed", consents: h.second.consents, notice: null, proofs: [] })
+    expect(second.delegate).toMatchObject({ id: "rep-7", name: "Grace" })
+    expectLogEntries(second.log, "second event")
+
+    const ccpa = byRegulation.ccpa.events
+    expect(ccpa.map((e: any) => e.id)).toEqual([h.ccpa.id])
+    expectLogEntries(ccpa[0].log, "ccpa event")
+  })
+
+  it("get answers the report as created; find lists it", async () => {
+    const got = await t.call("GET", `/v1/consents/proof-reports/${report.id}`)
+    expect(got.status, got.text).toBe(200)
+    expect(got.body).toEqual(report)
+    expect(reportHash(got.body.report)).toBe(got.body.sha256)
+    const found = await t.call("GET", "/v1/consents/proof-reports")
+    expect(found.status, found.text).toBe(200)
+    expect(found.body.data.map((r: any) => r.id)).toContain(report.id)
+  })
+
+  it("by organization_user_id: the same user; with a regulation, that regulation alone", async () => {
+    const r = await createReport(t, { organization_user_id: h.ouid })
+    expect(r.status, r.text).toBe(201)
+    expect(r.body).toMatchObject({ user_id: h.userId, organization_user_id: h.ouid, regulation: null })
+    expect(r.body.sha256).toBe(reportHash(r.body.report))
+    expect(r.body.report.regulations.map((x: any) => x.regulation).sort()).toEqual(["ccpa", "gdpr"])
+
+    const ccpa = await createReport(t, { user_id: h.userId, regulation: "ccpa" })
+    expect(ccpa.status, ccpa.text).toBe(201)
+    expect(ccpa.body.regulation).toBe("ccpa")
+    expect(ccpa.body.report.regulations.map((x: any) => x.regulation)).toEqual(["ccpa"])
+    expect(ccpa.body.report.regulations[0].events.map((e: any) => e.id)).toEqual([h.ccpa.id])
+    expect(ccpa.body.sha256).toBe(reportHash(ccpa.body.report))
+  })
+
+  it("names exactly one of user_id and organization_user_id, of a known user (400 otherwise)", async () => {
+    expect400(await createReport(t, {}))
+    expect400(await createReport(t, { user_id: h.userId, organization_user_id: h.ouid }))
+    expect400(await createReport(t, { user_id: "no-such-user" }))
+    expect400(await createReport(t, { organization_user_id: "no-such-user" }))
+    // Another organization's user is unknown here.
+    const other = await tenant(FEATURES)
+    const theirs = await recordEvent(other, unique("crm"), { consents: { purposes: purposes(["p", true]) } })
+    expect400(await createReport(t, { user_id: theirs.user.id }))
+  })
+
+  it("a report is never changed or removed (405)", async () => {
+    expect405(await t.call("PATCH", `/v1/consents/proof-reports/${report.id}`, { body: { regulation: "ccpa" } }))
+    expect405(await t.call("PUT", `/v1/consents/proof-reports/${report.id}`, { body: { user_id: h.userId } }))
+    expect405(await t.call("DELETE", `/v1/consents/proof-reports/${report.id}`))
+    expect((await t.call("GET", `/v1/consents/proof-reports/${report.id}`)).body).toEqual(report)
+  })
+
+  it("/pdf: a PDF download whose text holds the report's sha256", async () => {
+    const d = await download(t.token, `/v1/consents/proof-reports/${report.id}/pdf`)
+    expect(d.status).toBe(200)
+    expect(d.headers.get("content-type")).toMatch(/^application\/pdf(;|$)/)
+    expect(d.headers.get("content-disposition")).toBe(`attachment; filename="proof-report-${report.id}.pdf"`)
+    expect(Buffer.from(d.bytes.subarray(0, 5)).toString("latin1")).toBe("%PDF-")
+    const text = await pdfText(d.bytes)
+    expect(text).toContain(report.sha256)
+  })
+
+  it("/pdf: its text holds the organization, the user, the events, the notice wording, the proofs' digests and the log entries", async () => {
+    const text = await pdfText((await download(t.token, `/v1/consents/proof-reports/${report.id}/pdf`)).bytes)
+    const doc = report.report
+    expect(text).toContain(squeezed(t.org.name))
+    expect(text).toContain(h.userId)
+    expect(text).toContain(h.ouid)
+    for (const r of doc.regulations) for (const e of r.events) expect(text).toContain(e.id)
+    expect(text).toContain(squeezed(WORDING))
+    expect(text).toContain(sha256(samplePdf()))
+    // The choices: every purpose an event names.
+    for (const purpose of ["analytics", "ads", "sale"]) expect(text).toContain(purpose)
+    for (const r of doc.regulations) for (const e of r.events) for (const l of e.log) expect(text).toContain(l.hash)
+  })
+})
+
+describe("proof reports: who may, and how many", () => {
+  it("needs versions_and_proofs (403 without)", async () => {
+    const t = await tenant({ consents_api: true })
+    const e = await recordEvent(t, unique("crm"), { consents: { purposes: purposes(["p", true]) } })
+    expect403(await createReport(t, { user_id: e.user.id }))
+    expect403(await t.call("GET", "/v1/consents/proof-reports"))
+  })
+
+  it("another organization's report is 404 (get and /pdf); creating one in another organization is 403", async () => {
+    const a = await tenant(FEATURES)
+    const b = await tenant(FEATURES)
+    const e = await recordEvent(a, unique("crm"), { consents: { purposes: purposes(["p", true]) }, proofs: [{ file: dataUri("image/png", samplePng()) }] })
+    const r = await createReport(a, { user_id: e.user.id })
+    expect(r.status, r.text).toBe(201)
+    expect404(await b.call("GET", `/v1/consents/proof-reports/${r.body.id}`))
+    expect404(await b.call("GET", `/v1/consents/proof-reports/${r.body.id}/pdf`))
+    expect((await b.call("GET", "/v1/consents/proof-reports")).body.total).toBe(0)
+    expect403(await b.call("POST", "/v1/consents/proof-reports", { body: { organization_id: a.org.id, user_id: e.user.id } }))
+    expect403(await b.call("GET", `/v1/consents/proof-reports?organization_id=${a.org.id}`))
+  })
+
+  it("past consent_proof_reports in the calendar month: 429 with Retry-After until the next month (UTC)", async () => {
+    const t = await tenant(FEATURES)
+    const quota = await op.quotaOf(t.org.id)
+    expect(quota.consent_proof_reports).toBe(10)
+    const patched = await op.call("PATCH", `/v1/quotas/${quota.id}`, { body: { consent_proof_reports: 2 } })
+    expect(patched.status, patched.text).toBe(200)
+    // Past the 5 s the usage counter keeps a limit.
+    server.clock.advance(6_000)
+    const e = await recordEvent(t, unique("crm"), { consents: { purposes: purposes(["p", true]) } })
+    for (let i = 0; i < 2; i++) {
+      const r = await createReport(t, { user_id: e.user.id })
+      expect(r.status, r.text).toBe(201)
+    }
+    const refused = await createReport(t, { user_id: e.user.id })
+    expectError(refused, 429, "TooManyRequests", "too-many-requests")
+    const now = new Date(server.clock.millis)
+    const nextMonth = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)
+    const retryAfter = refused.headers.get("retry-after")
+    expect(retryAfter).toMatch(/^\d+$/)
+    expect(Math.abs(Number(retryAfter) - (nextMonth - server.clock.millis) / 1000)).toBeLessThanOrEqual(5)
+    expect((await t.call("GET", "/v1/consents/proof-reports?$limit=0")).body.total).toBe(2)
+    // Reading is not counted.
+    expect((await t.call("GET", "/v1/consents/proof-reports")).status).toBe(200)
+
+    // The next month counts afresh (the last test of the file: the jump expires every token).
+    server.clock.advance(Number(retryAfter) * 1000 + 1000)
+    expect(new Date(server.clock.millis).getUTCMonth()).toBe((now.getUTCMonth() + 1) % 12)
+    const again = as(server.url, await client(server.url).login(t.key.id, t.secret))
+    const next = await again("POST", "/v1/consents/proof-reports", { body: { organization_id: t.org.id, user_id: e.user.id } })
+    expect(next.status, next.text).toBe(201)
+  })
+})
