@@ -46,6 +46,7 @@ export type {
 } from "./FindQuery.js"
 export type { SubscribeOptions, SubscriberMethods } from "./Subscribe.js"
 export { swaggerUiAssets } from "./SwaggerUiAssets.js"
+export { verifyConsentLog } from "./VerifyLog.js"
 export type { SubscriberHandler, SubscriberMessage } from "@cmp/webhooks"
 export {
   type OrganizationUserIdAuth,

@@ -1,8 +1,5 @@
-import { verifyLog } from "@cmp/core"
-import { DigestsLive } from "@cmp/platform-node"
+import { verifyConsentLog } from "@cmp/platform"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
-import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as StoreConfig from "./StoreConfig.js"
 
 /**
@@ -30,13 +27,7 @@ export const verifyLogCommand = async (args: ReadonlyArray<string>) => {
     process.exitCode = 2
     return
   }
-  const store = Layer.unwrapEffect(Effect.map(StoreConfig.fromConfig, (layer) => layer))
-  const runtime = ManagedRuntime.make(Layer.merge(store, DigestsLive))
-  try {
-    const answer = await runtime.runPromise(verifyLog(organizationId))
-    process.stdout.write(`${JSON.stringify(answer)}\n`)
-    process.exitCode = answer.valid ? 0 : 1
-  } finally {
-    await runtime.dispose()
-  }
+  const answer = await Effect.runPromise(Effect.scoped(Effect.flatMap(StoreConfig.fromConfig, (store) => verifyConsentLog(store, organizationId))))
+  process.stdout.write(`${JSON.stringify(answer)}\n`)
+  process.exitCode = answer.valid ? 0 : 1
 }

@@ -1,5 +1,6 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process"
 import * as fs from "node:fs"
+import { createRequire } from "node:module"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
@@ -105,6 +106,51 @@ describe("command line", () => {
     expect(warnings.join("\n")).toMatch(/SMTP_URL and MAIL_FROM not set: invitation tokens are returned to the inviter/)
     expect(out).not.toContain("s".repeat(40))
   }, 30_000)
+
+  it("verify-log checks an organization's consent log straight from the database: 0 when valid, 1 when a row was changed, 2 without an organization", async () => {
+    const file = path.join(dir, "verify", "consent.db")
+    const own = { SQLITE_PATH: file, ADMIN_API_KEY: "admin", ADMIN_API_SECRET: "verify-secret-0123456789" }
+    const url = await start({ PORT: "0", ...own })
+    const call = async (method: string, route: string, token: string | undefined, body?: unknown) => {
+      const res = await fetch(`${url}${route}`, {
+        method,
+        headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+        body: body === undefined ? undefined : JSON.stringify(body)
+      })
+      const answer = await res.json() as Record<string, any>
+      expect(res.status, JSON.stringify(answer)).toBeLessThan(300)
+      return answer
+    }
+    const op = (await call("POST", "/v1/sessions", undefined, { type: "api-key", key: "admin", secret: own.ADMIN_API_SECRET })).access_token
+    const org = await call("POST", "/v1/organizations", op, { name: "verify-log" })
+    const flags = (await call("GET", `/v1/premium-features?organization_id=${org.id}`, op)).data[0]
+    await call("PATCH", `/v1/premium-features/${flags.id}`, op, { consents_api: true })
+    const consents = { purposes: [{ id: "analytics", enabled: true }] }
+    const event = await call("POST", "/v1/consents/events", op, { organization_id: org.id, user: { organization_user_id: "u-1" }, consents })
+    await call("POST", "/v1/consents/events", op, { organization_id: org.id, user: { organization_user_id: "u-2" }, consents })
+    const served = await call("GET", `/v1/consents/log/verify?organization_id=${org.id}`, op)
+    expect(served).toMatchObject({ valid: true, first_invalid: null })
+
+    const valid = await run(["verify-log", "--organization", org.id], own)
+    expect(valid.code, valid.stderr).toBe(0)
+    expect(JSON.parse(valid.stdout)).toEqual(served)
+
+    // The store's own driver, as an auditor's script would open the file.
+    const Database = createRequire(import.meta.url)("better-sqlite3") as new (filename: string) => {
+      prepare: (sql: string) => { run: (...values: Array<unknown>) => unknown }
+      close: () => void
+    }
+    const db = new Database(file)
+    db.prepare("UPDATE consent_events SET consents = ? WHERE organization_id = ? AND id = ?").run(JSON.stringify({ purposes: [] }), org.id, event.id)
+    db.close()
+    const invalid = await run(["verify-log", `--organization=${org.id}`], own)
+    expect(invalid.code, invalid.stderr).toBe(1)
+    expect(JSON.parse(invalid.stdout)).toMatchObject({ valid: false, first_invalid: { reason: "row", table: "consent_events", id: event.id } })
+
+    const asked = await run(["verify-log"], own)
+    expect(asked.code).toBe(2)
+    expect(asked.stderr).toMatch(/usage: verify-log --organization/)
+  }, 60_000)
 
   it("worker starts on the same configuration and says so", async () => {
     const child = spawn(process.execPath, [main, "worker"], { env })
