@@ -74,6 +74,9 @@ const json = async (url: string, method: string, body?: unknown, token?: string)
   return { status: res.status, body: await res.json() as any }
 }
 
+/** Users written once each by the concurrent-writers test. */
+const MANY = 1100
+
 const sha256 = (s: string) => crypto.createHash("sha256").update(s, "utf8").digest("hex")
 
 /** Runs `tasks` with at most `width` of them in flight. */
@@ -130,14 +133,15 @@ describe(`two servers on one PostgreSQL (${process.env.DATABASE_URL ? "DATABASE_
       const on = await json(`${b}/v1/premium-features/${flags.id}`, "PATCH", { consents_api: true, versions_and_proofs: true }, token)
       expect(on.status).toBe(200)
 
-      // 60 users with one event each, from either server; and 4 users with 12 events each, half
+      // 1,100 users with one event each, from either server (more entries than verify reads in one
+      // page); and 4 users with 12 events each, half
       // from each server, interleaved, the first of them racing to create the user. Every fifth
       // event carries an inline proof (a logged row of its own, on the user's chain). Two writes
       // of one user at once are optimistic writers of its row: the loser is a 409 that wrote
       // nothing, and is sent again as the answer says (the same id: a half-written first attempt
       // would make every retry a duplicate id).
       const writes: Array<{ id: string; server: string; user: string }> = []
-      for (let u = 0; u < 60; u++) writes.push({ id: `tw-many-${u}`, server: u % 2 === 0 ? a : b, user: `many-${u}` })
+      for (let u = 0; u < MANY; u++) writes.push({ id: `tw-many-${u}`, server: u % 2 === 0 ? a : b, user: `many-${u}` })
       for (let k = 0; k < 12; k++) {
         for (let u = 0; u < 4; u++) writes.push({ id: `tw-hot-${u}-${k}`, server: k % 2 === 0 ? a : b, user: `hot-${u}` })
       }
@@ -196,18 +200,156 @@ describe(`two servers on one PostgreSQL (${process.env.DATABASE_URL ? "DATABASE_
         const subject = (id: string) => sha256(`consent_events\n${orgId}\n${id}`)
         expect(acknowledged.filter((id) => created.get(subject(id)) !== 1)).toEqual([])
         expect(created.size).toBe(acknowledged.length)
-        // Users: 64 created, whichever server won each race.
+        // Users: one per user named, whichever server won each race.
         const users = new Set<string>()
         for (const e of entries) {
           for (const c of JSON.parse(e.changes).changes as Array<{ a: string; k: string; s: string }>) {
             if (c.k === "user" && c.a === "create") users.add(c.s)
           }
         }
-        expect(users.size).toBe(64)
+        expect(users.size).toBe(MANY + 4)
       } finally {
         await client.end()
       }
     },
     120_000
   )
+
+  it.skipIf(!process.env.DATABASE_URL)(
+    "a proof removed through one while an event names it through the other: never both, and the log still verifies",
+    async () => {
+      const session = await json(`${a}/v1/sessions`, "POST", { type: "api-key", key: "admin", secret: "admin-secret-0123456789" })
+      const token = session.body.access_token as string
+      const org = await json(`${a}/v1/organizations`, "POST", { name: "Proofs raced" }, token)
+      expect(org.status).toBe(201)
+      const orgId = org.body.id as string
+      const flags = (await json(`${a}/v1/premium-features?organization_id=${orgId}`, "GET", undefined, token)).body.data[0]
+      expect((await json(`${a}/v1/premium-features/${flags.id}`, "PATCH", { consents_api: true, versions_and_proofs: true }, token)).status).toBe(200)
+      const proofs: Array<string> = []
+      for (let n = 0; n < 24; n++) {
+        const p = await json(`${b}/v1/consents/proofs`, "POST", { organization_id: orgId, file: dataUri("application/pdf", samplePdf(`proof ${n}`)) }, token)
+        expect(p.status).toBe(201)
+        proofs.push(p.body.id)
+      }
+      // Each proof is removed through A while B names it: in a new event (even rounds, for a user
+      // of its own), or by patching an event made before (odd rounds).
+      const event = (n: number, proofsId: Array<string>) => ({
+        id: `raced-${n}`,
+        organization_id: orgId,
+        user: { organization_user_id: `raced-${n}` },
+        consents: { purposes: [{ id: "analytics", enabled: true }] },
+        proofs_id: proofsId
+      })
+      for (let n = 1; n < proofs.length; n += 2) expect((await json(`${b}/v1/consents/events`, "POST", event(n, []), token)).status).toBe(201)
+      const races = await pooled(
+        proofs.map((id, n) => async () => {
+          const [removed, named] = await Promise.all([
+            json(`${a}/v1/consents/proofs/${id}`, "DELETE", undefined, token),
+            n % 2 === 0
+              ? json(`${b}/v1/consents/events`, "POST", event(n, [id]), token)
+              : json(`${b}/v1/consents/events/raced-${n}`, "PATCH", { proofs_id: [id] }, token)
+          ])
+          // A patch that wins answers 200 rather than 201.
+          return { id, n, removed: removed.status, named: named.status === 200 ? 201 : named.status, body: named.body }
+        }),
+        8
+      )
+      const problems: Array<string> = []
+      for (const r of races) {
+        // Exactly one wins: the removal (the event then names an unknown proof: 400), or the event (the removal: 409).
+        const ok = (r.removed === 200 && r.named === 400) || (r.removed === 409 && r.named === 201)
+        if (!ok) problems.push(`${r.id}: DELETE ${r.removed}, event ${r.n % 2 === 0 ? "create" : "patch"} ${r.named} ${JSON.stringify(r.body).slice(0, 200)}`)
+        if (r.named === 201) {
+          const proof = await json(`${a}/v1/consents/proofs/${r.id}`, "GET", undefined, token)
+          if (proof.status !== 200) problems.push(`${r.id}: named by raced-${r.n} but GET answers ${proof.status}`)
+        }
+      }
+      expect(problems).toEqual([])
+      const log = await json(`${b}/v1/consents/log/verify?organization_id=${orgId}`, "GET", undefined, token)
+      expect(log.body).toMatchObject({ valid: true, first_invalid: null })
+    },
+    60_000
+  )
+
+  it.skipIf(!process.env.DATABASE_URL)(
+    "a user erased through one while an event with a proof is recorded for it through the other: no event or proof outlives its user",
+    async () => {
+      const session = await json(`${a}/v1/sessions`, "POST", { type: "api-key", key: "admin", secret: "admin-secret-0123456789" })
+      const token = session.body.access_token as string
+      const org = await json(`${a}/v1/organizations`, "POST", { name: "Erasure raced" }, token)
+      const orgId = org.body.id as string
+      const flags = (await json(`${a}/v1/premium-features?organization_id=${orgId}`, "GET", undefined, token)).body.data[0]
+      expect((await json(`${a}/v1/premium-features/${flags.id}`, "PATCH", { consents_api: true, versions_and_proofs: true }, token)).status).toBe(200)
+      const event = (n: number, k: number) => ({
+        id: `erased-${n}-${k}`,
+        organization_id: orgId,
+        user: { id: `person-${n}` },
+        consents: { purposes: [{ id: "analytics", enabled: k % 2 === 0 }] },
+        proofs: [{ file: dataUri("application/pdf", samplePdf(`erased-${n}-${k}`)) }]
+      })
+      for (let n = 0; n < 16; n++) expect((await json(`${a}/v1/consents/events`, "POST", event(n, 0), token)).status).toBe(201)
+      const races = await pooled(
+        Array.from({ length: 16 }, (_, n) => async () => {
+          const [erased, recorded] = await Promise.all([
+            json(`${a}/v1/consents/users/person-${n}`, "DELETE", undefined, token),
+            json(`${b}/v1/consents/events`, "POST", event(n, 1), token)
+          ])
+          return { n, erased: erased.status, recorded: recorded.status, body: recorded.body }
+        }),
+        8
+      )
+      const problems: Array<string> = []
+      for (const r of races) {
+        // Both may pass one after the other. A loser of the race for the user's row writes nothing:
+        // the erasure as a stale version (409), the event as a stale version (409) or with its user
+        // gone while it was being changed (404). At least one of them passes.
+        const ok = [200, 409].includes(r.erased) && [201, 404, 409].includes(r.recorded) && (r.erased === 200 || r.recorded === 201)
+        if (!ok) {
+          problems.push(`person-${r.n}: DELETE ${r.erased}, event ${r.recorded} ${JSON.stringify(r.body).slice(0, 200)}`)
+        }
+        // Whatever won, every event left names a user that exists, and every proof left is named by an event.
+        const events = (await json(`${a}/v1/consents/events?user_id=person-${r.n}`, "GET", undefined, token)).body
+        const user = await json(`${a}/v1/consents/users/person-${r.n}`, "GET", undefined, token)
+        if (events.total > 0 && user.status !== 200) problems.push(`person-${r.n}: ${events.total} events outlive their user (GET user ${user.status})`)
+        for (const e of events.data) {
+          for (const id of e.proofs_id) {
+            const proof = await json(`${a}/v1/consents/proofs/${id}`, "GET", undefined, token)
+            if (proof.status !== 200) problems.push(`person-${r.n}: ${e.id} names proof ${id}, GET ${proof.status}`)
+          }
+        }
+      }
+      const proofs = (await json(`${a}/v1/consents/proofs?organization_id=${orgId}&$limit=1000`, "GET", undefined, token)).body.data
+      const named = new Set<string>()
+      const all = (await json(`${a}/v1/consents/events?organization_id=${orgId}&$limit=1000`, "GET", undefined, token)).body.data
+      for (const e of all) for (const id of e.proofs_id) named.add(id)
+      for (const p of proofs) if (!named.has(p.id)) problems.push(`proof ${p.id} outlives its event`)
+      expect(problems).toEqual([])
+      const log = await json(`${b}/v1/consents/log/verify?organization_id=${orgId}`, "GET", undefined, token)
+      expect(log.body).toMatchObject({ valid: true, first_invalid: null })
+    },
+    60_000
+  )
+
+  it.skipIf(!process.env.DATABASE_URL)("proof reports asked through both at once never pass the monthly quota", async () => {
+    const session = await json(`${a}/v1/sessions`, "POST", { type: "api-key", key: "admin", secret: "admin-secret-0123456789" })
+    const token = session.body.access_token as string
+    const org = await json(`${a}/v1/organizations`, "POST", { name: "Reports raced" }, token)
+    const orgId = org.body.id as string
+    const flags = (await json(`${a}/v1/premium-features?organization_id=${orgId}`, "GET", undefined, token)).body.data[0]
+    expect((await json(`${a}/v1/premium-features/${flags.id}`, "PATCH", { consents_api: true, versions_and_proofs: true }, token)).status).toBe(200)
+    const user = await json(`${a}/v1/consents/events`, "POST", {
+      organization_id: orgId,
+      user: { organization_user_id: "reported" },
+      consents: { purposes: [{ id: "analytics", enabled: true }] }
+    }, token)
+    expect(user.status).toBe(201)
+    // The default quota: 10 a month.
+    const replies = await Promise.all(Array.from({ length: 24 }, (_, n) =>
+      json(`${n % 2 === 0 ? a : b}/v1/consents/proof-reports`, "POST", { organization_id: orgId, organization_user_id: "reported" }, token)))
+    const statuses = replies.map((r) => r.status)
+    expect(statuses.filter((s) => s === 201).length, JSON.stringify(statuses)).toBe(10)
+    expect(statuses.filter((s) => s === 429).length, JSON.stringify(statuses)).toBe(14)
+    const listed = await json(`${b}/v1/consents/proof-reports?organization_id=${orgId}&$limit=0`, "GET", undefined, token)
+    expect(listed.body.total).toBe(10)
+  }, 60_000)
 })

@@ -7,7 +7,7 @@ import { nowIso } from "../Clock.js"
 import { Conflict, InvalidInput } from "../Domain/Errors.js"
 import { DOC, DOCX, MAX_PROOF_BYTES, Proof, ProofCreate, type ProofMediaType, PROOF_MEDIA_TYPES } from "../Domain/Proofs.js"
 import { Digests, MediaTypes, ProofFiles } from "../Consents/ProofPorts.js"
-import { Ids, Storage } from "../Ports.js"
+import { Ids, Storage, UnitOfWork } from "../Ports.js"
 import type { Principal } from "../Principal.js"
 import { eq, inList } from "../Query.js"
 import { declareResource, defineTable, field, portList, type StoredRow } from "../Resource.js"
@@ -143,10 +143,20 @@ export const storeProof = (organizationId: string, file: string, userId: string 
   Effect.flatMap(prepareProof(organizationId, file, userId, path), (row) =>
     Effect.orDie(Effect.flatMap(proofs(), (repo) => repo.create(row))))
 
+/**
+ * Held by a write that names a proof and by the removal of that proof until they commit: of an
+ * event naming a proof and the proof's removal at once, one sees the other (a 409 or a 400),
+ * never both succeed.
+ */
+const lockProofs = (organizationId: string, ids: ReadonlyArray<string>) =>
+  Effect.flatMap(UnitOfWork, (uow) =>
+    Effect.forEach([...new Set(ids)].sort(), (id) => uow.lock(`proof:${organizationId}:${id}`), { discard: true }))
+
 /** The proofs `ids` names, all of the organization's, else a 400 naming `path`. */
 export const requireProofs = (organizationId: string, ids: ReadonlyArray<string>, path: string) =>
   Effect.gen(function*() {
     if (ids.length === 0) return
+    yield* lockProofs(organizationId, ids)
     const unique = [...new Set(ids)]
     const page = yield* Effect.flatMap(proofs(), (repo) =>
       repo.find({
@@ -213,6 +223,7 @@ export const ProofsResource = Proofs.with<MediaTypes | ProofFiles | Digests>({
       ),
     remove: (_p, row) =>
       Effect.gen(function*() {
+        yield* lockProofs(row.organization_id, [row.id])
         const named = yield* (yield* Storage).repository(EventProofsTable).count([
           eq("organization_id", row.organization_id),
           eq("proof_id", row.id)

@@ -251,6 +251,12 @@ const FIXTURES: Record<string, Fixture> = {
         body: { ...eventOfA(), proofs_id: [B.objs["/v1/consents/proofs"].id] },
         // End-user credentials may never name proofs by id.
         expect: isEndUser(who) ? [403] : [400]
+      }, {
+        what: "in A, B's notice text content",
+        method: "POST",
+        url: "/v1/consents/events",
+        body: { ...eventOfA(), proofs_id: [], notice_text_content_id: B.objs["/v1/widgets/notices/texts-contents"].id },
+        expect: isEndUser(who) ? [400, 403] : [400]
       }],
       patch: () => [{
         what: "A's event, B's proof in proofs_id",
@@ -263,7 +269,16 @@ const FIXTURES: Record<string, Fixture> = {
   },
   "/v1/consents/proof-reports": {
     // A report on the user above, taken after its event: it holds the event, the proof and their log entries.
-    create: (c) => ({ organization_id: c.org, user_id: c.objs["/v1/consents/users"].id, regulation: "gdpr" })
+    create: (c) => ({ organization_id: c.org, user_id: c.objs["/v1/consents/users"].id, regulation: "gdpr" }),
+    refAttacks: {
+      post: () => [{
+        what: "in A, B's user by the organization's id",
+        method: "POST",
+        url: "/v1/consents/proof-reports",
+        body: { organization_id: A.org.id, organization_user_id: B.objs["/v1/consents/users"].organization_user_id },
+        expect: [400]
+      }]
+    }
   },
   "/v1/webhooks/deliveries": {
     // The messages queued by the user and the event above.
