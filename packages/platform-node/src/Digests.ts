@@ -33,8 +33,22 @@ const asJson = (value: unknown): unknown => {
   return json === undefined ? null : JSON.parse(json, revive)
 }
 
-/** RFC 8785 canonical JSON of any value; `null` for what JSON cannot show (undefined, a function). */
-const canonicalJson = (value: unknown): string => canonicalize(asJson(value)) ?? "null"
+/**
+ * RFC 8785 canonical JSON of any value; `null` for what JSON cannot show (undefined, a function).
+ * A stored row is plain JSON already and is encoded as it is (every consent write digests two
+ * rows); only a value `canonicalize` refuses (a lone surrogate, a number JSON has no form for)
+ * goes through `asJson` first.
+ */
+const canonicalJson = (value: unknown): string => {
+  try {
+    const direct = canonicalize(value)
+    // A function's place reads `undefined`: rare enough that any such text takes the long way.
+    if (direct !== undefined && !direct.includes("undefined")) return direct
+  } catch {
+    // refused as it is: made JSON first, below
+  }
+  return canonicalize(asJson(value)) ?? "null"
+}
 
 /** SHA-256 as lowercase hex; a string is hashed as its UTF-8. */
 const sha256 = (data: Uint8Array | string): string => crypto.createHash("sha256").update(data).digest("hex")

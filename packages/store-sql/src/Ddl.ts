@@ -99,6 +99,10 @@ export type Operation =
   | { readonly _tag: "RenameColumn"; readonly table: string; readonly from: string; readonly to: string }
   | { readonly _tag: "ChangePrimaryKey"; readonly table: Table; readonly primaryKey: ReadonlyArray<string> }
   | { readonly _tag: "Only"; readonly dialect: Dialect; readonly operations: ReadonlyArray<Operation> }
+  | { readonly _tag: "Raw"; readonly statements: ReadonlyArray<string> }
+
+/** Statements the operations above cannot say (a trigger), as written; wrap it in `only` for one dialect. */
+export const raw = (...statements: ReadonlyArray<string>): Operation => ({ _tag: "Raw", statements })
 
 export const createTable = (t: Table): Operation => ({ _tag: "CreateTable", table: t })
 
@@ -276,6 +280,8 @@ export const statements = (dialect: Dialect, op: Operation): ReadonlyArray<strin
     }
     case "Only":
       return op.dialect === dialect ? op.operations.flatMap((o) => statements(dialect, o)) : []
+    case "Raw":
+      return op.statements
   }
 }
 

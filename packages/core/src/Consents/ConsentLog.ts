@@ -50,12 +50,14 @@ export const ConsentLogTable = defineTable("consent_log", {
   hash: field.string
 }, { key: ["organization_id", "shard", "seq"] })
 
-/** The last entry of each chain: the row a writer locks to append the next one. */
+/** The last entry of each chain (its position, hash, text and time): the row a writer locks to append the next one. */
 export const ConsentLogHeadsTable = defineTable("consent_log_heads", {
   organization_id: field.string,
   shard: field.number,
   seq: field.bigint,
-  hash: field.string
+  hash: field.string,
+  changes: field.string,
+  created_at: field.timestamp
 }, { key: ["organization_id", "shard"] })
 
 export interface LogEntry {

@@ -1,4 +1,4 @@
-import { addColumn, bigint, bytes, createIndex, createTable, integer, json, migration, table, text, timestamp } from "../Ddl.js"
+import { addColumn, bigint, bytes, createIndex, createTable, integer, json, migration, only, raw, table, text, timestamp } from "../Ddl.js"
 
 /**
  * Proof of consent: proofs (their bytes apart, so reading a proof's row never reads its file),
@@ -54,8 +54,18 @@ export default migration([
     organization_id: text().notNull(),
     shard: integer().notNull(),
     seq: bigint().notNull(),
-    hash: text().notNull()
+    hash: text().notNull(),
+    changes: text().notNull(),
+    created_at: timestamp().notNull()
   }, { primaryKey: ["organization_id", "shard"] })),
+  // On SQLite, moving a chain's head writes its entry: an append is one statement.
+  only("sqlite", [
+    raw(`CREATE TRIGGER consent_log_append AFTER UPDATE OF seq ON consent_log_heads
+  BEGIN
+    INSERT INTO consent_log (organization_id, shard, seq, created_at, changes, hash)
+    VALUES (NEW.organization_id, NEW.shard, NEW.seq, NEW.created_at, NEW.changes, NEW.hash);
+  END`)
+  ]),
   addColumn("consent_events", "proofs_id", json().notNull().default("[]")),
   addColumn("consent_events", "notice_text_content_id", text())
 ])
