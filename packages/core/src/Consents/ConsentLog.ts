@@ -4,6 +4,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { nowIso } from "../Clock.js"
 import { type Repository, type Row, Storage, type TableDef, UnitOfWork } from "../Ports.js"
+import type { Condition } from "../Query.js"
 import { defineTable, field } from "../Resource.js"
 import { Digests, ProofFiles } from "./ProofPorts.js"
 
@@ -139,6 +140,54 @@ export interface EntryText {
   readonly changes: ReadonlyArray<LoggedChange>
 }
 
+/** The digest a change records of a row: SHA-256 of its canonical JSON, as the store returned it. */
+export const rowDigest = (digests: Context.Tag.Service<typeof Digests>, row: Row): string => digests.sha256(digests.canonicalJson(row))
+
+/** What an entry says of one write of a row of a logged table, and the chain it goes to. */
+export const changeOf = (digests: Context.Tag.Service<typeof Digests>, table: string, a: LoggedChange["a"], row: Row) => {
+  const spec = LOGGED_TABLES[table]!
+  const organizationId = String(row.organization_id)
+  return {
+    organizationId,
+    shard: shardOf(spec.chainOf(row)),
+    change: {
+      a,
+      d: a === "remove" ? null : rowDigest(digests, row),
+      k: spec.kind,
+      s: subjectOf(digests.sha256, table, organizationId, String(row.id))
+    } satisfies LoggedChange
+  }
+}
+
+/** Appends one entry of these changes to a chain: its text, as hashed and kept, and its link. */
+export const appendEntry = (
+  store: Context.Tag.Service<typeof ConsentLogStore>,
+  digests: Context.Tag.Service<typeof Digests>,
+  organizationId: string,
+  shard: number,
+  at: string,
+  changes: ReadonlyArray<LoggedChange>
+) => {
+  const text = digests.canonicalJson({ at, changes } satisfies EntryText)
+  const link = linkHash(digests.sha256)
+  return store.append(organizationId, shard, text, at, (previous, seq) => link(previous, seq, text))
+}
+
+/** Every row of a table matching `where`, page by page in id order, handed to `f` one at a time. */
+export const eachRow = <R>(table: TableDef, where: ReadonlyArray<Condition>, f: (row: Row) => Effect.Effect<void, never, R>) =>
+  Effect.gen(function*() {
+    const repo = (yield* Storage).repository(table)
+    let after: ReadonlyArray<string> | undefined
+    for (;;) {
+      const page = yield* repo.find({ count: false, where, sort: [], limit: PAGE, skip: 0, keyset: { fields: ["id"], after } })
+      for (const row of page.data) yield* f(row)
+      if (page.data.length < PAGE) return
+      after = [String(page.data[page.data.length - 1]!.id)]
+    }
+  })
+
+const PAGE = 500
+
 interface PendingChange {
   readonly organizationId: string
   readonly shard: number
@@ -166,8 +215,6 @@ export const layer: Layer.Layer<Storage | UnitOfWork, never, Storage | UnitOfWor
     const store = yield* ConsentLogStore
     const digests = yield* Digests
     const files = yield* ProofFiles
-    const sha256 = (s: string) => digests.sha256(s)
-    const link = linkHash(sha256)
 
     const flush = (batch: Batch) =>
       Effect.gen(function*() {
@@ -187,8 +234,7 @@ export const layer: Layer.Layer<Storage | UnitOfWork, never, Storage | UnitOfWor
         }
         for (const key of [...grouped.keys()].sort()) {
           const g = grouped.get(key)!
-          const text = digests.canonicalJson({ at, changes: g.changes } satisfies EntryText)
-          yield* store.append(g.organizationId, g.shard, text, at, (previous, seq) => link(previous, seq, text))
+          yield* appendEntry(store, digests, g.organizationId, g.shard, at, g.changes)
         }
       })
 
@@ -220,20 +266,10 @@ export const layer: Layer.Layer<Storage | UnitOfWork, never, Storage | UnitOfWor
           // The transaction provides the batch its body reads.
           : transaction(Effect.flatMap(LogBatch, write)) as Effect.Effect<A, E>)
 
-    const logged = (table: TableDef, kind: LoggedChange["k"], chainOf: (row: Row) => string): Repository => {
+    const logged = (table: TableDef): Repository => {
       const repo = inner.repository(table)
       const note = (batch: Batch, a: LoggedChange["a"], row: Row) => {
-        const organizationId = String(row.organization_id)
-        batch.changes.push({
-          organizationId,
-          shard: shardOf(chainOf(row)),
-          change: {
-            a,
-            d: a === "remove" ? null : sha256(digests.canonicalJson(row)),
-            k: kind,
-            s: subjectOf(sha256, table.table, organizationId, String(row.id))
-          }
-        })
+        batch.changes.push(changeOf(digests, table.table, a, row))
       }
       const create = (row: Row) => inBatch((batch) => Effect.tap(repo.create(row), (stored) => note(batch, "create", stored)))
       return {
@@ -271,9 +307,12 @@ export const layer: Layer.Layer<Storage | UnitOfWork, never, Storage | UnitOfWor
     const repository = <A extends Row>(table: TableDef<A>): Repository<A> => {
       let repo = wrapped.get(table.table)
       if (repo === undefined) {
-        const spec = LOGGED_TABLES[table.table]
         const any = table as unknown as TableDef
-        repo = spec ? logged(any, spec.kind, spec.chainOf) : table.table === "organizations" ? organizations(any) : inner.repository(any)
+        repo = Object.hasOwn(LOGGED_TABLES, table.table)
+          ? logged(any)
+          : table.table === "organizations"
+          ? organizations(any)
+          : inner.repository(any)
         wrapped.set(table.table, repo)
       }
       // Rows are the store's, decoded by the table's declaration: the wrapper only watches them.

@@ -2,7 +2,7 @@ import * as Effect from "effect/Effect"
 import { answers, defineAction } from "../Action.js"
 import { Forbidden, InvalidInput } from "../Domain/Errors.js"
 import { type LogVerification, LogVerification as LogVerificationSchema } from "../Domain/Proofs.js"
-import { type Row, Storage, type TableDef } from "../Ports.js"
+import { type Storage, type TableDef } from "../Ports.js"
 import { isEndUser, isOperator, organizationsOf, type Principal, requireOrganization } from "../Principal.js"
 import { eq } from "../Query.js"
 import { ConsentEventsResource, ConsentUsersResource } from "../Resources/Consents.js"
@@ -10,6 +10,8 @@ import { ProofsResource } from "../Resources/Proofs.js"
 import { requireExistingOrganization, requireFlag } from "../Service.js"
 import {
   ConsentLogStore,
+  eachRow,
+  rowDigest,
   type EntryText,
   headOf,
   LOGGED_TABLES,
@@ -42,9 +44,11 @@ interface Latest {
 
 const before = (a: Fault, b: Fault) => a.shard < b.shard || (a.shard === b.shard && a.seq < b.seq)
 
-const loggedTables: ReadonlyArray<TableDef> = [ConsentEventsResource.tableDef, ConsentUsersResource.tableDef, ProofsResource.tableDef]
+/** The tables whose rows the log covers, as the store declares them. */
+export const loggedTables: ReadonlyArray<TableDef> = [ConsentEventsResource.tableDef, ConsentUsersResource.tableDef, ProofsResource.tableDef]
 
-const tableOfKind: Record<string, string> = { event: "consent_events", user: "consent_users", proof: "consent_proofs" }
+/** The table an entry's kind names. */
+const tableOfKind = (kind: string) => Object.keys(LOGGED_TABLES).find((table) => LOGGED_TABLES[table]!.kind === kind) ?? kind
 
 export const verifyLog = (organizationId: string): Effect.Effect<LogVerification, never, Storage | ConsentLogStore | Digests> =>
   Effect.gen(function*() {
@@ -102,39 +106,23 @@ export const verifyLog = (organizationId: string): Effect.Effect<LogVerification
       if (chain === undefined || chain.seq !== h.seq || chain.hash !== h.hash) fault({ shard: h.shard, seq: h.seq, reason: "head" })
     }
 
-    const storage = yield* Storage
     for (const table of loggedTables) {
-      const repo = storage.repository(table)
-      let position: ReadonlyArray<string> | undefined
-      for (;;) {
-        const page = yield* repo.find({
-          count: false,
-          where: [eq("organization_id", organizationId)],
-          sort: [],
-          limit: PAGE,
-          skip: 0,
-          keyset: { fields: ["id"], after: position }
-        })
-        for (const row of page.data as ReadonlyArray<Row>) {
+      yield* eachRow(table, [eq("organization_id", organizationId)], (row) =>
+        Effect.sync(() => {
           const id = String(row.id)
           const entry = latest.get(subjectOf(sha256, table.table, organizationId, id))
           if (entry === undefined) {
             fault({ shard: shardOf(LOGGED_TABLES[table.table]!.chainOf(row)), seq: 0, reason: "missing", table: table.table, id })
-            continue
+            return
           }
           entry.seen = true
-          if (entry.digest !== sha256(digests.canonicalJson(row))) {
-            fault({ shard: entry.shard, seq: entry.seq, reason: "row", table: table.table, id })
-          }
-        }
-        if (page.data.length < PAGE) break
-        position = [String(page.data[page.data.length - 1]!.id)]
-      }
+          if (entry.digest !== rowDigest(digests, row)) fault({ shard: entry.shard, seq: entry.seq, reason: "row", table: table.table, id })
+        }))
     }
     // A row the log says exists but the table no longer holds was removed behind the log's back.
     for (const entry of latest.values()) {
       if (!entry.seen && entry.digest !== null) {
-        fault({ shard: entry.shard, seq: entry.seq, reason: "row", table: tableOfKind[entry.kind] ?? entry.kind })
+        fault({ shard: entry.shard, seq: entry.seq, reason: "row", table: tableOfKind(entry.kind) })
       }
     }
     return {

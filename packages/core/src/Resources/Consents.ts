@@ -130,7 +130,7 @@ const events = () => Effect.map(Storage, (s) => s.repository(Events.tableDef))
 const eventOut = (row: EventRow) => toOutput(Events, row)
 
 /** An effective status with the shape of an event's `consents`, every list present. */
-const consentsView = (state: ConsentState | undefined): UserConsents => {
+export const consentsView = (state: ConsentState | undefined): UserConsents => {
   const v = state?.vendors ?? {}
   return {
     purposes: state?.purposes ?? [],
@@ -247,7 +247,7 @@ const requireEndUserFeature = (organizationId: string, known: boolean) =>
 const userById = (organizationId: string, id: string) =>
   Effect.flatMap(users(), (repo) => repo.get({ organization_id: organizationId, id }))
 
-const userByOrganizationUserId = (organizationId: string, organizationUserId: string) =>
+export const userByOrganizationUserId = (organizationId: string, organizationUserId: string) =>
   Effect.map(
     Effect.flatMap(users(), (repo) =>
       repo.find({

@@ -4,17 +4,17 @@ import * as Option from "effect/Option"
 import { answers, defineAction, FileAnswer } from "../Action.js"
 import { ConsentLogStore, headOf, type EntryText, type LogEntry, shardOf, subjectOf } from "../Consents/ConsentLog.js"
 import { Digests, ReportPdf } from "../Consents/ProofPorts.js"
-import type { ConsentState } from "../Domain/Consent.js"
 import { InvalidInput, TooManyRequests } from "../Domain/Errors.js"
 import { ProofReport, ProofReportCreate, type ProofReportDocument } from "../Domain/Proofs.js"
 import { OrganizationLimits } from "../OrganizationLimits.js"
+import { periodOf } from "../ApiUsage.js"
 import { Storage, UnitOfWork } from "../Ports.js"
 import type { Principal } from "../Principal.js"
 import { eq, gte, inList } from "../Query.js"
 import { declareResource, portList, type StoredRow } from "../Resource.js"
 import { ensureMethodFor, loadVisible } from "../Service.js"
 import { OrganizationsResource } from "./Account.js"
-import { ConsentEventsResource, ConsentUsersResource } from "./Consents.js"
+import { ConsentEventsResource, ConsentUsersResource, consentsView, userByOrganizationUserId } from "./Consents.js"
 import { NoticeTextContentsResource } from "./Notices.js"
 import { ProofsResource } from "./Proofs.js"
 
@@ -42,15 +42,6 @@ type ReportRow = StoredRow<typeof Reports>
 
 const PAGE = 1000
 
-/** The first instant of the month `ms` is in (UTC), and of the next. */
-const monthOf = (ms: number) => {
-  const d = new Date(ms)
-  return {
-    start: Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1),
-    next: Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1)
-  }
-}
-
 /** The month's reports are counted under a lock: two at once cannot both take the last one. */
 const requireMonthlyAllowance = (organizationId: string) =>
   Effect.gen(function*() {
@@ -58,15 +49,16 @@ const requireMonthlyAllowance = (organizationId: string) =>
     const limit = yield* Effect.flatMap(OrganizationLimits, (limits) => limits.quotaOf(organizationId, "consent_proof_reports"))
     if (limit === undefined) return
     const now = yield* Clock.currentTimeMillis
-    const month = monthOf(now)
+    // The calendar month the `api_requests` quota counts in too: its key is `YYYY-MM`.
+    const month = periodOf({ _tag: "CalendarMonth" }, now)
     const used = yield* (yield* Storage).repository(Reports.tableDef).count([
       eq("organization_id", organizationId),
-      gte("created_at", new Date(month.start).toISOString())
+      gte("created_at", `${month.key}-01T00:00:00.000Z`)
     ])
     if (used >= limit) {
       return yield* Effect.fail(new TooManyRequests({
         message: `Quota 'consent_proof_reports' spent: the organization may make ${limit} proof reports a month`,
-        retryAfterSeconds: Math.max(1, Math.ceil((month.next - now) / 1000))
+        retryAfterSeconds: Math.max(1, Math.ceil((month.endsAt - now) / 1000))
       }))
     }
   })
@@ -95,17 +87,6 @@ const entriesBySubject = (organizationId: string, shard: number) =>
     return bySubject
   })
 
-const emptyConsents = (state: ConsentState | undefined) => ({
-  purposes: state?.purposes ?? [],
-  vendors: {
-    enabled: state?.vendors.enabled ?? [],
-    disabled: state?.vendors.disabled ?? [],
-    enabled_li: state?.vendors.enabled_li ?? [],
-    disabled_li: state?.vendors.disabled_li ?? []
-  },
-  ...(state?.tcfcs !== undefined ? { tcfcs: state.tcfcs } : {})
-})
-
 /** The report of one user, as of now. */
 const reportOf = (organizationId: string, input: typeof ProofReportCreate.Type) =>
   Effect.gen(function*() {
@@ -121,14 +102,7 @@ const reportOf = (organizationId: string, input: typeof ProofReportCreate.Type) 
     const users = storage.repository(ConsentUsersResource.tableDef)
     const found = input.user_id !== undefined
       ? yield* users.get({ organization_id: organizationId, id: input.user_id })
-      : Option.fromNullable((yield* users.find({
-        count: false,
-        where: [eq("organization_id", organizationId), eq("organization_user_id", input.organization_user_id!)],
-        sort: [],
-        ordered: false,
-        limit: 1,
-        skip: 0
-      })).data[0])
+      : yield* userByOrganizationUserId(organizationId, input.organization_user_id!)
     if (Option.isNone(found)) {
       return yield* Effect.fail(input.user_id !== undefined
         ? badUser("names no consent user of this organization", "user_id")
@@ -206,7 +180,7 @@ const reportOf = (organizationId: string, input: typeof ProofReportCreate.Type) 
         })
       }
       const state = Object.hasOwn(user.consent_states, regulation) ? user.consent_states[regulation] : undefined
-      sections.push({ regulation, consents: emptyConsents(state), events: list })
+      sections.push({ regulation, consents: consentsView(state), events: list })
     }
     const report: ProofReportDocument = {
       generated_at: new Date(yield* Clock.currentTimeMillis).toISOString(),
