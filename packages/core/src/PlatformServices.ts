@@ -6,6 +6,9 @@ import type { PublicRateLimit } from "./Consents/PublicRateLimit.js"
 import type { SigningKeys } from "./Consents/SigningKeys.js"
 import type { FeatureCache } from "./FeatureCache.js"
 import type { LoginThrottle } from "./LoginThrottle.js"
+import type { Metrics } from "./Metrics.js"
+import type { Readiness } from "./Readiness.js"
+import type { StoreProbe } from "./StoreProbe.js"
 import type { Mailer } from "./Mailer.js"
 import type { OrganizationLimits } from "./OrganizationLimits.js"
 import type { CertificateValidator, Provisioner, UrlSigner } from "./OrganizationPorts.js"
@@ -16,6 +19,7 @@ import type { Digests, MediaTypes, ProofFiles, ReportPdf } from "./Consents/Proo
 import type { ExportSink } from "./Resources/Exports.js"
 import type { TcStringEncoder } from "./Resources/Notices.js"
 import type { Settings } from "./Settings.js"
+import type { DeliveryStats } from "./Webhooks/DeliveryStats.js"
 import type { DeliveryQueue, Endpoints, OutboxSignal, SecretBox, SubscriberRegistrations } from "./Webhooks/Ports.js"
 
 /**
@@ -39,7 +43,16 @@ export type HostPorts =
   | ReportPdf
 
 /** The storage ports: what a store package's layer gives. */
-export type StorePorts = Storage | UnitOfWork | UsageStore | DeliveryQueue | SubscriberRegistrations | ConsentLogStore | ProofFiles
+export type StorePorts =
+  | Storage
+  | UnitOfWork
+  | UsageStore
+  | DeliveryQueue
+  | DeliveryStats
+  | SubscriberRegistrations
+  | ConsentLogStore
+  | ProofFiles
+  | StoreProbe
 
 /**
  * Every service a use-case of core may need, built once: the store's ports, the host's ports
@@ -62,6 +75,8 @@ export type PlatformServices =
   | OriginCache
   | SigningKeys
   | PublicRateLimit
+  | Metrics
+  | Readiness
 
 /** Those services, built and running: what a host's composition hands the REST layer. */
 export type PlatformRuntime = ManagedRuntime.ManagedRuntime<PlatformServices, unknown>

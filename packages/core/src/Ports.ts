@@ -91,11 +91,29 @@ export class Storage extends Context.Tag("@cmp/core/Storage")<
   { readonly repository: <A extends Row>(table: TableDef<A>) => Repository<A> }
 >() {}
 
+/**
+ * Work that transactions hand values to, run once per COMMIT with every value handed over by the
+ * transactions that commit together (see `UnitOfWork.beforeCommit`). Known by identity: make one
+ * and keep it.
+ */
+export interface CommitWork<T> {
+  readonly run: (values: ReadonlyArray<T>) => Effect.Effect<void>
+}
+
 /** Runs an effect atomically: every write inside commits together or not at all. */
 export class UnitOfWork extends Context.Tag("@cmp/core/UnitOfWork")<
   UnitOfWork,
   {
     readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+    /**
+     * Inside a transaction: keeps `value` for `work`, whose `run` gets it, with the values of
+     * the other transactions committed with this one, inside the transaction just before its
+     * COMMIT. A value handed over in a savepoint that rolls back is dropped with it; a `run` that
+     * fails fails the COMMIT. A store that commits many transactions at once (SQLite's group
+     * commit) calls each `run` once for all of them, which is what makes the work cheaper there
+     * than doing it in each. Outside a transaction, `run` gets the value at once.
+     */
+    readonly beforeCommit: <T>(work: CommitWork<T>, value: T) => Effect.Effect<void>
     /**
      * Inside a transaction: waits until no other transaction holds the same key, and holds it
      * until this one ends, so a read-then-write on that key (a count against a quota) is not

@@ -19,6 +19,7 @@ import { ConsentLogHeadsTable, ConsentLogTable } from "./Consents/ConsentLog.js"
 import { VerifyLogAction } from "./Consents/LogVerify.js"
 import {
   DeliveriesResource,
+  DeliveryStatsAction,
   ReplayDeliveryAction,
   ReplayFailedAction,
   WebhooksResource
@@ -83,6 +84,7 @@ const declaredActions = [
   PlatformIntegrationSessionAction,
   ReplayFailedAction,
   ReplayDeliveryAction,
+  DeliveryStatsAction,
   SdkGeneratorAction,
   ExecuteExportAction,
   CreateConsentTokenAction,

@@ -99,9 +99,10 @@ const readBytes = (
       resume(result)
     }
     const iterator = stream[Symbol.asyncIterator]()
-    // With its length declared, a body is copied once into its place as it arrives (a large
-    // body then costs its own size, not its chunks and their concatenation besides).
-    const whole = declared !== undefined && declared > 0 ? new Uint8Array(declared) : undefined
+    // With its length declared, a large body is copied once into its place as it arrives (it
+    // then costs its own size, not its chunks and their concatenation besides). A small one is
+    // joined from Node's pooled buffers: a buffer of its own for each would cost more than it saves.
+    const whole = declared !== undefined && declared > PREALLOCATED_FROM ? new Uint8Array(declared) : undefined
     const chunks: Array<Uint8Array> = []
     let size = 0
     const next = () => {
@@ -111,7 +112,9 @@ const readBytes = (
       iterator.next().then((item) => {
         if (over) return
         clearTimeout(timer)
-        if (item.done) return finish(Effect.succeed(whole ? whole.subarray(0, size) : Buffer.concat(chunks, size)))
+        if (item.done) {
+          return finish(Effect.succeed(whole ? whole.subarray(0, size) : chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)))
+        }
         const chunk = item.value
         size += chunk.byteLength
         if (size > limit) return finish(Effect.fail(abandoned(tooLarge())))
@@ -130,6 +133,9 @@ const readBytes = (
     return Effect.sync(() => finish(Effect.fail(abandoned(stalled()))))
   })
 }
+
+/** Bodies longer than this, with their length declared, are read into a buffer of that length. */
+const PREALLOCATED_FROM = 64 * 1024
 
 const toText = (bytes: Uint8Array): string => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8")
 

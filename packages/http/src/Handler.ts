@@ -11,12 +11,15 @@ import {
   isFileAnswer,
   type FileAnswer,
   isStoreUnavailable,
+  Metrics,
+  outcomeOf,
   type PlatformRuntime,
   PublicRateLimit,
   publicWriteLimits,
   type RegisteredResource,
   requireOrigin,
-  resources as defaultResources
+  resources as defaultResources,
+  tracedRequest
 } from "@cmp/core"
 import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
@@ -44,6 +47,7 @@ import {
   type Use
 } from "./Routes.js"
 import { countedOrganizations } from "./Usage.js"
+import { isProbePath, makeProbes } from "./Probes.js"
 
 export interface HandlerOptions {
   /** Serve plain HTTP instead of answering 301 to the https URL (development only). */
@@ -68,6 +72,8 @@ export interface HandlerOptions {
   readonly logLevel?: LogLevel.Literal | undefined
   /** Swagger UI's files for the docs page (`/docs/`); the adapters read them from `swagger-ui-dist`. */
   readonly docsAssets?: DocsAssets | undefined
+  /** `METRICS_TOKEN`: `GET /metrics` answers only with `Authorization: Bearer <token>`; unset, it is a 404. */
+  readonly metricsToken?: string | undefined
 }
 
 export interface Handler {
@@ -123,9 +129,38 @@ const download = (file: FileAnswer): ApiResponse => ({
   body: file.bytes
 })
 
-/** What answering a request found out that its log line shows: the route's template. */
+/** What answering a request found out that its log line and metrics show: the route's template, who asked. */
 interface Seen {
   route?: string
+  /** The principal's kind (`Client`, `Member`, `PublicKey`, ...), once authenticated. */
+  principal?: string
+  /** The one organization the principal acts in, when it has one. */
+  organizationId?: string
+  /** A probe or a scrape: asked every few seconds, neither logged nor counted. */
+  probe?: boolean
+}
+
+const countedMethods = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
+
+/** The metrics of one answered request: its route, and what the route's answer means (a write, a token). */
+const record = (
+  metrics: Effect.Effect.Success<typeof Metrics>,
+  request: ApiRequest,
+  route: string,
+  status: number,
+  durationMs: number,
+  seen: Seen
+) => {
+  const method = request.method.toUpperCase()
+  const base = request.mountPath ?? ""
+  // A label takes few values: a method no route has is any other method.
+  const effects = [metrics.request(route, countedMethods.has(method) ? method : "OTHER", status, durationMs / 1000)]
+  if (method === "POST" && route === `${base}/v1/consents/events`) {
+    if (seen.principal === "PublicKey") effects.push(metrics.publicWrite(outcomeOf(status)))
+    if (status === 201) effects.push(metrics.consentEventsIngested(1))
+  }
+  if (method === "POST" && route === `${base}/v1/consents/tokens`) effects.push(metrics.consentTokenRequest(outcomeOf(status)))
+  Effect.runSync(Effect.all(effects, { discard: true }))
 }
 
 /** Every answer says not to sniff its type; the rest are per answer. */
@@ -146,6 +181,10 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
   const openapi = openApiDocument(served, servedActions)
   const byPath = new Map(served.map((def) => [def.path, def]))
   const logRequests = ["All", "Trace", "Debug", "Info", undefined].includes(options.logLevel)
+  const probes = makeProbes(runtime, options.metricsToken)
+  // Read once: recording a request then costs no fiber. Until the runtime is built, nothing is counted.
+  let metrics: Effect.Effect.Success<typeof Metrics> | undefined
+  runtime.runPromise(Metrics).then((m) => (metrics = m), () => undefined)
 
   const isSecure = (request: ApiRequest) => {
     if (request.encrypted) return true
@@ -162,13 +201,26 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
     return request.remoteAddress
   }
 
-  /** Runs a use-case and writes its result or its error in the contract's shape. */
+  /**
+   * Runs a use-case and writes its result or its error in the contract's shape, in the request's
+   * span (named by the route's template) when spans are recorded.
+   */
   const respond = async (
     effect: Effect.Effect<unknown, Effect.Effect.Error<Use> | BodyRefused, Effect.Effect.Context<Use>>,
     status: number,
-    requestId: string
+    requestId: string,
+    span?: { readonly method: string; readonly route: string }
   ): Promise<ApiResponse> => {
-    const exit = await runtime.runPromiseExit(effect.pipe(Effect.annotateLogs({ requestId })))
+    const answered = Effect.map(Effect.exit(effect), (exit) => answerOf(exit, status, requestId))
+    const exit = await runtime.runPromiseExit(
+      (span === undefined ? answered : tracedRequest(span.method, span.route)(answered)).pipe(Effect.annotateLogs({ requestId }))
+    )
+    // A runtime that could not be built answers like a failed use-case.
+    return Exit.isSuccess(exit) ? exit.value : answerOf(exit, status, requestId)
+  }
+
+  /** A use-case's result, or its error, as the contract's answer. */
+  const answerOf = (exit: Exit.Exit<unknown, unknown>, status: number, requestId: string): ApiResponse => {
     if (Exit.isSuccess(exit)) return isFileAnswer(exit.value) ? download(exit.value) : json(status, exit.value)
     const failure = Cause.failureOption(exit.cause)
     if (Option.isSome(failure) && failure.value instanceof BodyRefused) return failure.value.response
@@ -216,12 +268,14 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
     params: ReadonlyArray<string>,
     rawQuery: string,
     counted: boolean,
-    requestId: string
+    requestId: string,
+    seen: Seen
   ): Promise<ApiResponse> => {
     const address = clientAddress(request)
+    const span = seen.route === undefined ? undefined : { method: request.method.toUpperCase(), route: seen.route }
     if (found.auth === "none") {
       const open = Effect.flatMap(readBody(request, found), (body) => found.run({ request, params, rawQuery, body, address }, nobody))
-      return respond(open, found.status, requestId)
+      return respond(open, found.status, requestId, span)
     }
     const token = bearer(request)
     // Without a bearer, the organization's public key may stand in where a route takes it.
@@ -234,6 +288,8 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
     let readableAt: string | undefined
     const effect = Effect.gen(function*() {
       const principal = keyed !== undefined ? yield* authenticatePublicKey(keyed.key) : yield* authenticate(token)
+      seen.principal = principal._tag
+      if ("organizationId" in principal) seen.organizationId = principal.organizationId
       const endUser = isEndUser(principal)
       if (endUser) {
         if (!found.endUsers.includes(endUserCredentialOf(principal)!)) {
@@ -246,18 +302,24 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
         }
         if (principal._tag === "PublicKey") {
           const limits = yield* publicWriteLimits(principal.organizationId, address)
-          yield* Effect.flatMap(PublicRateLimit, (limiter) => limiter.take(limits))
+          yield* Effect.flatMap(PublicRateLimit, (limiter) => limiter.take(limits)).pipe(
+            Effect.tapError(() => Effect.flatMap(Metrics, (m) => m.publicRateLimited))
+          )
         }
       }
       const body = yield* readBody(request, found, endUser)
       const context: Context = { request, params, rawQuery: query, body, address }
       if (counted) {
         const organizations = yield* countedOrganizations(principal, found, context)
-        if (organizations.length > 0) yield* Effect.flatMap(ApiUsage, (usage) => usage.hit(organizations))
+        if (organizations.length > 0) {
+          yield* Effect.flatMap(ApiUsage, (usage) => usage.hit(organizations)).pipe(
+            Effect.tapError(() => Effect.flatMap(Metrics, (m) => m.quotaRejected))
+          )
+        }
       }
       return yield* found.run(context, principal)
     })
-    const response = await respond(effect, found.status, requestId)
+    const response = await respond(effect, found.status, requestId, span)
     return readableAt === undefined ? response : allowOrigin(response, readableAt)
   }
 
@@ -279,7 +341,7 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
     const action = matchRoute(actionRoutes, segments, method)
     if (action) {
       seen.route = template(base, action.route)
-      return run(request, action.route, action.params, rawQuery, counted, requestId)
+      return run(request, action.route, action.params, rawQuery, counted, requestId, seen)
     }
     const onAction = actionMethods(actionRoutes, segments)
     // Every declared resource behind one map from path to declaration.
@@ -299,7 +361,7 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
         if (open.length > 0) return preflight(open, header(request.headers, "origin"))
       }
       const found = resourceRoute(def, method, id)
-      if (found) return run(request, found, [], rawQuery, counted, requestId)
+      if (found) return run(request, found, [], rawQuery, counted, requestId, seen)
     }
     // A public key opens one route: with it, anything else is unauthenticated, whatever the path.
     if (bearer(request) === undefined && method !== "OPTIONS" && publicKeyOf(request.headers, rawQuery) !== undefined) {
@@ -315,7 +377,8 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
 
   const owns = (url: string) => {
     const path = url.split("?")[0]!.toLowerCase()
-    return path === "/v1" || path.startsWith("/v1/") || path === "/openapi.json" || path === "/docs" || path.startsWith("/docs/")
+    return path === "/v1" || path.startsWith("/v1/") || path === "/openapi.json" || path === "/docs" || path.startsWith("/docs/") ||
+      isProbePath(path)
   }
 
   const answer = async (request: ApiRequest, requestId: string, seen: Seen): Promise<ApiResponse> => {
@@ -331,6 +394,11 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
     const rawQuery = q < 0 ? "" : request.url.slice(q + 1)
     // Answered as a path of its own, never as the one a URL parser would make of it.
     if (isRewrittenPath(path)) return errorResponse(404, `Page not found: ${request.method} ${base}${path}`)
+    // Probes and scrapes come over plain HTTP from inside the deployment: never redirected.
+    if (isProbePath(path.toLowerCase())) {
+      seen.probe = true
+      return probes(request, path.toLowerCase(), path)
+    }
     if (options.allowHttp !== true && !isSecure(request)) {
       if (host === undefined) return errorResponse(400, "Invalid Host header")
       return { status: 301, headers: { location: `https://${host}${base}${request.url}` }, body: "" }
@@ -386,13 +454,20 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
       runtime.runFork(Effect.logError("Unhandled error", String(error)).pipe(Effect.annotateLogs({ requestId })))
       response = internalErrorResponse()
     }
+    if (seen.probe === true) return finish(response, requestId)
+    const route = seen.route ?? routeOf(request)
+    const durationMs = performance.now() - started
+    if (metrics !== undefined) record(metrics, request, route, response.status, durationMs, seen)
     if (logRequests) {
       runtime.runFork(Effect.logInfo("request").pipe(Effect.annotateLogs({
         requestId,
         method: request.method,
-        route: seen.route ?? routeOf(request),
+        route,
         status: response.status,
-        durationMs: performance.now() - started
+        durationMs,
+        // Who asked, by kind and organization: never a token, a user or a body.
+        ...(seen.principal === undefined ? {} : { principal: seen.principal }),
+        ...(seen.organizationId === undefined ? {} : { organizationId: seen.organizationId })
       })))
     }
     return finish(response, requestId)

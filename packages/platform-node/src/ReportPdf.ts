@@ -2,7 +2,7 @@ import { type ProofReportDocument, ReportPdf } from "@cmp/core"
 import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import PDFDocument from "pdfkit"
+import type PDFDocumentClass from "pdfkit"
 
 type Report = Parameters<Context.Tag.Service<typeof ReportPdf>["render"]>[0]
 type Regulation = ProofReportDocument["regulations"][number]
@@ -250,7 +250,16 @@ const draw = (w: Writer, { created_at, id, report, sha256 }: Report) => {
   w.footers(`Proof of consent ${id}`)
 }
 
-const render = (report: Report) =>
+/**
+ * `pdfkit` is loaded on the first report, not at start: its fonts' metrics are megabytes of heap
+ * that every garbage collection of a server that never renders a report would walk.
+ */
+let loaded: Promise<typeof PDFDocumentClass> | undefined
+const pdfkit = Effect.promise(() => (loaded ??= import("pdfkit").then((m) => m.default)))
+
+const render = (report: Report) => Effect.flatMap(pdfkit, (PDFDocument) => renderWith(PDFDocument, report))
+
+const renderWith = (PDFDocument: typeof PDFDocumentClass, report: Report) =>
   Effect.async<Uint8Array>((resume) => {
     const created = new Date(report.created_at)
     const doc = new PDFDocument({

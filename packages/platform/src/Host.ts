@@ -31,6 +31,7 @@ import type * as Schema from "effect/Schema"
 import type { CursorOf, Found, FindQueryOf, SelectionOf } from "./FindQuery.js"
 import type { PlatformOptions } from "./Options.js"
 import { layer, type PlatformServices } from "./Platform.js"
+import { operatingMethods, type OperatingMethods } from "./Operating.js"
 import { subscriberMethods, type SubscriberMethods } from "./Subscribe.js"
 
 /**
@@ -362,7 +363,7 @@ export interface OrganizationClient extends Promised<Scoped<PlatformEffects>> {
 
 // ---------------------------------------------------------------- the platform
 
-export interface ConsentPlatformApi extends Promised<PlatformEffects>, SubscriberMethods {
+export interface ConsentPlatformApi extends Promised<PlatformEffects>, SubscriberMethods, OperatingMethods {
   /** The same operations as Effects, failing with the domain errors, needing nothing more. */
   readonly effect: PlatformEffects
   /** Acts as an organization's own client: its scope, its premium features, its count quotas. */
@@ -398,6 +399,7 @@ export const createPlatform = async (options: PlatformOptions): Promise<ConsentP
   }
   return {
     ...promiseTree(effects, run),
+    ...operatingMethods(runtime),
     effect: effects,
     asOrganization,
     forOrganization,

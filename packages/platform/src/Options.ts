@@ -4,6 +4,7 @@ import type { DispatcherConfig } from "@cmp/webhooks"
 import type * as Clock from "effect/Clock"
 import type * as Layer from "effect/Layer"
 import type * as LogLevel from "effect/LogLevel"
+import type { TracingOptions } from "./Tracing.js"
 
 /**
  * The storage ports, as a store package gives them: `sqlite({ filename })` from
@@ -48,4 +49,9 @@ export interface PlatformOptions extends Omit<NodeAdaptersOptions, "allowHosts" 
    * flight finish.
    */
   readonly dispatcher?: DispatcherConfig | boolean | undefined
+  /**
+   * OpenTelemetry traces (`OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_SERVICE_NAME`): spans exported over
+   * OTLP/HTTP, or handed to the host's span processors. Absent, no span is recorded.
+   */
+  readonly tracing?: TracingOptions | undefined
 }

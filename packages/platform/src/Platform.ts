@@ -19,7 +19,7 @@ import {
   type PlatformRuntime,
   type PlatformServices
 } from "@cmp/core"
-import { NodeAdapters } from "@cmp/platform-node"
+import { NodeAdapters, PromMetrics } from "@cmp/platform-node"
 import { Dispatcher } from "@cmp/webhooks"
 import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
@@ -30,6 +30,8 @@ import * as LogLevel from "effect/LogLevel"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import type { PlatformOptions, StoreLayer } from "./Options.js"
 import * as PlatformConfig from "./PlatformConfig.js"
+import * as Tracing from "./Tracing.js"
+import * as ReadinessLive from "./ReadinessLive.js"
 
 export type { PlatformOptions, StoreLayer } from "./Options.js"
 export type { PlatformRuntime, PlatformServices } from "@cmp/core"
@@ -70,23 +72,30 @@ export const layer = (options: PlatformOptions): Layer.Layer<PlatformServices, u
   )))
   const adapted = Layer.mergeAll(
     ApiUsage.layer(),
+    PromMetrics.layer,
     NodeAdapters.layer({ ...options, allowHosts, localAddress: options.webhookLocalAddress })
   ).pipe(Layer.provideMerge(base))
   // The store's storage and transactions, wrapped so every write of consent data is logged.
-  const services = Layer.merge(adapted, ConsentLog.layer.pipe(Layer.provide(adapted)))
+  const logged = Layer.merge(adapted, ConsentLog.layer.pipe(Layer.provide(adapted)))
+  // Every transaction in a span when traces are recorded, the consent log's writes within it.
+  const services = Tracing.isTracing(options.tracing)
+    ? Layer.merge(logged, Tracing.tracedTransactions.pipe(Layer.provide(logged)))
+    : logged
   // A database made before the consent log gets its existing rows entered once, before anything is served.
   const booted = Layer.effectDiscard(Effect.zipRight(bootstrap(options.admin ?? {}), backfillConsentLog)).pipe(Layer.provideMerge(services))
   const withEndpoints = Layer.effect(Endpoints, EndpointsLive).pipe(Layer.provideMerge(booted))
   const dispatcher = options.dispatcher === true ? {} : options.dispatcher || undefined
   const delivering: Layer.Layer<PlatformServices, unknown> = dispatcher
-    ? Dispatcher.layer({ allowHosts, localAddress: options.webhookLocalAddress, ...dispatcher }).pipe(
+    ? ReadinessLive.delivering.pipe(
+      Layer.provideMerge(Dispatcher.layer({ allowHosts, localAddress: options.webhookLocalAddress, ...dispatcher })),
       Layer.provideMerge(withEndpoints)
     )
-    : Layer.merge(withEndpoints, OutboxSignal.None)
+    : Layer.mergeAll(withEndpoints, OutboxSignal.None, ReadinessLive.layer.pipe(Layer.provide(withEndpoints)))
   const infra = Layer.mergeAll(
     Logger.json,
     Logger.minimumLogLevel(LogLevel.fromLiteral(options.logLevel ?? "Info")),
-    options.clock ? Layer.setClock(options.clock) : Layer.empty
+    options.clock ? Layer.setClock(options.clock) : Layer.empty,
+    Tracing.layer(options.tracing)
   )
   return Layer.merge(delivering, startWarnings(options, keptInDatabase)).pipe(Layer.provideMerge(infra))
 }

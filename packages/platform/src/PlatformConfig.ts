@@ -18,6 +18,7 @@ import * as fs from "node:fs"
 import * as net from "node:net"
 import * as path from "node:path"
 import type { PlatformOptions } from "./Options.js"
+import type { TracingOptions } from "./Tracing.js"
 
 /**
  * The platform's settings as Effect `Config`, read from the environment by default (the
@@ -265,6 +266,27 @@ const publicRateLimit = parsed("PUBLIC_RATE_LIMIT", Settings.defaults.publicRate
     : problem(`PUBLIC_RATE_LIMIT must be two positive integers KEY,ADDRESS (writes a minute per public key and per address), got '${v}'`)
 })
 
+// ---------------------------------------------------------------- traces
+
+/**
+ * OpenTelemetry's own variables: `OTEL_EXPORTER_OTLP_ENDPOINT` (the collector's OTLP/HTTP base
+ * URL) turns traces on, `OTEL_SERVICE_NAME` names the service. Unset, no span is recorded.
+ */
+const tracing = Config.all({ endpoint: trimmed("OTEL_EXPORTER_OTLP_ENDPOINT"), serviceName: trimmed("OTEL_SERVICE_NAME") }).pipe(
+  Config.mapOrFail(({ endpoint, serviceName }): Either.Either<TracingOptions | undefined, ConfigError.ConfigError> => {
+    if (Option.isNone(endpoint)) return Either.right(undefined)
+    if (!isWebUrl(endpoint.value)) {
+      return Either.left(invalid("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT must be an https:// or http:// URL"))
+    }
+    return Either.right({ endpoint: endpoint.value, serviceName: Option.getOrUndefined(serviceName) })
+  })
+)
+
+// ---------------------------------------------------------------- operating
+
+/** `METRICS_TOKEN`: the bearer `/metrics` asks for (a secret: not trimmed); unset, `/metrics` is a 404. */
+export const metricsToken: Config.Config<string | undefined> = Config.map(raw("METRICS_TOKEN"), Option.getOrUndefined)
+
 // ---------------------------------------------------------------- everything
 
 /**
@@ -292,7 +314,8 @@ export const platform: Config.Config<Omit<PlatformOptions, "store"> & { readonly
   languages,
   dashboardUrlTtlSeconds: integer("DASHBOARD_URL_TTL_SECONDS", 900, 10, 86_400),
   organizationsPerPerson: integer("ORGANIZATIONS_PER_PERSON", Settings.defaults.organizationsPerPerson),
-  publicRateLimit
+  publicRateLimit,
+  tracing
 }).pipe(Config.map(({ apiRequestsPeriod, dashboardUrlTtlSeconds, defaultPremiumFeatures, defaultQuotas, languages, managedZone, organizationsPerPerson, ...rest }) => ({
   ...rest,
   settings: { defaultQuotas, defaultPremiumFeatures, apiRequestsPeriod, managedZone, languages, dashboardUrlTtlSeconds, organizationsPerPerson }

@@ -1,5 +1,6 @@
 export * as Platform from "./Platform.js"
 export type { PlatformOptions, StoreLayer } from "./Options.js"
+export type { TracingOptions } from "./Tracing.js"
 export type { LayerConfigOptions, PlatformRuntime, PlatformServices } from "./Platform.js"
 export * as PlatformConfig from "./PlatformConfig.js"
 export {
@@ -53,3 +54,5 @@ export {
   organizationUserIdAuth,
   type OrganizationUserIdAuthOptions
 } from "@cmp/platform-node"
+export * as Operating from "./Operating.js"
+export type { OperatingMethods, ReadinessReport } from "./Operating.js"

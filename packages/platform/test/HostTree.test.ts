@@ -57,7 +57,7 @@ describe("the host tree", () => {
       }
     }
     // Only the operations it declares: the delivery log is read and replayed, never written.
-    expect(Object.keys(cmp.webhooks.deliveries).sort()).toEqual(["find", "get", "replay", "replayOne"])
+    expect(Object.keys(cmp.webhooks.deliveries).sort()).toEqual(["find", "get", "replay", "replayOne", "stats"])
     expect(cmp.consents.events.create).toBeTypeOf("function")
     expect(cmp.widgets.notices.textsContents.find).toBeTypeOf("function")
     expect(cmp.webhooks.deliveries.get).toBeTypeOf("function")
@@ -103,6 +103,7 @@ describe("the host tree", () => {
     expectTypeOf(cmp.webhooks.deliveries.replay).returns.resolves.toEqualTypeOf<{ webhook_id: string; replayed: number }>()
     expectTypeOf(cmp.webhooks.deliveries.replayOne).parameter(0).toEqualTypeOf<string>()
     expectTypeOf(cmp.webhooks.deliveries.replayOne).returns.resolves.toHaveProperty("attempts_count")
+    expectTypeOf(cmp.webhooks.deliveries.stats).returns.resolves.items.toHaveProperty("oldest_pending_age_s").toEqualTypeOf<number | null>()
     expectTypeOf(cmp.consents.events.tcstring).returns.resolves.toHaveProperty("tc_string").toEqualTypeOf<string>()
     expectTypeOf(cmp.sessions.create).returns.resolves.toHaveProperty("access_token")
     expectTypeOf(cmp.effect.languages.find).returns.toHaveProperty("pipe")

@@ -51,6 +51,7 @@ export const server = Config.all({
   bodyMemoryLimit: apiInteger("BODY_MEMORY_LIMIT", 1024 * 1024),
   tls,
   logLevel: PlatformConfig.logLevel,
+  metricsToken: PlatformConfig.metricsToken,
   store: StoreConfig.settings
 })
 

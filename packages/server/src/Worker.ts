@@ -3,15 +3,26 @@ import * as Effect from "effect/Effect"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as os from "node:os"
 import { stopOnSignal } from "./Failure.js"
+import * as ProbeServer from "./ProbeServer.js"
 import * as StoreConfig from "./StoreConfig.js"
 
-/** `pnpm worker`: only deliver webhooks (more of them, on other machines, scale delivery). */
+/**
+ * `pnpm worker`: only deliver webhooks (more of them, on other machines, scale delivery), with
+ * `/healthz`, `/readyz` and `/metrics` on its own `PORT`, when set, for the orchestrator and Prometheus.
+ */
 export const work = async () => {
   const workerId = `${os.hostname()}-${process.pid}`
   const store = await Effect.runPromise(StoreConfig.settings)
+  const probes = await Effect.runPromise(ProbeServer.settings)
   const runtime = ManagedRuntime.make(Platform.layerConfig({ dispatcher: true, workerId, store: StoreConfig.layer(store) }))
   // Building the runtime starts the delivery loop.
   await runtime.runtime()
-  console.log(JSON.stringify({ message: "delivering webhooks", workerId, database: store._tag }))
-  stopOnSignal(() => runtime.dispose())
+  const port = probes.port
+  const served = port === undefined ? undefined : await ProbeServer.listenProbes(runtime, { ...probes, port }).catch(async (error) => {
+    await runtime.dispose()
+    throw error
+  })
+  console.log(JSON.stringify({ message: "delivering webhooks", workerId, database: store._tag, ...(served ? { probes: served.url } : {}) }))
+  // The probes answer while the dispatcher drains: `/readyz` then says it is not running.
+  stopOnSignal(() => runtime.dispose().finally(() => served?.close()))
 }

@@ -1,4 +1,4 @@
-import { ConsentLogStore, type LogEntry, type LogHead } from "@cmp/core"
+import { type LogAppend, ConsentLogStore, type LogEntry, type LogHead } from "@cmp/core"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -15,8 +15,14 @@ import { dialectOf } from "./SqlValues.js"
  * - SQLite runs one write transaction at a time and hashes with `link`: the head this process
  *   last wrote is kept in memory, the update names the `seq` it expects (so a head another
  *   process moved, or a rolled-back append, is read again and the append retried), and the
- *   migration's trigger writes the entry the moved head describes.
+ *   migration's trigger writes the entry the moved head describes. The heads of every chain of
+ *   an append move in that one statement: a group commit's entries cost one statement.
  */
+interface Position {
+  readonly seq: number
+  readonly hash: string
+}
+
 export const make = Effect.gen(function*() {
   const sql = (yield* SqlClient.SqlClient).withoutTransforms()
   const dialect = dialectOf(sql)
@@ -30,17 +36,16 @@ export const make = Effect.gen(function*() {
       UPDATE consent_log_heads
       SET seq = seq + 1,
           hash = encode(sha256(convert_to(hash || E'\\n' || (seq + 1)::text || E'\\n' || ${changes}::text, 'UTF8')), 'hex'),
-          changes = ${changes},
           created_at = ${at}
       WHERE organization_id = ${organizationId} AND shard = ${shard}
-      RETURNING seq, hash
+      RETURNING organization_id, shard, seq, created_at, hash
     )
     INSERT INTO consent_log (organization_id, shard, seq, created_at, changes, hash)
-    SELECT ${organizationId}, ${shard}, head.seq, ${at}, ${changes}, head.hash FROM head
+    SELECT organization_id, shard, seq, created_at, ${changes}, hash FROM head
     RETURNING seq, hash`
 
   /** SQLite: the heads this process last wrote, by organization and chain. */
-  const kept = new Map<string, { seq: number; hash: string }>()
+  const kept = new Map<string, Position>()
 
   /** SQLite: the head as stored (made when the chain has none yet). */
   const readHead = (organizationId: string, shard: number, at: string) =>
@@ -51,45 +56,67 @@ export const make = Effect.gen(function*() {
       return { seq: 0, hash: "" }
     })
 
-  /** SQLite: moves the head from `from`, when it is still there; the trigger writes the entry. */
-  const moveHead = (organizationId: string, shard: number, changes: string, at: string, from: { seq: number; hash: string }, hash: string) =>
+  /**
+   * SQLite: moves each chain's head from where it is expected to be to its next position, for
+   * those where it still is; the trigger writes their entries. Answers which moved.
+   */
+  const moveHeads = (moves: ReadonlyArray<{ entry: LogAppend; from: Position; to: Position }>) =>
     Effect.map(
-      sql<{ seq: unknown }>`UPDATE consent_log_heads SET seq = ${from.seq + 1}, hash = ${hash}, changes = ${changes}, created_at = ${at}
-        WHERE organization_id = ${organizationId} AND shard = ${shard} AND seq = ${from.seq} RETURNING seq`,
-      (rows) => rows.length > 0
+      sql<{ organization_id: string; shard: unknown }>`UPDATE consent_log_heads
+        SET seq = v.column3, hash = v.column4, changes = v.column5, created_at = v.column6
+        FROM (VALUES ${
+        sql.join(", ", false)(moves.map(({ entry, from, to }) =>
+          sql`(${entry.organizationId}, ${entry.shard}, ${to.seq}, ${to.hash}, ${entry.changes}, ${entry.at}, ${from.seq})`
+        ))
+      }) AS v
+        WHERE consent_log_heads.organization_id = v.column1 AND consent_log_heads.shard = v.column2 AND consent_log_heads.seq = v.column7
+        RETURNING consent_log_heads.organization_id, consent_log_heads.shard`,
+      (rows) => new Set(rows.map((r) => `${r.organization_id}\u0000${Number(r.shard)}`))
     )
 
-  const append = (
-    organizationId: string,
-    shard: number,
-    changes: string,
-    at: string,
-    link: (previous: string, seq: number) => string
-  ): Effect.Effect<LogHead> =>
+  const keyOf = (entry: LogAppend) => `${entry.organizationId}\u0000${entry.shard}`
+  const next = (entry: LogAppend, from: Position) => ({ entry, from, to: { seq: from.seq + 1, hash: entry.link(from.hash, from.seq + 1) } })
+
+  const appendSqlite = (entries: ReadonlyArray<LogAppend>) =>
     Effect.gen(function*() {
-      if (dialect === "pg") {
-        let rows = yield* appendPg(organizationId, shard, changes, at)
-        if (rows.length === 0) {
-          // The chain's first entry: its head row is made once, then the append runs again.
-          yield* newHead(organizationId, shard, at)
-          rows = yield* appendPg(organizationId, shard, changes, at)
-        }
-        return { shard, seq: Number(rows[0]!.seq), hash: rows[0]!.hash }
+      const moves = []
+      for (const entry of entries) {
+        moves.push(next(entry, kept.get(keyOf(entry)) ?? (yield* readHead(entry.organizationId, entry.shard, entry.at))))
       }
-      const key = `${organizationId}\u0000${shard}`
-      let from = kept.get(key) ?? (yield* readHead(organizationId, shard, at))
-      let hash = link(from.hash, from.seq + 1)
-      if (!(yield* moveHead(organizationId, shard, changes, at, from, hash))) {
-        from = yield* readHead(organizationId, shard, at)
-        hash = link(from.hash, from.seq + 1)
-        if (!(yield* moveHead(organizationId, shard, changes, at, from, hash))) {
-          return yield* Effect.dieMessage(`the head of consent log chain ${shard} moved while this transaction held it`)
+      const moved = yield* moveHeads(moves)
+      for (let i = 0; i < moves.length; i++) {
+        if (moved.has(keyOf(moves[i]!.entry))) continue
+        // Not where this process left it: read again (this transaction holds the write lock now).
+        const entry: LogAppend = moves[i]!.entry
+        moves[i] = next(entry, yield* readHead(entry.organizationId, entry.shard, entry.at))
+        if ((yield* moveHeads([moves[i]!])).size === 0) {
+          return yield* Effect.dieMessage(`the head of consent log chain ${entry.shard} moved while this transaction held it`)
         }
       }
-      const head = { seq: from.seq + 1, hash }
-      kept.set(key, head)
-      return { shard, ...head }
-    }).pipe(Unavailable.orDie)
+      return moves.map(({ entry, to }) => {
+        kept.set(keyOf(entry), to)
+        return { shard: entry.shard, ...to }
+      })
+    })
+
+  const appendOnePg = (entry: LogAppend) =>
+    Effect.gen(function*() {
+      const { organizationId, shard, changes, at } = entry
+      let rows = yield* appendPg(organizationId, shard, changes, at)
+      if (rows.length === 0) {
+        // The chain's first entry: its head row is made once, then the append runs again.
+        yield* newHead(organizationId, shard, at)
+        rows = yield* appendPg(organizationId, shard, changes, at)
+      }
+      return { shard, seq: Number(rows[0]!.seq), hash: rows[0]!.hash }
+    })
+
+  const append = (entries: ReadonlyArray<LogAppend>): Effect.Effect<ReadonlyArray<LogHead>> =>
+    (entries.length === 0
+      ? Effect.succeed([])
+      : dialect === "pg"
+      ? Effect.forEach(entries, appendOnePg)
+      : appendSqlite(entries)).pipe(Unavailable.orDie)
 
   const iso = (v: unknown) => (v instanceof Date ? v.toISOString() : new Date(String(v)).toISOString())
 

@@ -1,25 +1,27 @@
-import type { ConsentLogStore, DeliveryQueue, ProofFiles, Storage, SubscriberRegistrations, UnitOfWork, UsageStore } from "@cmp/core"
+import type { ConsentLogStore, DeliveryQueue, DeliveryStats, ProofFiles, Storage, StoreProbe, SubscriberRegistrations, UnitOfWork, UsageStore } from "@cmp/core"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import * as Layer from "effect/Layer"
 import * as SqlDeliveryQueue from "./SqlDeliveryQueue.js"
+import * as SqlDeliveryStats from "./SqlDeliveryStats.js"
 import * as SqlRepository from "./SqlRepository.js"
 import * as SqlSubscribers from "./SqlSubscribers.js"
 import * as SqlUnitOfWork from "./SqlUnitOfWork.js"
 import * as SqlUsage from "./SqlUsage.js"
 import * as SqlConsentLog from "./SqlConsentLog.js"
 import * as SqlProofFiles from "./SqlProofFiles.js"
+import * as SqlStoreProbe from "./SqlStoreProbe.js"
 
 /**
  * The core storage ports over whatever `SqlClient` is provided, one module per port (the
- * repository, the unit of work, the delivery queue, subscriber registrations, usage), for
+ * repository, the unit of work, the delivery queue and its figures, subscriber registrations, usage), for
  * SQLite and PostgreSQL. The delivery queue writes its attempts through the repository and its
  * batches through the unit of work, so both are built once and shared.
  */
 export const layer: Layer.Layer<
-  Storage | UnitOfWork | UsageStore | DeliveryQueue | SubscriberRegistrations | ConsentLogStore | ProofFiles,
+  Storage | UnitOfWork | UsageStore | DeliveryQueue | DeliveryStats | SubscriberRegistrations | ConsentLogStore | ProofFiles | StoreProbe,
   never,
   SqlClient.SqlClient
 > = Layer
-  .mergeAll(SqlDeliveryQueue.layer, SqlSubscribers.layer, SqlUsage.layer, SqlConsentLog.layer, SqlProofFiles.layer).pipe(
+  .mergeAll(SqlDeliveryQueue.layer, SqlDeliveryStats.layer, SqlSubscribers.layer, SqlUsage.layer, SqlConsentLog.layer, SqlProofFiles.layer, SqlStoreProbe.layer).pipe(
     Layer.provideMerge(Layer.merge(SqlRepository.layer, SqlUnitOfWork.layer))
   )

@@ -1,4 +1,4 @@
-import { UnitOfWork } from "@cmp/core"
+import { type CommitWork, UnitOfWork } from "@cmp/core"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
@@ -14,6 +14,32 @@ import { drainInBatches } from "./Batches.js"
 import * as Unavailable from "./Unavailable.js"
 import { dialectOf } from "./SqlValues.js"
 
+/** The values handed to each work to run before a COMMIT, in the order they came. */
+type Pending = Map<CommitWork<unknown>, Array<unknown>>
+
+/** The pending work of the transaction (or group of transactions) a fiber is inside. */
+class PendingWork extends Context.Tag("@cmp/store-sql/UnitOfWork/PendingWork")<PendingWork, Pending>() {}
+
+/** Runs a savepoint so that what it handed over goes if it rolls back. */
+const droppedOnFailure = <A, E, R>(pending: Pending, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.suspend(() => {
+    // Most savepoints begin with nothing handed over yet: then all goes.
+    const marks = pending.size === 0 ? undefined : new Map([...pending].map(([work, values]) => [work, values.length]))
+    return Effect.onError(effect, () =>
+      Effect.sync(() => {
+        if (marks === undefined) pending.clear()
+        else for (const [work, values] of pending) values.length = marks.get(work) ?? 0
+      }))
+  })
+
+/** Runs each work once with its values, inside the transaction, before it commits. */
+const runPending = (pending: Pending) =>
+  Effect.suspend(() => {
+    const works = [...pending].filter(([, values]) => values.length > 0)
+    pending.clear()
+    return Effect.forEach(works, ([work, values]) => work.run(values), { discard: true })
+  })
+
 /** The unit-of-work port over `SqlClient`: transactions (grouped under one COMMIT on SQLite) and locks. */
 export const make = Effect.gen(function*() {
   const sql = (yield* SqlClient.SqlClient).withoutTransforms()
@@ -22,13 +48,21 @@ export const make = Effect.gen(function*() {
   const plainTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     Unavailable.classifyTransaction(sql.withTransaction(effect)) as Effect.Effect<A, E, R>
 
+  /** An outermost transaction of its own (PostgreSQL), its work run before it commits. */
+  const ownTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.suspend(() => {
+      const pending: Pending = new Map()
+      return plainTransaction(Effect.provideService(Effect.tap(effect, () => runPending(pending)), PendingWork, pending))
+    })
+
   /**
    * Group commit (SQLite): SQLite runs one write transaction at a time, and most of a small
    * transaction's cost is its COMMIT writing the same index pages again. Transactions that queue
    * up while one runs are run together, each in its own savepoint (a failing one rolls back
    * alone), under one COMMIT. Each caller hears its own outcome only after that COMMIT, so
    * nothing is acknowledged before it is durable. Each body runs with its caller's fiber refs
-   * (clock, log annotations) and context, plus the batch's connection.
+   * (clock, log annotations) and context, plus the batch's connection. The work the bodies hand
+   * over runs once for all of them, before the COMMIT, with the last one's fiber refs.
    */
   interface Waiting {
     readonly effect: Effect.Effect<unknown, unknown, never>
@@ -43,15 +77,26 @@ export const make = Effect.gen(function*() {
       const outcome = yield* Effect.exit(plainTransaction(Effect.gen(function*() {
         const tx = Option.getOrThrow(yield* Effect.serviceOption(SqlClient.TransactionConnection))
         const own = yield* Effect.getFiberRefs
+        const pending: Pending = new Map()
+        let last: FiberRefs.FiberRefs | undefined
         for (const item of batch) {
           yield* Effect.setFiberRefs(item.refs)
-          const context = Context.add(FiberRefs.getOrDefault(item.refs, FiberRef.currentContext), SqlClient.TransactionConnection, tx)
-          const exit = yield* Effect.exit(Effect.locally(plainTransaction(item.effect), FiberRef.currentContext, context))
+          const context = FiberRefs.getOrDefault(item.refs, FiberRef.currentContext).pipe(
+            Context.add(SqlClient.TransactionConnection, tx),
+            Context.add(PendingWork, pending)
+          )
+          const exit = yield* Effect.exit(Effect.locally(droppedOnFailure(pending, plainTransaction(item.effect)), FiberRef.currentContext, context))
           yield* Effect.setFiberRefs(own)
           exits.push(exit)
+          if (exit._tag === "Success") last = item.refs
           // A database error (disk full, I/O) may have ended the whole transaction in SQLite:
           // the rest of the batch must not run outside it. They wait for the next batch.
           if (exit._tag === "Failure" && Cause.isDie(exit.cause)) break
+        }
+        if (last !== undefined && pending.size > 0) {
+          yield* Effect.setFiberRefs(last)
+          const context = Context.add(FiberRefs.getOrDefault(last, FiberRef.currentContext), SqlClient.TransactionConnection, tx)
+          yield* Effect.ensuring(Effect.locally(runPending(pending), FiberRef.currentContext, context), Effect.setFiberRefs(own))
         }
       })))
       for (let i = 0; i < exits.length; i++) {
@@ -73,16 +118,30 @@ export const make = Effect.gen(function*() {
     )
   }
 
-  const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
-    if (!waiting) return plainTransaction(effect)
-    return Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (inside) =>
-      // Already inside a transaction: a savepoint, as before.
-      Option.isSome(inside) ? plainTransaction(effect) : Effect.withFiberRuntime<A, E, R>((fiber) => {
-        const done = Deferred.unsafeMake<unknown, unknown>(fiber.id())
-        const item: Waiting = { effect: effect as Effect.Effect<unknown, unknown, never>, refs: fiber.getFiberRefs(), done }
-        return Effect.zipRight(Queue.offer(waiting, item), Deferred.await(done)) as Effect.Effect<A, E, R>
-      }))
-  }
+  const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.flatMap(Effect.serviceOption(PendingWork), (open) => {
+      // Inside a transaction: a savepoint.
+      if (Option.isSome(open)) return droppedOnFailure(open.value, plainTransaction(effect))
+      return Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (inside) => {
+        // Inside one begun on the client directly: a savepoint, whose work runs at once.
+        if (Option.isSome(inside)) return plainTransaction(effect)
+        if (!waiting) return ownTransaction(effect)
+        return Effect.withFiberRuntime<A, E, R>((fiber) => {
+          const done = Deferred.unsafeMake<unknown, unknown>(fiber.id())
+          const item: Waiting = { effect: effect as Effect.Effect<unknown, unknown, never>, refs: fiber.getFiberRefs(), done }
+          return Effect.zipRight(Queue.offer(waiting, item), Deferred.await(done)) as Effect.Effect<A, E, R>
+        })
+      })
+    })
+
+  const beforeCommit = <T>(work: CommitWork<T>, value: T): Effect.Effect<void> =>
+    Effect.flatMap(Effect.serviceOption(PendingWork), (open) => {
+      if (Option.isNone(open)) return work.run([value])
+      const values = open.value.get(work as CommitWork<unknown>)
+      if (values) values.push(value)
+      else open.value.set(work as CommitWork<unknown>, [value])
+      return Effect.void
+    })
 
   // SQLite runs one transaction at a time already; PostgreSQL needs a transaction-scoped lock.
   const lock = (key: string): Effect.Effect<void> =>
@@ -91,7 +150,7 @@ export const make = Effect.gen(function*() {
       orElse: () => Effect.void
     })
 
-  return UnitOfWork.of({ transaction, lock })
+  return UnitOfWork.of({ transaction, beforeCommit, lock })
 })
 
 export const layer: Layer.Layer<UnitOfWork, never, SqlClient.SqlClient> = Layer.scoped(UnitOfWork, make)

@@ -10,12 +10,14 @@
 import * as crypto from "node:crypto"
 import {
   AttemptsTable,
+  type CommitWork,
   ConsentLogStore,
   ProofFiles,
   type Condition,
   DeliveriesTable,
   DeliveryQueue,
   type DeliveryRow,
+  DeliveryStats,
   Conflict,
   defineTable,
   emptyQuery,
@@ -34,7 +36,8 @@ import {
   SubscribersTable,
   Tables,
   UnitOfWork,
-  UsageStore
+  UsageStore,
+  WebhooksResource
 } from "@cmp/core"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, expect, it } from "@effect/vitest"
@@ -1021,6 +1024,45 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
           assert.deepStrictEqual((yield* snapshot).data.map((r) => r.id).sort(), committed.sort())
         })))
 
+      it.effect("work handed over before commit runs once per COMMIT, inside it, with the values of the transactions that commit", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          const uow = yield* UnitOfWork
+          const runs: Array<ReadonlyArray<string>> = []
+          // The work writes a row: it is inside the transaction, so it commits or not with it.
+          const work: CommitWork<string> = {
+            run: (values) =>
+              Effect.suspend(() => {
+                runs.push(values)
+                return Effect.orDie(repo.create(item(`w-${values.join("-")}`)))
+              })
+          }
+          // Twelve at once (SQLite commits them together): every fourth fails after handing a
+          // value over, and each hands one over in a savepoint that rolls back.
+          const one = (i: number) =>
+            uow.transaction(Effect.gen(function*() {
+              yield* uow.beforeCommit(work, `a${i}`)
+              yield* Effect.either(uow.transaction(Effect.zipRight(uow.beforeCommit(work, `lost${i}`), Effect.fail("no"))))
+              if (i % 4 === 3) return yield* Effect.fail("failed")
+              yield* uow.beforeCommit(work, `b${i}`)
+            })).pipe(Effect.exit)
+          yield* Effect.all(Array.from({ length: 12 }, (_, i) => one(i)), { concurrency: "unbounded" })
+          const handed = runs.flat()
+          const expected = Array.from({ length: 12 }, (_, i) => i).filter((i) => i % 4 !== 3).flatMap((i) => [`a${i}`, `b${i}`])
+          assert.deepStrictEqual([...handed].sort(), [...expected].sort())
+          // A transaction's own values stay in the order it handed them over.
+          for (const i of [0, 1, 2]) assert.isBelow(handed.indexOf(`a${i}`), handed.indexOf(`b${i}`))
+          assert.deepStrictEqual((yield* snapshot).data.map((r) => r.id).sort(), runs.map((values) => `w-${values.join("-")}`).sort())
+          // A work that fails fails the COMMIT: nothing of the transaction stays.
+          const failing: CommitWork<string> = { run: () => Effect.dieMessage("cannot") }
+          const exit = yield* Effect.exit(uow.transaction(Effect.zipRight(repo.create(item("gone")), uow.beforeCommit(failing, "x"))))
+          assert.isTrue(Exit.isFailure(exit))
+          assert.isTrue(Option.isNone(yield* repo.get("gone")))
+          // Outside a transaction, it runs at once.
+          yield* uow.beforeCommit(work, "alone")
+          assert.deepStrictEqual(runs[runs.length - 1], ["alone"])
+        })))
+
       it.effect("a transaction started inside another one joins it", () =>
         run(Effect.gen(function*() {
           const repo = yield* items
@@ -1154,6 +1196,7 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
         payload: { type: "event.created", parameters: { entity: { id, camelCase: [1, { x: null }] } }, regulation: "gdpr" },
         lease_until: null,
         leased_by: null,
+        trace_context: null,
         created_at: at(0),
         updated_at: at(0),
         version: 1,
@@ -1283,6 +1326,134 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
         })))
     })
 
+    describe("delivery stats", () => {
+      const at = (s: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, s)).toISOString()
+      const hook = (id: string, organizationId = "o1") => ({
+        id,
+        organization_id: organizationId,
+        url: `https://example.com/${id}`,
+        enabled: id !== "w3",
+        event_types: [],
+        flatten: false,
+        regulations: ["gdpr"],
+        auth: null,
+        signing_secret_sealed: "sealed",
+        auth_client_secret_sealed: null,
+        created_at: at(0),
+        updated_at: at(0),
+        version: 1
+      })
+      const message = (id: string, webhookId: string, status: DeliveryRow["status"], createdAt: string, organizationId = "o1"): DeliveryRow => ({
+        id,
+        organization_id: organizationId,
+        webhook_id: webhookId,
+        event_type: "event.created",
+        regulation: "gdpr",
+        status,
+        attempts_count: 0,
+        next_attempt_at: status === "pending" ? createdAt : null,
+        last_status_code: null,
+        payload: { type: "event.created", parameters: {}, regulation: "gdpr" },
+        lease_until: null,
+        leased_by: null,
+        trace_context: null,
+        created_at: createdAt,
+        updated_at: createdAt,
+        version: 1
+      })
+      const tried = (id: string, deliveryId: string, attemptedAt: string, statusCode: number | null, error: string | null, organizationId = "o1") => ({
+        id,
+        delivery_id: deliveryId,
+        organization_id: organizationId,
+        attempted_at: attemptedAt,
+        status_code: statusCode,
+        duration_ms: 5,
+        error,
+        response_excerpt: null
+      })
+      const zero = { pending: 0, delivering: 0, delivered: 0, failed: 0 }
+
+      it.effect("one row per webhook of the organization in id order: counts per status, oldest pending, last success and failure", () =>
+        run(Effect.gen(function*() {
+          const storage = yield* Storage
+          // Created out of id order: the answer is in id order.
+          for (const h of [hook("w2"), hook("w1"), hook("w3"), hook("wx", "o2")]) {
+            yield* Effect.orDie(storage.repository(WebhooksResource.tableDef).create(h))
+          }
+          const messages = [
+            message("m1", "w1", "pending", at(5)),
+            message("m2", "w1", "pending", at(3)),
+            message("m3", "w1", "delivering", at(2)),
+            message("m4", "w1", "delivered", at(1)),
+            message("m5", "w1", "failed", at(1)),
+            message("m6", "w1", "failed", at(1)),
+            message("m7", "w3", "delivered", at(1)),
+            // Not a webhook's: an in-process subscriber's, older and failing later than any above.
+            message("s1", "subscriber:audit", "pending", at(0)),
+            message("s2", "subscriber:audit", "failed", at(0)),
+            // Another organization's webhook.
+            message("x1", "wx", "pending", at(0), "o2")
+          ]
+          yield* Effect.forEach(messages, (m) => Effect.orDie(storage.repository(DeliveriesTable).create(m)), { discard: true })
+          const attempts = [
+            tried("a1", "m4", at(11), null, "connect ECONNREFUSED"),
+            tried("a2", "m4", at(12), 200, null),
+            tried("a3", "m5", at(30), 503, null),
+            tried("a4", "m6", at(31), null, "timed out after 1000 ms"),
+            // A redirect is not followed: a failed attempt, the last one of w1.
+            tried("a5", "m5", at(40), 302, null),
+            tried("a6", "m7", at(10), 500, null),
+            tried("a7", "m7", at(20), 299, null),
+            tried("a8", "s2", at(50), null, "handler failed"),
+            tried("a9", "x1", at(60), 500, "theirs", "o2")
+          ]
+          yield* Effect.orDie(storage.repository(AttemptsTable).insert(attempts))
+
+          const stats = yield* (yield* DeliveryStats).ofOrganization("o1")
+          assert.deepStrictEqual(stats, [
+            {
+              webhook_id: "w1",
+              counts: { pending: 2, delivering: 1, delivered: 1, failed: 2 },
+              oldest_pending_at: at(3),
+              last_success: { attempted_at: at(12), status_code: 200, error: null },
+              last_failure: { attempted_at: at(40), status_code: 302, error: null }
+            },
+            { webhook_id: "w2", counts: zero, oldest_pending_at: null, last_success: null, last_failure: null },
+            {
+              webhook_id: "w3",
+              counts: { ...zero, delivered: 1 },
+              oldest_pending_at: null,
+              last_success: { attempted_at: at(20), status_code: 299, error: null },
+              last_failure: { attempted_at: at(10), status_code: 500, error: null }
+            }
+          ])
+          const theirs = yield* (yield* DeliveryStats).ofOrganization("o2")
+          assert.deepStrictEqual(theirs, [{
+            webhook_id: "wx",
+            counts: { ...zero, pending: 1 },
+            oldest_pending_at: at(0),
+            last_success: null,
+            last_failure: { attempted_at: at(60), status_code: 500, error: "theirs" }
+          }])
+          assert.deepStrictEqual(yield* (yield* DeliveryStats).ofOrganization("nobody"), [])
+        })))
+
+      it.effect("the last failure's error is that attempt's own, even when an earlier one had another", () =>
+        run(Effect.gen(function*() {
+          const storage = yield* Storage
+          yield* Effect.orDie(storage.repository(WebhooksResource.tableDef).create(hook("w1")))
+          yield* Effect.orDie(storage.repository(DeliveriesTable).create(message("m1", "w1", "pending", at(1))))
+          yield* Effect.orDie(storage.repository(AttemptsTable).insert([
+            tried("a1", "m1", at(10), null, "first"),
+            tried("a2", "m1", at(30), null, "third"),
+            tried("a3", "m1", at(20), 500, "second")
+          ]))
+          const [w1] = yield* (yield* DeliveryStats).ofOrganization("o1")
+          assert.deepStrictEqual(w1?.last_failure, { attempted_at: at(30), status_code: null, error: "third" })
+          assert.deepStrictEqual(w1?.counts, { ...zero, pending: 1 })
+        })))
+    })
+
     describe("subscriber registrations", () => {
       const at = (s: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, s)).toISOString()
       const filters = { event_types: ["user.created" as const, "event.created" as const], regulations: ["gdpr", "ccpa"], flatten: true }
@@ -1343,9 +1514,16 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
     describe("consent log", () => {
       const sha256 = (s: string) => crypto.createHash("sha256").update(s, "utf8").digest("hex")
       const link = (text: string) => (previous: string, seq: number) => sha256(`${previous}\n${seq}\n${text}`)
+      const entry = (organizationId: string, shard: number, text: string, time = at(1)) => ({
+        organizationId,
+        shard,
+        changes: text,
+        at: time,
+        link: link(text)
+      })
       const append = (org: string, shard: number, text: string) =>
         Effect.flatMap(UnitOfWork, (uow) =>
-          uow.transaction(Effect.flatMap(ConsentLogStore, (log) => log.append(org, shard, text, at(1), link(text)))))
+          uow.transaction(Effect.flatMap(ConsentLogStore, (log) => Effect.map(log.append([entry(org, shard, text)]), (heads) => heads[0]!))))
 
       it.effect("appends link each entry to the one before by the one formula (hashed in SQL or not), per chain", () =>
         run(Effect.gen(function*() {
@@ -1376,10 +1554,32 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
           const first = yield* append("o1", 0, "kept")
           const uow = yield* UnitOfWork
           const log = yield* ConsentLogStore
-          const failed = yield* Effect.exit(uow.transaction(Effect.zipRight(log.append("o1", 0, "lost", at(2), link("lost")), Effect.fail("no"))))
+          const failed = yield* Effect.exit(uow.transaction(Effect.zipRight(log.append([entry("o1", 0, "lost", at(2))]), Effect.fail("no"))))
           assert.isTrue(Exit.isFailure(failed))
           const next = yield* append("o1", 0, "next")
           assert.deepStrictEqual(next, { shard: 0, seq: 2, hash: sha256(`${first.hash}\n2\nnext`) })
+        })))
+
+      it.effect("one append moves every chain it names, of several organizations, new and not, each linked to its own", () =>
+        run(Effect.gen(function*() {
+          const first = yield* append("o1", 2, "before")
+          const uow = yield* UnitOfWork
+          const log = yield* ConsentLogStore
+          const heads = yield* uow.transaction(log.append([entry("o1", 2, "x"), entry("o1", 9, "y"), entry("o2", 2, "z")]))
+          assert.deepStrictEqual(heads, [
+            { shard: 2, seq: 2, hash: sha256(`${first.hash}\n2\nx`) },
+            { shard: 9, seq: 1, hash: sha256("\n1\ny") },
+            { shard: 2, seq: 1, hash: sha256("\n1\nz") }
+          ])
+          assert.deepStrictEqual((yield* log.entries("o1", { limit: 10 })).map((e) => [e.shard, e.seq, e.changes]), [
+            [2, 1, "before"],
+            [2, 2, "x"],
+            [9, 1, "y"]
+          ])
+          assert.deepStrictEqual((yield* log.entries("o2", { limit: 10 })).map((e) => [e.shard, e.seq, e.changes, e.hash]), [
+            [2, 1, "z", heads[2]!.hash]
+          ])
+          assert.deepStrictEqual(yield* uow.transaction(log.append([])), [])
         })))
 
       it.effect("concurrent appends to one chain never fork it: seq 1..n, each linked to the one before", () =>

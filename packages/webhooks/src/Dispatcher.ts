@@ -1,4 +1,4 @@
-import { type DeliveryRecord, DeliveryQueue, type Endpoint, Endpoints, OutboxSignal, subscriberOf } from "@cmp/core"
+import { type DeliveryRecord, DeliveryQueue, type Endpoint, Endpoints, Metrics, OutboxSignal, subscriberOf } from "@cmp/core"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
@@ -11,6 +11,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as crypto from "node:crypto"
+import { attemptSpan } from "./AttemptSpan.js"
 import { makeTokenCache, type TokenCache } from "./OAuth.js"
 import { decide, DEFAULT_RETRY_SCHEDULE, unavailable } from "./RetryPolicy.js"
 import { send, type SendResult } from "./Sender.js"
@@ -60,6 +61,8 @@ export interface DispatcherService {
   readonly runOnce: Effect.Effect<number>
   /** Wakes an idle loop at once; call it after committing new messages. */
   readonly notify: Effect.Effect<void>
+  /** Whether the delivery loop runs and is not stopping (a dispatcher without its loop never runs). */
+  readonly running: Effect.Effect<boolean>
 }
 
 export const DEFAULT_USER_AGENT = "cmp-webhooks/0.1"
@@ -92,6 +95,7 @@ const build = (config: DispatcherConfig, subscribers: SubscribersService | undef
     if (problems.length > 0) return yield* Effect.dieMessage(`invalid dispatcher config: ${problems.join("; ")}`)
     const queue = yield* DeliveryQueue
     const endpoints = yield* Endpoints
+    const metrics = yield* Metrics
     const workerId = config.workerId ?? `worker-${crypto.randomUUID()}`
     const retrySchedule = config.retrySchedule ?? DEFAULT_RETRY_SCHEDULE
     const timeoutMs = config.timeoutMs ?? 15000
@@ -257,6 +261,9 @@ const build = (config: DispatcherConfig, subscribers: SubscribersService | undef
             response_excerpt: result.responseExcerpt
           }
         })
+        const settled = decision.outcome.status
+        yield* Effect.annotateCurrentSpan("webhook.outcome", settled)
+        yield* metrics.deliveryAttempt(settled === "pending" ? "retry" : settled, result.durationMs / 1000)
         if (!applied) yield* Effect.logWarning("lease lost during the attempt; only the attempt was logged")
         else if (decision.outcome.status !== "delivered") {
           yield* Effect.logInfo("webhook attempt failed").pipe(
@@ -265,6 +272,7 @@ const build = (config: DispatcherConfig, subscribers: SubscribersService | undef
         }
       }).pipe(
         Effect.annotateLogs({ delivery_id: message.id, webhook_id: message.webhook_id }),
+        attemptSpan(message),
         // One broken message must not stop the batch; it stays leased and comes back later.
         Effect.catchAllCause((cause) =>
           Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : Effect.logError("webhook delivery crashed", cause)
@@ -303,13 +311,16 @@ const build = (config: DispatcherConfig, subscribers: SubscribersService | undef
       )
     )
 
+    let looping = false
     /** Rounds until `stop`: a round in progress finishes its calls in flight and records their attempts. */
     const loop: Effect.Effect<void> = Effect.gen(function*() {
+      looping = true
       while (!(yield* Deferred.isDone(stopping))) yield* round
-    }).pipe(Effect.annotateLogs({ worker_id: workerId }))
+    }).pipe(Effect.ensuring(Effect.sync(() => (looping = false))), Effect.annotateLogs({ worker_id: workerId }))
+    const running = Effect.map(Deferred.isDone(stopping), (stopped) => looping && !stopped)
 
     const stop = Effect.asVoid(Deferred.succeed(stopping, undefined))
-    const service: DispatcherService = { workerId, runOnce, notify: Effect.asVoid(Queue.offer(wake, undefined)) }
+    const service: DispatcherService = { workerId, runOnce, notify: Effect.asVoid(Queue.offer(wake, undefined)), running }
     return { service, loop, stop }
   })
 
@@ -336,7 +347,7 @@ export class Dispatcher extends Context.Tag("@cmp/webhooks/Dispatcher")<Dispatch
    */
   static readonly layer = (
     config: DispatcherConfig = {}
-  ): Layer.Layer<Dispatcher | OutboxSignal | Subscribers, never, DeliveryQueue | Endpoints> =>
+  ): Layer.Layer<Dispatcher | OutboxSignal | Subscribers, never, DeliveryQueue | Endpoints | Metrics> =>
     Layer.scopedContext(
       Effect.gen(function*() {
         const subscribers = makeSubscribers()
@@ -352,7 +363,7 @@ export class Dispatcher extends Context.Tag("@cmp/webhooks/Dispatcher")<Dispatch
     )
 
   /** A dispatcher whose loop is not started. */
-  static readonly layerManual = (config: DispatcherConfig = {}): Layer.Layer<Dispatcher, never, DeliveryQueue | Endpoints> =>
+  static readonly layerManual = (config: DispatcherConfig = {}): Layer.Layer<Dispatcher, never, DeliveryQueue | Endpoints | Metrics> =>
     Layer.effect(Dispatcher, make(config))
 
   static readonly runOnce: Effect.Effect<number, never, Dispatcher> = Effect.flatMap(Dispatcher, (d) => d.runOnce)

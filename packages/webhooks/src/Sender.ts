@@ -1,3 +1,4 @@
+import { traced } from "@cmp/core"
 import * as Clock from "effect/Clock"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
@@ -268,6 +269,13 @@ const staleSocket = (e: unknown) => {
  * clock must not fire it (or keep it from firing). `durationMs` is measured the same way.
  */
 export const send = (request: SendRequest): Effect.Effect<SendResult> =>
+  exchange(request).pipe(
+    Effect.tap((result) => (result.status === null ? Effect.void : Effect.annotateCurrentSpan("http.response.status_code", result.status))),
+    // The method only: the URL may carry credentials or ids in its path or query.
+    traced(request.method ?? "POST", { kind: "client", attributes: { "http.request.method": request.method ?? "POST" } })
+  )
+
+const exchange = (request: SendRequest): Effect.Effect<SendResult> =>
   Effect.flatMap(Clock.currentTimeMillis, (nowMs) =>
     Effect.async<SendResult>((resume) => {
       const started = performance.now()

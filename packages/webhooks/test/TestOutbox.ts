@@ -7,6 +7,7 @@ import {
   type Endpoint,
   Endpoints,
   eq,
+  Metrics,
   Storage
 } from "@cmp/core"
 import { SqliteStore } from "@cmp/store-sqlite"
@@ -61,7 +62,7 @@ export const makeEndpoints = (): TestEndpoints => {
 
 export interface TestOutbox {
   /** What the dispatcher needs: the store's queue and the endpoints double. */
-  readonly layer: Layer.Layer<DeliveryQueue | Endpoints>
+  readonly layer: Layer.Layer<DeliveryQueue | Endpoints | Metrics>
   readonly queue: DeliveryQueue["Type"]
   readonly endpoints: TestEndpoints
   /** Writes one pending message, as core's `enqueue` does, due at `now`. */
@@ -85,7 +86,7 @@ export const makeOutbox: Effect.Effect<TestOutbox, never, Scope.Scope> = Effect.
   const log = storage.repository(AttemptsTable)
   let seq = 0
   return {
-    layer: Layer.merge(Layer.succeed(DeliveryQueue, queue), Layer.succeed(Endpoints, endpoints.service)),
+    layer: Layer.mergeAll(Layer.succeed(DeliveryQueue, queue), Layer.succeed(Endpoints, endpoints.service), Metrics.none),
     queue,
     endpoints,
     enqueue: ({ now, payload, webhookId }) => {
@@ -104,7 +105,7 @@ export const makeOutbox: Effect.Effect<TestOutbox, never, Scope.Scope> = Effect.
         updated_at: now,
         version: 1
       }
-      return deliveries.insert([{ ...record, lease_until: null, leased_by: null }]).pipe(Effect.orDie, Effect.as(record))
+      return deliveries.insert([{ ...record, lease_until: null, leased_by: null, trace_context: null }]).pipe(Effect.orDie, Effect.as(record))
     },
     message: (id) =>
       Effect.flatMap(deliveries.get(id), (row) =>

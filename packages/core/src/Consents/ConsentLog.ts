@@ -3,7 +3,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { nowIso } from "../Clock.js"
-import { type Repository, type Row, Storage, type TableDef, UnitOfWork } from "../Ports.js"
+import { type CommitWork, type Repository, type Row, Storage, type TableDef, UnitOfWork } from "../Ports.js"
 import type { Condition } from "../Query.js"
 import { defineTable, field } from "../Resource.js"
 import { Digests, ProofFiles } from "./ProofPorts.js"
@@ -76,6 +76,15 @@ export interface LogHead {
   readonly hash: string
 }
 
+/** One entry to append: its chain, its text (as hashed and kept) and time, and how its hash follows from the previous one. */
+export interface LogAppend {
+  readonly organizationId: string
+  readonly shard: number
+  readonly changes: string
+  readonly at: string
+  readonly link: (previous: string, seq: number) => string
+}
+
 /** A position in the log: entries are read in (shard, seq) order. */
 export interface LogPosition {
   readonly shard: number
@@ -83,21 +92,17 @@ export interface LogPosition {
 }
 
 /**
- * Where the log is kept (a store). `append` runs inside the caller's transaction and waits
- * while another transaction appends to the same chain, so a chain never forks, however many
- * servers write. `link` is the hash of an entry from the previous one; a store may compute the
- * same value itself (inside its statement) instead of calling it.
+ * Where the log is kept (a store). `append` adds one entry to each chain it names (at most one
+ * entry per chain, in the order given, which is the order chains are locked in) and answers their
+ * heads in that order. It runs inside the caller's transaction and waits while another
+ * transaction appends to the same chain, so a chain never forks, however many servers write.
+ * `link` is the hash of an entry from the previous one; a store may compute the same value itself
+ * (inside its statement) instead of calling it.
  */
 export class ConsentLogStore extends Context.Tag("@cmp/core/ConsentLogStore")<
   ConsentLogStore,
   {
-    readonly append: (
-      organizationId: string,
-      shard: number,
-      changes: string,
-      at: string,
-      link: (previous: string, seq: number) => string
-    ) => Effect.Effect<LogHead>
+    readonly append: (entries: ReadonlyArray<LogAppend>) => Effect.Effect<ReadonlyArray<LogHead>>
     /** Entries in (shard, seq) order, after a position, of one chain or all. */
     readonly entries: (
       organizationId: string,
@@ -159,18 +164,17 @@ export const changeOf = (digests: Context.Tag.Service<typeof Digests>, table: st
   }
 }
 
-/** Appends one entry of these changes to a chain: its text, as hashed and kept, and its link. */
-export const appendEntry = (
-  store: Context.Tag.Service<typeof ConsentLogStore>,
+/** The entry of these changes to a chain: its text, as hashed and kept, and its link. */
+export const entryOf = (
   digests: Context.Tag.Service<typeof Digests>,
   organizationId: string,
   shard: number,
   at: string,
   changes: ReadonlyArray<LoggedChange>
-) => {
+): LogAppend => {
   const text = digests.canonicalJson({ at, changes } satisfies EntryText)
   const link = linkHash(digests.sha256)
-  return store.append(organizationId, shard, text, at, (previous, seq) => link(previous, seq, text))
+  return { organizationId, shard, changes: text, at, link: (previous, seq) => link(previous, seq, text) }
 }
 
 /** Every row of a table matching `where`, page by page in id order, handed to `f` one at a time. */
@@ -188,25 +192,21 @@ export const eachRow = <R>(table: TableDef, where: ReadonlyArray<Condition>, f: 
 
 const PAGE = 500
 
-interface PendingChange {
-  readonly organizationId: string
-  readonly shard: number
-  readonly change: LoggedChange
-}
+/** What a write hands over to be logged when its transaction commits. */
+type Handed =
+  | { readonly organizationId: string; readonly shard: number; readonly change: LoggedChange }
+  /** An organization removed: its log goes with it. */
+  | { readonly dropped: string }
 
-/** The changes a transaction made so far, appended to the log just before it commits. */
-interface Batch {
-  readonly changes: Array<PendingChange>
-  /** Organizations removed in it: their log goes with them. */
-  readonly dropped: Set<string>
-}
-
-class LogBatch extends Context.Tag("@cmp/core/ConsentLog/Batch")<LogBatch, Batch>() {}
+/** Marks a transaction begun through the log's unit of work: a write inside needs no other. */
+class Open extends Context.Tag("@cmp/core/ConsentLog/Open")<Open, true>() {}
 
 /**
  * The storage and unit of work that keep the log: wraps a store's, so that every write of a
- * logged table, by whichever use-case or cascade, is recorded, and every transaction appends
- * what it recorded before it commits. A write outside a transaction gets one of its own.
+ * logged table, by whichever use-case or cascade, is recorded, and the entries of what a
+ * transaction recorded are appended just before it commits (`UnitOfWork.beforeCommit`: once for
+ * every transaction of a group commit, one entry per chain they touched). A write outside a
+ * transaction gets one of its own.
  */
 export const layer: Layer.Layer<Storage | UnitOfWork, never, Storage | UnitOfWork | ConsentLogStore | Digests | ProofFiles> = Layer
   .effectContext(Effect.gen(function*() {
@@ -216,62 +216,49 @@ export const layer: Layer.Layer<Storage | UnitOfWork, never, Storage | UnitOfWor
     const digests = yield* Digests
     const files = yield* ProofFiles
 
-    const flush = (batch: Batch) =>
-      Effect.gen(function*() {
-        // A removed organization's log and proof bytes go with it (they are not rows that refer to it).
-        for (const org of batch.dropped) yield* Effect.zipRight(store.forget(org), files.forget(org))
-        if (batch.changes.length === 0) return
-        const at = yield* nowIso
-        // One entry per chain a transaction touched, appended in a fixed order: two transactions
-        // touching the same chains take their locks in the same order.
-        const grouped = new Map<string, { organizationId: string; shard: number; changes: Array<LoggedChange> }>()
-        for (const p of batch.changes) {
-          if (batch.dropped.has(p.organizationId)) continue
-          const key = `${p.organizationId}\u0000${String(p.shard).padStart(3, "0")}`
-          const group = grouped.get(key)
-          if (group) group.changes.push(p.change)
-          else grouped.set(key, { organizationId: p.organizationId, shard: p.shard, changes: [p.change] })
-        }
-        for (const key of [...grouped.keys()].sort()) {
-          const g = grouped.get(key)!
-          yield* appendEntry(store, digests, g.organizationId, g.shard, at, g.changes)
-        }
-      })
+    const entries: CommitWork<Handed> = {
+      run: (handed) =>
+        Effect.gen(function*() {
+          const dropped = new Set<string>()
+          for (const h of handed) if ("dropped" in h) dropped.add(h.dropped)
+          // A removed organization's log and proof bytes go with it (they are not rows that refer to it).
+          for (const org of dropped) yield* Effect.zipRight(store.forget(org), files.forget(org))
+          const at = yield* nowIso
+          // One entry per chain, appended in a fixed order: two transactions touching the same
+          // chains take their locks in the same order.
+          const grouped = new Map<string, { organizationId: string; shard: number; changes: Array<LoggedChange> }>()
+          for (const h of handed) {
+            if ("dropped" in h || dropped.has(h.organizationId)) continue
+            const key = `${h.organizationId}\u0000${String(h.shard).padStart(3, "0")}`
+            const group = grouped.get(key)
+            if (group) group.changes.push(h.change)
+            else grouped.set(key, { organizationId: h.organizationId, shard: h.shard, changes: [h.change] })
+          }
+          if (grouped.size === 0) return
+          const keys = [...grouped.keys()].sort()
+          yield* store.append(keys.map((key) => {
+            const g = grouped.get(key)!
+            return entryOf(digests, g.organizationId, g.shard, at, g.changes)
+          }))
+        })
+    }
 
     const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-      Effect.flatMap(Effect.serviceOption(LogBatch), (open) => {
-        if (Option.isSome(open)) {
-          // A savepoint: what it recorded goes if it rolls back.
-          const batch = open.value
-          const mark = batch.changes.length
-          const dropped = new Set(batch.dropped)
-          return Effect.onError(uow.transaction(effect), () =>
-            Effect.sync(() => {
-              batch.changes.length = mark
-              for (const org of batch.dropped) if (!dropped.has(org)) batch.dropped.delete(org)
-            }))
-        }
-        return Effect.suspend(() => {
-          const batch: Batch = { changes: [], dropped: new Set() }
-          const body: Effect.Effect<A, E, R> = Effect.provideService(Effect.tap(effect, () => flush(batch)), LogBatch, batch)
-          return uow.transaction(body)
-        })
-      })
+      Effect.flatMap(Effect.serviceOption(Open), (open) => uow.transaction(Option.isSome(open) ? effect : Effect.provideService(effect, Open, true)))
 
-    /** Runs a write with the open batch, or in a transaction of its own. */
-    const inBatch = <A, E>(write: (batch: Batch) => Effect.Effect<A, E>): Effect.Effect<A, E> =>
-      Effect.flatMap(Effect.serviceOption(LogBatch), (open) =>
-        Option.isSome(open)
-          ? write(open.value)
-          // The transaction provides the batch its body reads.
-          : transaction(Effect.flatMap(LogBatch, write)) as Effect.Effect<A, E>)
+    /** Runs a write inside the open transaction, or in one of its own, and hands over what it logs. */
+    const inTransaction = <A, E>(write: Effect.Effect<A, E>, handed: (a: A) => Handed | undefined): Effect.Effect<A, E> => {
+      const logged = Effect.tap(write, (a) => {
+        const h = handed(a)
+        return h === undefined ? Effect.void : uow.beforeCommit(entries, h)
+      })
+      return Effect.flatMap(Effect.serviceOption(Open), (open) => Option.isSome(open) ? logged : transaction(logged))
+    }
 
     const logged = (table: TableDef): Repository => {
       const repo = inner.repository(table)
-      const note = (batch: Batch, a: LoggedChange["a"], row: Row) => {
-        batch.changes.push(changeOf(digests, table.table, a, row))
-      }
-      const create = (row: Row) => inBatch((batch) => Effect.tap(repo.create(row), (stored) => note(batch, "create", stored)))
+      const change = (a: LoggedChange["a"]) => (row: Row): Handed => changeOf(digests, table.table, a, row)
+      const create = (row: Row) => inTransaction(repo.create(row), change("create"))
       return {
         find: repo.find,
         count: repo.count,
@@ -279,15 +266,10 @@ export const layer: Layer.Layer<Storage | UnitOfWork, never, Storage | UnitOfWor
         create,
         // Each row read back, so its digest is of what was stored.
         insert: (rows) => Effect.forEach(rows, create, { discard: true }),
-        update: (key, row, expected) =>
-          inBatch((batch) => Effect.tap(repo.update(key, row, expected), (stored) => note(batch, "update", stored))),
-        patch: (key, changes, expected) =>
-          inBatch((batch) => Effect.tap(repo.patch(key, changes, expected), (stored) => note(batch, "update", stored))),
+        update: (key, row, expected) => inTransaction(repo.update(key, row, expected), change("update")),
+        patch: (key, changes, expected) => inTransaction(repo.patch(key, changes, expected), change("update")),
         remove: (key, expected) =>
-          inBatch((batch) =>
-            Effect.tap(repo.remove(key, expected), (gone) => {
-              if (Option.isSome(gone)) note(batch, "remove", gone.value)
-            }))
+          inTransaction(repo.remove(key, expected), (gone) => Option.isSome(gone) ? change("remove")(gone.value) : undefined)
       }
     }
 
@@ -296,10 +278,7 @@ export const layer: Layer.Layer<Storage | UnitOfWork, never, Storage | UnitOfWor
       return {
         ...repo,
         remove: (key, expected) =>
-          inBatch((batch) =>
-            Effect.tap(repo.remove(key, expected), (gone) => {
-              if (Option.isSome(gone)) batch.dropped.add(String(gone.value.id))
-            }))
+          inTransaction(repo.remove(key, expected), (gone) => Option.isSome(gone) ? { dropped: String(gone.value.id) } : undefined)
       }
     }
 
@@ -320,6 +299,6 @@ export const layer: Layer.Layer<Storage | UnitOfWork, never, Storage | UnitOfWor
     }
 
     return Context.make(Storage, Storage.of({ repository })).pipe(
-      Context.add(UnitOfWork, UnitOfWork.of({ transaction, lock: uow.lock }))
+      Context.add(UnitOfWork, UnitOfWork.of({ ...uow, transaction }))
     )
   }))

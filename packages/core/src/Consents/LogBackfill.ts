@@ -5,7 +5,7 @@ import { SettingsTable } from "../InternalTables.js"
 import { Storage, UnitOfWork } from "../Ports.js"
 import { OrganizationsResource } from "../Resources/Account.js"
 import { eq } from "../Query.js"
-import { appendEntry, changeOf, ConsentLogStore, eachRow, type LoggedChange } from "./ConsentLog.js"
+import { changeOf, ConsentLogStore, eachRow, entryOf, type LoggedChange } from "./ConsentLog.js"
 import { loggedTables } from "./LogVerify.js"
 import { Digests } from "./ProofPorts.js"
 
@@ -36,7 +36,7 @@ const backfillOrganization = (organizationId: string) =>
       Effect.suspend(() => {
         const changes = pending.get(shard) ?? []
         pending.delete(shard)
-        return changes.length === 0 ? Effect.void : Effect.asVoid(appendEntry(store, digests, organizationId, shard, at, changes))
+        return changes.length === 0 ? Effect.void : Effect.asVoid(store.append([entryOf(digests, organizationId, shard, at, changes)]))
       })
     for (const table of loggedTables) {
       yield* eachRow(table, [eq("organization_id", organizationId)], (row) =>

@@ -1,6 +1,7 @@
 import * as Effect from "effect/Effect"
 import { answers, defineAction } from "../Action.js"
 import { Forbidden, InvalidInput } from "../Domain/Errors.js"
+import { Metrics } from "../Metrics.js"
 import { type LogVerification, LogVerification as LogVerificationSchema } from "../Domain/Proofs.js"
 import { type Storage, type TableDef } from "../Ports.js"
 import { isEndUser, isOperator, organizationsOf, type Principal, requireOrganization } from "../Principal.js"
@@ -166,6 +167,8 @@ export const VerifyLogAction = defineAction({
       const organizationId = yield* organizationOf(principal, request.at.organizationId)
       yield* requireExistingOrganization(organizationId)
       if (!isOperator(principal)) yield* requireFlag("consents_api", organizationId)
-      return yield* verifyLog(organizationId)
+      const verification = yield* verifyLog(organizationId)
+      yield* Effect.flatMap(Metrics, (metrics) => metrics.logVerified(verification.valid))
+      return verification
     })
 })

@@ -3,9 +3,9 @@ import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import { answers, defineAction } from "../Action.js"
 import { isAllowedHost, isNonPublicHostName } from "../AddressPolicy.js"
-import { nowIso } from "../Clock.js"
+import { nowIso, nowMillis } from "../Clock.js"
 import { Timestamp } from "../Domain/Common.js"
-import { Conflict, InvalidInput } from "../Domain/Errors.js"
+import { Conflict, Forbidden, InvalidInput } from "../Domain/Errors.js"
 import {
   Webhook,
   type WebhookAuthInput,
@@ -14,13 +14,21 @@ import {
   WebhookUpdate
 } from "../Domain/Webhook.js"
 import { Storage } from "../Ports.js"
-import { isOperator, type Principal } from "../Principal.js"
+import { isEndUser, isOperator, type Principal, requireOrganization } from "../Principal.js"
 import { eq, notPrefixed } from "../Query.js"
 import { declareResource, defineResource, field, type StoredRow } from "../Resource.js"
-import { decode, loadVisible, requireFeatureBeforeBody, toOutput } from "../Service.js"
+import {
+  decode,
+  loadVisible,
+  requireExistingOrganization,
+  requireFeature,
+  requireFeatureBeforeBody,
+  toOutput
+} from "../Service.js"
 import { Settings } from "../Settings.js"
 import { Endpoints, forgetEndpoint, SecretBox, SUBSCRIBER_PREFIX, subscriberOf } from "../Webhooks/Ports.js"
-import { AttemptsTable, DeliveriesTable, DeliveryIndexes, DeliveryLeaseFields } from "../Webhooks/Tables.js"
+import { AttemptsTable, DeliveriesTable, DeliveryIndexes, DeliveryLeaseFields, DeliveryTraceFields } from "../Webhooks/Tables.js"
+import { type DeliveryStatsRecord, DeliveryStats, DeliveryStatsList, type WebhookDeliveryStats } from "../Webhooks/DeliveryStats.js"
 
 // ---------------------------------------------------------------- receiver URLs
 
@@ -120,7 +128,7 @@ export const DeliveriesResource = defineResource({
   ownerField: "organization_id",
   premiumFeature: "webhooks",
   transient: ["attempts"],
-  privateFields: DeliveryLeaseFields,
+  privateFields: { ...DeliveryLeaseFields, ...DeliveryTraceFields },
   hooks: {
     // An in-process subscriber's messages are the host's, not the organization's, though they
     // carry the organization of the change: only the operator sees them through the API.
@@ -219,6 +227,49 @@ export const replayFailed = (principal: Principal, body: unknown) =>
     return { webhook_id, replayed }
   })
 
+// ---------------------------------------------------------------- delivery stats
+
+/**
+ * Why the last failed attempt failed: its recorded error, or, when the receiver answered and
+ * nothing else went wrong, the status it answered.
+ */
+const errorOf = (failure: DeliveryStatsRecord["last_failure"]): string | null =>
+  failure === null ? null : failure.error ?? (failure.status_code === null ? null : `receiver answered ${failure.status_code}`)
+
+/**
+ * The figures of every webhook of one organization, scoped like the delivery log: the
+ * organization must be named (`?organization_id=`), be one the principal acts in and have the
+ * premium feature `webhooks`; an end user's credential reads none of it.
+ */
+export const deliveryStats = (principal: Principal, organizationId: string | undefined) =>
+  Effect.gen(function*() {
+    if (isEndUser(principal)) {
+      return yield* Effect.fail(new Forbidden({ message: "Delivery stats are read by the organization's backend" }))
+    }
+    if (organizationId === undefined) {
+      return yield* Effect.fail(new InvalidInput({
+        message: "Invalid query: name the organization with ?organization_id=",
+        errors: { organization_id: "is required" }
+      }))
+    }
+    yield* requireOrganization(principal, organizationId)
+    yield* requireExistingOrganization(organizationId)
+    yield* requireFeature(DeliveriesResource, principal, organizationId)
+    const records = yield* Effect.flatMap(DeliveryStats, (stats) => stats.ofOrganization(organizationId))
+    const now = yield* nowMillis
+    return records.map((r): WebhookDeliveryStats => ({
+      webhook_id: r.webhook_id,
+      counts: r.counts,
+      // A clock behind the store's (another server's) must not make an age negative.
+      oldest_pending_age_s: r.oldest_pending_at === null
+        ? null
+        : Math.max(0, Math.floor((now - Date.parse(r.oldest_pending_at)) / 1000)),
+      last_success_at: r.last_success?.attempted_at ?? null,
+      last_failure_at: r.last_failure?.attempted_at ?? null,
+      last_error: errorOf(r.last_failure)
+    }))
+  })
+
 // ---------------------------------------------------------------- declarations
 
 /** The answer of a replay of one webhook's failed messages. */
@@ -241,6 +292,21 @@ export const ReplayFailedAction = defineAction({
   },
   queryNamesOrganization: false,
   run: (principal, request) => replayFailed(principal, request.body)
+})
+
+export const DeliveryStatsAction = defineAction({
+  place: "webhooks/deliveries",
+  name: "stats",
+  method: "GET",
+  path: "webhooks/deliveries/stats",
+  summary:
+    "Per webhook of the organization: its messages in each status, the age of the oldest pending one, and its last successful and failed attempts",
+  auth: "bearer",
+  answers: answers.schema("WebhookDeliveryStatsList", DeliveryStatsList),
+  status: 200,
+  premiumFeature: "webhooks",
+  query: "lookUp",
+  run: (principal, request) => deliveryStats(principal, request.at.organizationId)
 })
 
 export const ReplayDeliveryAction = defineAction({

@@ -1,9 +1,11 @@
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import { nowIso } from "../Clock.js"
 import type { WebhookEventType } from "../Domain/Webhook.js"
 import { Storage } from "../Ports.js"
 import { eq } from "../Query.js"
 import { sortableId } from "../Random.js"
+import { currentTraceparent, traced } from "../Tracing.js"
 import { WebhooksResource } from "../Resources/Webhooks.js"
 import { flattenPayload } from "./Flatten.js"
 import { subscriberTarget } from "./Ports.js"
@@ -37,15 +39,22 @@ interface Target {
  * they are read a page at a time, in the order of their ids, and the rows written in batches.
  */
 export const enqueue = (organizationId: string, events: ReadonlyArray<OutgoingEvent>) =>
+  events.length === 0 ? Effect.succeed(0) : writeMessages(organizationId, events).pipe(traced("outbox.enqueue"))
+
+/**
+ * The outbox write, in its span: the messages carry that span's trace context (none when no
+ * span is recorded), the parent of their delivery attempts' spans.
+ */
+const writeMessages = (organizationId: string, events: ReadonlyArray<OutgoingEvent>) =>
   Effect.gen(function*() {
-    if (events.length === 0) return 0
     const storage = yield* Storage
     const deliveries = storage.repository(DeliveriesTable)
     const now = yield* nowIso
+    const traceContext = Option.getOrNull(yield* currentTraceparent)
     let written = 0
     const write = (targets: ReadonlyArray<Target>) =>
       Effect.gen(function*() {
-        const rows = messagesOf(organizationId, targets, events, now)
+        const rows = messagesOf(organizationId, targets, events, now, traceContext)
         for (let i = 0; i < rows.length; i += ENQUEUE_PAGE) {
           yield* Effect.orDie(deliveries.insert(rows.slice(i, i + ENQUEUE_PAGE)))
         }
@@ -68,6 +77,7 @@ export const enqueue = (organizationId: string, events: ReadonlyArray<OutgoingEv
     }
     const subscribers = yield* subscriberList
     yield* write(subscribers.map((s) => ({ ...s, id: subscriberTarget(s.id) })))
+    yield* Effect.annotateCurrentSpan("outbox.messages", written)
     return written
   })
 
@@ -76,7 +86,8 @@ const messagesOf = (
   organizationId: string,
   targets: ReadonlyArray<Target>,
   events: ReadonlyArray<OutgoingEvent>,
-  now: string
+  now: string,
+  traceContext: string | null
 ): Array<DeliveryRow> => {
   const rows: Array<DeliveryRow> = []
   for (const hook of targets) {
@@ -101,7 +112,8 @@ const messagesOf = (
         leased_by: null,
         created_at: now,
         updated_at: now,
-        version: 1
+        version: 1,
+        trace_context: traceContext
       })
     }
   }

@@ -26,6 +26,8 @@ export interface DeliveryRecord {
   readonly created_at: string
   readonly updated_at: string
   readonly version: number
+  /** The W3C `traceparent` of the write that caused the message, when traces are exported. */
+  readonly trace_context?: string | null | undefined
 }
 
 export interface AttemptRecord {

@@ -17,6 +17,14 @@ export const DeliveryLeaseFields = {
   leased_by: field.optionalString
 } as const
 
+/**
+ * The W3C `traceparent` of the outbox write, kept only while traces are exported: the delivery
+ * attempts' spans join the trace of the request that caused the message. Shown in no answer.
+ */
+export const DeliveryTraceFields = {
+  trace_context: field.optionalString
+} as const
+
 export const DeliveryIndexes = [
   { name: "webhook_deliveries_due", columns: ["status", "next_attempt_at"] },
   { name: "webhook_deliveries_organization", columns: ["organization_id", "created_at"] },
@@ -24,7 +32,7 @@ export const DeliveryIndexes = [
 ] as const
 
 /** An outbox row: a delivery as the API shows it, less its attempts (read from their log), plus its lease. */
-export type DeliveryRow = StoredFields<Omit<WebhookDelivery, "attempts">> & RowOf<typeof DeliveryLeaseFields>
+export type DeliveryRow = StoredFields<Omit<WebhookDelivery, "attempts">> & RowOf<typeof DeliveryLeaseFields> & RowOf<typeof DeliveryTraceFields>
 
 const { attempts: _attempts, ...deliveryColumns } = fieldsOf(WebhookDelivery)
 
@@ -34,7 +42,8 @@ const { attempts: _attempts, ...deliveryColumns } = fieldsOf(WebhookDelivery)
  */
 export const DeliveriesTable = defineTable("webhook_deliveries", {
   ...deliveryColumns,
-  ...DeliveryLeaseFields
+  ...DeliveryLeaseFields,
+  ...DeliveryTraceFields
 }, { indexes: DeliveryIndexes, references: [ownedByOrganization] }) as TableDef<DeliveryRow>
 
 /** The log of delivery attempts: private to the platform, read through a delivery's `get`. */

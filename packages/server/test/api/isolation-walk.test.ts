@@ -529,6 +529,24 @@ const ACTIONS: Record<string, Action> = {
       }
     }
   },
+  "/v1/webhooks/deliveries/stats": {
+    why: "an action reading the delivery figures of one organization's webhooks, nothing stored: tried for B, alone and beside A",
+    attacks: {
+      get: () => {
+        const a = encodeURIComponent(A.org.id)
+        const b = encodeURIComponent(B.org.id)
+        const url = "/v1/webhooks/deliveries/stats"
+        return [
+          { what: "for B", method: "GET", url: `${url}?organization_id=${b}`, expect: [403], control: { url: `${url}?organization_id=${a}`, expect: 200 } },
+          { what: "for A and B", method: "GET", url: `${url}?organization_id=${a}&organization_id=${b}`, expect: [400, 403] },
+          { what: "B by $in", method: "GET", url: `${url}?organization_id[$in][]=${b}`, expect: [400, 403] },
+          // The organization is named or the request is a 400: never B's figures by another way.
+          { what: "B by $or", method: "GET", url: `${url}?$or[0][organization_id]=${b}`, expect: [400] },
+          { what: "B's webhook", method: "GET", url: `${url}?webhook_id=${encodeURIComponent(B.objs["/v1/webhooks"].id)}`, expect: [400] }
+        ]
+      }
+    }
+  },
   "/v1/webhooks/deliveries/replay": {
     why: "an action on the deliveries of one webhook, named by its body",
     attacks: {
@@ -1169,6 +1187,8 @@ describe("tenant isolation, walked from the OpenAPI document", () => {
     const gated = [
       "/v1/webhooks",
       "/v1/webhooks/deliveries",
+      // Named by each caller as its own organization.
+      "/v1/webhooks/deliveries/stats?organization_id={org}",
       "/v1/consents/events",
       "/v1/consents/users",
       "/v1/consents/proofs",
@@ -1178,7 +1198,7 @@ describe("tenant isolation, walked from the OpenAPI document", () => {
     ]
     const t = await op.tenant()
     const C: Org = { label: "C", ...t, call: as(server.url, t.token), mark: `zqc${Math.random().toString(36).slice(2, 10)}`, objs: {} }
-    const status = async (o: Org, url: string) => (await o.call("GET", url)).status
+    const status = async (o: Org, url: string) => (await o.call("GET", url.replace("{org}", encodeURIComponent(o.org.id)))).status
     for (const url of gated) {
       // A and B use the service (and warm whatever is kept of their flags) right before C asks.
       expect(await status(A, url), `A ${url}`).toBe(200)

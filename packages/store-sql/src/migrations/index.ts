@@ -11,6 +11,7 @@ import webhooksQuota from "./0010_webhooks_quota.js"
 import consentUsersUpdated from "./0011_consent_users_updated.js"
 import consentCollection from "./0012_consent_collection.js"
 import proofOfConsent from "./0013_proof_of_consent.js"
+import traceContext from "./0014_trace_context.js"
 
 /**
  * Versioned migrations of both stores: a new change is a new entry, never an edit of an old
@@ -29,5 +30,6 @@ export const migrations = {
   "0010_webhooks_quota": webhooksQuota,
   "0011_consent_users_updated": consentUsersUpdated,
   "0012_consent_collection": consentCollection,
-  "0013_proof_of_consent": proofOfConsent
+  "0013_proof_of_consent": proofOfConsent,
+  "0014_trace_context": traceContext
 }

@@ -1,0 +1,19 @@
+import { type DeliveryRecord, spanOfTraceparent, subscriberOf, traced } from "@cmp/core"
+import * as Option from "effect/Option"
+
+/**
+ * The span of one delivery attempt. Its parent is the outbox write that caused the message (the
+ * `traceparent` the message carries), so the attempts, retries too, sit in the trace of the
+ * request that made the change; a message written while no trace was recorded starts its own.
+ * Its attributes name the kind of message, never its ids or payload.
+ */
+export const attemptSpan = (message: DeliveryRecord) =>
+  traced("webhook.attempt", {
+    kind: "producer",
+    ...Option.match(spanOfTraceparent(message.trace_context), { onNone: () => ({ root: true }), onSome: (parent) => ({ parent }) }),
+    attributes: {
+      "webhook.event_type": message.event_type,
+      "webhook.attempt": message.attempts_count + 1,
+      "webhook.target": subscriberOf(message.webhook_id) === undefined ? "webhook" : "subscriber"
+    }
+  })
