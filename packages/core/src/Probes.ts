@@ -32,6 +32,9 @@ const jsonAnswer = (status: number, value: unknown, headers: Record<string, stri
 const errorAnswer = (code: ErrorStatus, message: string, headers: Record<string, string> = {}) =>
   jsonAnswer(code, errorBody(code, message), headers)
 
+/** The answer of a probe whose platform is not running (its services could not be built, or it is stopping). */
+export const notRunning: ProbeAnswer = errorAnswer(503, "Not ready: the platform is not running", { "retry-after": "5" })
+
 /**
  * Compares every character up to the longer one's end, so the time taken does not tell how much
  * of a guess matched.

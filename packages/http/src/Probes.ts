@@ -1,6 +1,5 @@
-import { answerHealth, answerProbe, isProbePath, type PlatformRuntime } from "@cmp/core"
+import { answerHealth, answerProbe, isProbePath, notRunning, type PlatformRuntime } from "@cmp/core"
 import * as Exit from "effect/Exit"
-import { errorResponse } from "./Errors.js"
 import { type ApiRequest, type ApiResponse, header } from "./Message.js"
 
 export { isProbePath }
@@ -19,5 +18,5 @@ async (request: ApiRequest, lowerPath: string, path: string): Promise<ApiRespons
   const exit = await runtime.runPromiseExit(answerProbe(probe, metricsToken))
   if (Exit.isSuccess(exit)) return exit.value
   // A platform that could not be built (its database refused at start) is not ready, nor much else.
-  return errorResponse(503, "Not ready: the platform is not running", {}, { "cache-control": "no-store", "retry-after": "5" })
+  return notRunning
 }

@@ -1,4 +1,4 @@
-import { answerHealth, answerProbe, errorBody, isProbePath, type PlatformRuntime } from "@cmp/core"
+import { answerHealth, answerProbe, errorBody, isProbePath, notRunning, type PlatformRuntime } from "@cmp/core"
 import { PlatformConfig } from "@cmp/platform"
 import * as Config from "effect/Config"
 import * as Option from "effect/Option"
@@ -70,10 +70,7 @@ export const listenProbes = (
     runtime.runPromise(answerProbe(probe, options.metricsToken))
       .then(
         (answer) => write(req, res, answer.status, answer.headers, answer.body),
-        () => {
-          const body = JSON.stringify(errorBody(503, "Not ready: the platform is not running"))
-          write(req, res, 503, { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" }, body)
-        }
+        () => write(req, res, notRunning.status, notRunning.headers, notRunning.body)
       )
   })
   return new Promise((resolve, reject) => {

@@ -44,8 +44,9 @@ export const make = Effect.gen(function*() {
     SELECT organization_id, shard, seq, created_at, ${changes}, hash FROM head
     RETURNING seq, hash`
 
-  /** SQLite: the heads this process last wrote, by organization and chain. */
+  /** SQLite: the heads this process last wrote, by `keyOf` organization and chain. */
   const kept = new Map<string, Position>()
+  const keyOf = (organizationId: string, shard: number) => `${organizationId}\u0000${shard}`
 
   /** SQLite: the head as stored (made when the chain has none yet). */
   const readHead = (organizationId: string, shard: number, at: string) =>
@@ -71,21 +72,21 @@ export const make = Effect.gen(function*() {
       }) AS v
         WHERE consent_log_heads.organization_id = v.column1 AND consent_log_heads.shard = v.column2 AND consent_log_heads.seq = v.column7
         RETURNING consent_log_heads.organization_id, consent_log_heads.shard`,
-      (rows) => new Set(rows.map((r) => `${r.organization_id}\u0000${Number(r.shard)}`))
+      (rows) => new Set(rows.map((r) => keyOf(r.organization_id, Number(r.shard))))
     )
 
-  const keyOf = (entry: LogAppend) => `${entry.organizationId}\u0000${entry.shard}`
+  const chainOf = (entry: LogAppend) => keyOf(entry.organizationId, entry.shard)
   const next = (entry: LogAppend, from: Position) => ({ entry, from, to: { seq: from.seq + 1, hash: entry.link(from.hash, from.seq + 1) } })
 
   const appendSqlite = (entries: ReadonlyArray<LogAppend>) =>
     Effect.gen(function*() {
       const moves = []
       for (const entry of entries) {
-        moves.push(next(entry, kept.get(keyOf(entry)) ?? (yield* readHead(entry.organizationId, entry.shard, entry.at))))
+        moves.push(next(entry, kept.get(chainOf(entry)) ?? (yield* readHead(entry.organizationId, entry.shard, entry.at))))
       }
       const moved = yield* moveHeads(moves)
       for (let i = 0; i < moves.length; i++) {
-        if (moved.has(keyOf(moves[i]!.entry))) continue
+        if (moved.has(chainOf(moves[i]!.entry))) continue
         // Not where this process left it: read again (this transaction holds the write lock now).
         const entry: LogAppend = moves[i]!.entry
         moves[i] = next(entry, yield* readHead(entry.organizationId, entry.shard, entry.at))
@@ -94,7 +95,7 @@ export const make = Effect.gen(function*() {
         }
       }
       return moves.map(({ entry, to }) => {
-        kept.set(keyOf(entry), to)
+        kept.set(chainOf(entry), to)
         return { shard: entry.shard, ...to }
       })
     })
