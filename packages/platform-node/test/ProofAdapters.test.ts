@@ -14,8 +14,10 @@ import {
   sampleXlsx
 } from "@cmp/test-support/proof-samples"
 import { assert, describe, it } from "@effect/vitest"
+import canonicalize from "canonicalize"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import fc from "fast-check"
 import { getDocument } from "pdfjs-dist/legacy/build/pdf.mjs"
 import { DigestsLive, MediaTypesLive, ReportPdfLive } from "../src/index.js"
 
@@ -238,6 +240,15 @@ describe("digests", () => {
         "[1e+21,0,1e-7,0.000001,9007199254740992,-1.5e-10,100,123456789012345680000]"
       )
       assert.strictEqual(canonicalJson("\u2028é\u001f"), `"\u2028é\\u001f"`)
+    }).pipe(Effect.provide(adapters)))
+
+  it.effect("canonical JSON of any JSON data is the text of the RFC 8785 library", () =>
+    Effect.gen(function*() {
+      const { canonicalJson } = yield* Digests
+      // Members left undefined are dropped, as a row's unset optional fields are.
+      const withUndefined = fc.dictionary(fc.string({ unit: "binary" }), fc.option(fc.jsonValue({ stringUnit: "binary" }), { nil: undefined }))
+      const data = fc.oneof(fc.jsonValue({ stringUnit: "binary" }), fc.jsonValue(), withUndefined)
+      fc.assert(fc.property(data, (value) => canonicalJson(value) === canonicalize(value)), { numRuns: 2000 })
     }).pipe(Effect.provide(adapters)))
 
   it.effect("canonical JSON drops what JSON drops and always answers a string", () =>

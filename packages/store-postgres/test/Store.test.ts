@@ -1,10 +1,11 @@
-import { Storage, Tables } from "@cmp/core"
+import { ConsentLogStore, Storage, Tables, UnitOfWork } from "@cmp/core"
 import { exportRunSuite, resourceServiceSuite } from "@cmp/test-support/engine"
 import { migrationSuite, schemaSuite } from "@cmp/test-support/schema-contract"
 import { suite } from "@cmp/test-support/store-contract"
 import { assert, describe, it } from "@effect/vitest"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import { afterAll, beforeAll } from "vitest"
 import { PgStore } from "../src/index.js"
@@ -67,5 +68,32 @@ describe("PgStore", () => {
       // A count on a real table comes back as a number, not the driver's string.
       const repo = (yield* Storage).repository(Tables.keys)
       assert.strictEqual(yield* repo.count([]), 0)
+    }).pipe(Effect.provide(fresh())), { timeout: 30_000 })
+})
+
+describe("PgStore: the consent log's entries sent with the COMMIT", () => {
+  const entry = (shard: number, changes: string) => ({ organizationId: "o1", shard, changes, at: "2026-01-01T00:00:00.000Z", link: () => "" })
+
+  it.effect("an entry that cannot be appended fails the COMMIT: nothing of the transaction stays, and its connection serves the next one", () =>
+    Effect.gen(function*() {
+      const uow = yield* UnitOfWork
+      const log = yield* ConsentLogStore
+      const onCommit = (shard: number, changes: string) =>
+        uow.transaction(Effect.zipRight(
+          log.append([entry(1, `now ${changes}`)]),
+          uow.beforeCommit({ run: () => log.appendOnCommit([entry(shard, changes)]) }, changes)
+        ))
+      // A chain number past PostgreSQL's integer: the function refuses it inside the COMMIT's message.
+      const failed = yield* Effect.exit(onCommit(2 ** 40, "refused"))
+      assert.isTrue(Exit.isFailure(failed))
+      assert.deepStrictEqual(yield* log.entries("o1", { limit: 10 }), [])
+      // Every connection of the pool, one after the other, still commits.
+      for (let i = 0; i < 12; i++) yield* onCommit(2, `kept ${i}`)
+      const entries = yield* log.entries("o1", { limit: 100 })
+      assert.deepStrictEqual(entries.filter((e) => e.shard === 1).map((e) => e.seq), Array.from({ length: 12 }, (_, i) => i + 1))
+      assert.deepStrictEqual(entries.filter((e) => e.shard === 2).map((e) => e.changes), Array.from({ length: 12 }, (_, i) => `kept ${i}`))
+      // A quote or a backslash in what is written out as text arrives as it was.
+      yield* onCommit(3, `it's a \\ and a ' ; COMMIT; --`)
+      assert.deepStrictEqual((yield* log.entries("o1", { shard: 3, limit: 10 })).map((e) => e.changes), [`it's a \\ and a ' ; COMMIT; --`])
     }).pipe(Effect.provide(fresh())), { timeout: 30_000 })
 })

@@ -2,6 +2,8 @@ import { type LogAppend, ConsentLogStore, type LogEntry, type LogHead } from "@c
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import { CommitTail, literal } from "./CommitTail.js"
 import * as Unavailable from "./Unavailable.js"
 import { dialectOf } from "./SqlValues.js"
 
@@ -10,8 +12,8 @@ import { dialectOf } from "./SqlValues.js"
  * queue on: each append updates it inside the caller's transaction, and the next writer's update
  * waits for that transaction to end and then sees its hash. An append is one statement on the
  * path of every consent write:
- * - PostgreSQL updates the head, hashing in SQL (`sha256`, the same formula as `link`), and
- *   inserts the entry from what the update returns.
+ * - PostgreSQL calls the migration's `consent_log_append`, which updates the head, hashing in SQL
+ *   (`sha256`, the same formula as `link`), and inserts the entry from what the update returned.
  * - SQLite runs one write transaction at a time and hashes with `link`: the head this process
  *   last wrote is kept in memory, the update names the `seq` it expects (so a head another
  *   process moved, or a rolled-back append, is read again and the append retried), and the
@@ -31,18 +33,12 @@ export const make = Effect.gen(function*() {
     sql`INSERT INTO consent_log_heads (organization_id, shard, seq, hash, changes, created_at)
       VALUES (${organizationId}, ${shard}, 0, '', '', ${at}) ON CONFLICT DO NOTHING`
 
-  const appendPg = (organizationId: string, shard: number, changes: string, at: string) =>
-    sql<{ seq: unknown; hash: string }>`WITH head AS (
-      UPDATE consent_log_heads
-      SET seq = seq + 1,
-          hash = encode(sha256(convert_to(hash || E'\\n' || (seq + 1)::text || E'\\n' || ${changes}::text, 'UTF8')), 'hex'),
-          created_at = ${at}
-      WHERE organization_id = ${organizationId} AND shard = ${shard}
-      RETURNING organization_id, shard, seq, created_at, hash
+  /** PostgreSQL: the migration's function moves the head (made if missing) and inserts the entry. */
+  const appendPg = (entry: LogAppend) =>
+    Effect.map(
+      sql<{ seq: unknown; hash: string }>`SELECT seq, hash FROM consent_log_append(${entry.organizationId}, ${entry.shard}, ${entry.changes}, ${entry.at})`,
+      (rows) => ({ shard: entry.shard, seq: Number(rows[0]!.seq), hash: rows[0]!.hash })
     )
-    INSERT INTO consent_log (organization_id, shard, seq, created_at, changes, hash)
-    SELECT organization_id, shard, seq, created_at, ${changes}, hash FROM head
-    RETURNING seq, hash`
 
   /** SQLite: the heads this process last wrote, by `keyOf` organization and chain. */
   const kept = new Map<string, Position>()
@@ -100,24 +96,29 @@ export const make = Effect.gen(function*() {
       })
     })
 
-  const appendOnePg = (entry: LogAppend) =>
-    Effect.gen(function*() {
-      const { organizationId, shard, changes, at } = entry
-      let rows = yield* appendPg(organizationId, shard, changes, at)
-      if (rows.length === 0) {
-        // The chain's first entry: its head row is made once, then the append runs again.
-        yield* newHead(organizationId, shard, at)
-        rows = yield* appendPg(organizationId, shard, changes, at)
-      }
-      return { shard, seq: Number(rows[0]!.seq), hash: rows[0]!.hash }
-    })
-
   const append = (entries: ReadonlyArray<LogAppend>): Effect.Effect<ReadonlyArray<LogHead>> =>
     (entries.length === 0
       ? Effect.succeed([])
       : dialect === "pg"
-      ? Effect.forEach(entries, appendOnePg)
+      ? Effect.forEach(entries, appendPg)
       : appendSqlite(entries)).pipe(Unavailable.orDie)
+
+  /**
+   * PostgreSQL, from commit work: each entry's call rides with the COMMIT, written out as text
+   * (its values are ids, digests and a time). Outside such a transaction, `append` as it is.
+   */
+  const appendOnCommit = (entries: ReadonlyArray<LogAppend>): Effect.Effect<void> =>
+    dialect !== "pg" || entries.length === 0
+      ? Effect.asVoid(append(entries))
+      : Effect.flatMap(Effect.serviceOption(CommitTail), (tail) => {
+        if (Option.isNone(tail)) return Effect.asVoid(append(entries))
+        for (const e of entries) {
+          tail.value.push(
+            `SELECT consent_log_append(${literal(e.organizationId)}, ${Math.trunc(e.shard)}, ${literal(e.changes)}, ${literal(e.at)})`
+          )
+        }
+        return Effect.void
+      })
 
   const iso = (v: unknown) => (v instanceof Date ? v.toISOString() : new Date(String(v)).toISOString())
 
@@ -159,7 +160,7 @@ export const make = Effect.gen(function*() {
       sql`DELETE FROM consent_log_heads WHERE organization_id = ${organizationId}`
     ], { discard: true })), Unavailable.orDie)
 
-  return ConsentLogStore.of({ append, entries, heads, forget })
+  return ConsentLogStore.of({ append, appendOnCommit, entries, heads, forget })
 })
 
 export const layer: Layer.Layer<ConsentLogStore, never, SqlClient.SqlClient> = Layer.effect(ConsentLogStore, make)

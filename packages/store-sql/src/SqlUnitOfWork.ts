@@ -10,7 +10,9 @@ import * as FiberRefs from "effect/FiberRefs"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
+import * as Scope from "effect/Scope"
 import { drainInBatches } from "./Batches.js"
+import { CommitTail } from "./CommitTail.js"
 import * as Unavailable from "./Unavailable.js"
 import { dialectOf } from "./SqlValues.js"
 
@@ -48,11 +50,32 @@ export const make = Effect.gen(function*() {
   const plainTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     Unavailable.classifyTransaction(sql.withTransaction(effect)) as Effect.Effect<A, E, R>
 
-  /** An outermost transaction of its own (PostgreSQL), its work run before it commits. */
+  /**
+   * An outermost transaction of its own (PostgreSQL), its work run before it commits. What that
+   * work adds to its `CommitTail` goes in one message with the COMMIT: on every consent write,
+   * the consent log's append costs no round trip of its own. A tail that fails leaves the
+   * transaction aborted: it is rolled back before the failure is reported, so the connection goes
+   * back to the pool clean.
+   */
   const ownTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     Effect.suspend(() => {
       const pending: Pending = new Map()
-      return plainTransaction(Effect.provideService(Effect.tap(effect, () => runPending(pending)), PendingWork, pending))
+      const tail: Array<string> = []
+      const withTail = SqlClient.makeWithTransaction({
+        transactionTag: SqlClient.TransactionConnection,
+        spanAttributes: [["db.system", "postgresql"]],
+        acquireConnection: Effect.flatMap(Scope.make(), (scope) => Effect.map(Scope.extend(sql.reserve, scope), (conn) => [scope, conn] as const)),
+        begin: (conn) => conn.executeUnprepared("BEGIN", [], undefined),
+        savepoint: (conn, id) => conn.executeUnprepared(`SAVEPOINT effect_sql_${id}`, [], undefined),
+        commit: (conn) =>
+          tail.length === 0 ? conn.executeUnprepared("COMMIT", [], undefined) : conn.executeUnprepared(`${tail.join(";\n")};\nCOMMIT`, [], undefined).pipe(
+            Effect.tapError(() => Effect.ignore(conn.executeUnprepared("ROLLBACK", [], undefined)))
+          ),
+        rollback: (conn) => conn.executeUnprepared("ROLLBACK", [], undefined),
+        rollbackSavepoint: (conn, id) => conn.executeUnprepared(`ROLLBACK TO SAVEPOINT effect_sql_${id}`, [], undefined)
+      })
+      const work = Effect.suspend(() => Effect.provideService(runPending(pending), CommitTail, tail))
+      return Unavailable.classifyTransaction(withTail(Effect.provideService(Effect.tap(effect, () => work), PendingWork, pending))) as Effect.Effect<A, E, R>
     })
 
   /**

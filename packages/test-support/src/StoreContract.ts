@@ -1582,6 +1582,34 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
           assert.deepStrictEqual(yield* uow.transaction(log.append([])), [])
         })))
 
+      it.effect("entries appended from commit work land with the COMMIT, beside the transaction's rows, linked as append links them", () =>
+        run(Effect.gen(function*() {
+          const uow = yield* UnitOfWork
+          const log = yield* ConsentLogStore
+          const repo = yield* items
+          const first = yield* append("o1", 5, "before")
+          const commitWrite = (i: number) =>
+            uow.transaction(Effect.zipRight(
+              repo.create(item(`on-commit-${i}`)),
+              uow.beforeCommit({ run: (texts: ReadonlyArray<string>) => log.appendOnCommit(texts.map((t) => entry("o1", 5, t))) }, `c${i}`)
+            ))
+          yield* Effect.all(Array.from({ length: 12 }, (_, i) => commitWrite(i)), { concurrency: "unbounded" })
+          const entries = yield* log.entries("o1", { shard: 5, limit: 100 })
+          assert.deepStrictEqual(entries.map((e) => e.seq), Array.from({ length: 13 }, (_, i) => i + 1))
+          assert.deepStrictEqual(entries.slice(1).map((e) => e.changes).sort(), Array.from({ length: 12 }, (_, i) => `c${i}`).sort())
+          let previous = ""
+          for (const e of entries) {
+            assert.strictEqual(e.hash, sha256(`${previous}\n${e.seq}\n${e.changes}`))
+            previous = e.hash
+          }
+          assert.strictEqual(entries[0]!.hash, first.hash)
+          assert.deepStrictEqual(yield* log.heads("o1"), [{ shard: 5, seq: 13, hash: previous }])
+          assert.strictEqual((yield* repo.find({ where: [], sort: [], limit: 100, skip: 0, count: false })).data.filter((r) => String(r.id).startsWith("on-commit-")).length, 12)
+          // Outside a transaction it is an append of its own.
+          yield* log.appendOnCommit([entry("o2", 1, "alone")])
+          assert.deepStrictEqual((yield* log.entries("o2", { limit: 10 })).map((e) => [e.shard, e.seq, e.changes, e.hash]), [[1, 1, "alone", sha256("\n1\nalone")]])
+        })))
+
       it.effect("concurrent appends to one chain never fork it: seq 1..n, each linked to the one before", () =>
         run(Effect.gen(function*() {
           yield* Effect.all(Array.from({ length: 20 }, (_, i) => append("o1", 7, `w${i}`)), { concurrency: "unbounded" })

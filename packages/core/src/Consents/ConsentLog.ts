@@ -103,6 +103,13 @@ export class ConsentLogStore extends Context.Tag("@cmp/core/ConsentLogStore")<
   ConsentLogStore,
   {
     readonly append: (entries: ReadonlyArray<LogAppend>) => Effect.Effect<ReadonlyArray<LogHead>>
+    /**
+     * `append`, from work run before a COMMIT (`UnitOfWork.beforeCommit`): the entries are part
+     * of the transaction all the same, but a store may send them with the COMMIT itself instead
+     * of on their own (a round trip fewer on every consent write), so it answers nothing. If they
+     * cannot be appended, the transaction does not commit.
+     */
+    readonly appendOnCommit: (entries: ReadonlyArray<LogAppend>) => Effect.Effect<void>
     /** Entries in (shard, seq) order, after a position, of one chain or all. */
     readonly entries: (
       organizationId: string,
@@ -236,7 +243,7 @@ export const layer: Layer.Layer<Storage | UnitOfWork, never, Storage | UnitOfWor
           }
           if (grouped.size === 0) return
           const keys = [...grouped.keys()].sort()
-          yield* store.append(keys.map((key) => {
+          yield* store.appendOnCommit(keys.map((key) => {
             const g = grouped.get(key)!
             return entryOf(digests, g.organizationId, g.shard, at, g.changes)
           }))

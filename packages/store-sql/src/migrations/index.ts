@@ -12,6 +12,7 @@ import consentUsersUpdated from "./0011_consent_users_updated.js"
 import consentCollection from "./0012_consent_collection.js"
 import proofOfConsent from "./0013_proof_of_consent.js"
 import traceContext from "./0014_trace_context.js"
+import consentLogAppend from "./0015_consent_log_append.js"
 
 /**
  * Versioned migrations of both stores: a new change is a new entry, never an edit of an old
@@ -31,5 +32,6 @@ export const migrations = {
   "0011_consent_users_updated": consentUsersUpdated,
   "0012_consent_collection": consentCollection,
   "0013_proof_of_consent": proofOfConsent,
-  "0014_trace_context": traceContext
+  "0014_trace_context": traceContext,
+  "0015_consent_log_append": consentLogAppend
 }
