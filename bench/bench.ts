@@ -5,6 +5,7 @@
  * ratios are stable.
  *
  *   BENCH_SECONDS=10 (load duration per figure), BENCH_CONNECTIONS=50
+ *   BENCH_WARMUP=3 (seconds of the same write load each server takes, unmeasured, before its figures)
  *   BENCH_ONLY=events,deliveries,latency,get_key,request_log,export,public_events,public_known_events,verify_log
  *     (a subset, e.g. to profile one figure)
  *   BENCH_VERIFY_ENTRIES=100000 (consent log entries an organization has when its log is verified)
@@ -20,6 +21,7 @@ import * as path from "node:path"
 import * as readline from "node:readline"
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 3)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
 const SERVER = "packages/server/dist/main.mjs"
 const ONLY = new Set(
@@ -133,12 +135,12 @@ const postEvents = (
   url: string,
   headers: Record<string, string>,
   body: () => string,
-  options: { overallRate?: number; onCreated?: (id: string) => void } = {}
+  options: { overallRate?: number; onCreated?: (id: string) => void; seconds?: number } = {}
 ) =>
   autocannon({
     url,
     connections: options.overallRate ? 10 : CONNECTIONS,
-    duration: SECONDS,
+    duration: options.seconds ?? SECONDS,
     ...(options.overallRate ? { overallRate: options.overallRate } : {}),
     requests: [{
       method: "POST",
@@ -368,6 +370,15 @@ const measureStore = async (store: "sqlite" | "postgres", receiver: Child) => {
   }
   let base: autocannon.Result | undefined
   let ours: autocannon.Result | undefined
+  // Each server first takes the same load for BENCH_WARMUP seconds, unmeasured: the figures are
+  // of a server whose code is compiled, as one is after its first seconds of traffic, not of its
+  // JIT compiler's first work (which grows with the code a write runs, and would otherwise be a
+  // good share of a 10 s figure on these 2 cores).
+  let warmed = 0
+  if ((ONLY.has("events") || ONLY.has("deliveries") || publicWrites) && WARMUP > 0) {
+    await postEvents(`http://127.0.0.1:${baseline.first.port}`, {}, () => consentBody(org.id), { seconds: WARMUP })
+    warmed = (await postEvents(api, bearer(token), () => consentBody(org.id), { seconds: WARMUP }))["2xx"]
+  }
   if (ONLY.has("events") || ONLY.has("deliveries") || publicWrites) {
     const bare = await withCpu(baseline.proc.pid!, () => postEvents(`http://127.0.0.1:${baseline.first.port}`, {}, () => consentBody(org.id)))
     base = bare.result
@@ -387,7 +398,8 @@ const measureStore = async (store: "sqlite" | "postgres", receiver: Child) => {
     // meanwhile; a worker now drains that backlog.
     if (ONLY.has("deliveries")) {
       worker = await child(SERVER, serverEnv, ["worker"])
-      const expected = ours["2xx"]
+      // The warm-up's events queued their messages too.
+      const expected = warmed + ours["2xx"]
       const waitStarted = Date.now()
       let got = await ask(receiver)
       while (got.count! < expected && Date.now() - waitStarted < 180_000) {

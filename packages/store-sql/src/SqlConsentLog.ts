@@ -10,10 +10,10 @@ import { dialectOf } from "./SqlValues.js"
 /**
  * The consent log over `SqlClient`. A chain's head row is what concurrent writers of that chain
  * queue on: each append updates it inside the caller's transaction, and the next writer's update
- * waits for that transaction to end and then sees its hash. An append is one statement on the
- * path of every consent write:
+ * waits for that transaction to end and then sees its hash. On the path of every consent write:
  * - PostgreSQL calls the migration's `consent_log_append`, which updates the head, hashing in SQL
- *   (`sha256`, the same formula as `link`), and inserts the entry from what the update returned.
+ *   (`sha256`, the same formula as `link`), and inserts the entry from what the update returned;
+ *   from commit work (`appendOnCommit`) the call goes in the COMMIT's own message.
  * - SQLite runs one write transaction at a time and hashes with `link`: the head this process
  *   last wrote is kept in memory, the update names the `seq` it expects (so a head another
  *   process moved, or a rolled-back append, is read again and the append retried), and the

@@ -63,7 +63,7 @@ export const make = Effect.gen(function*() {
       const tail: Array<string> = []
       const withTail = SqlClient.makeWithTransaction({
         transactionTag: SqlClient.TransactionConnection,
-        spanAttributes: [["db.system", "postgresql"]],
+        spanAttributes: [["db.system.name", "postgresql"]],
         acquireConnection: Effect.flatMap(Scope.make(), (scope) => Effect.map(Scope.extend(sql.reserve, scope), (conn) => [scope, conn] as const)),
         begin: (conn) => conn.executeUnprepared("BEGIN", [], undefined),
         savepoint: (conn, id) => conn.executeUnprepared(`SAVEPOINT effect_sql_${id}`, [], undefined),
