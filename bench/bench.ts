@@ -375,11 +375,11 @@ const measureStore = async (store: "sqlite" | "postgres", receiver: Child) => {
   // JIT compiler's first work (which grows with the code a write runs, and would otherwise be a
   // good share of a 10 s figure on these 2 cores).
   let warmed = 0
-  if ((ONLY.has("events") || ONLY.has("deliveries") || publicWrites) && WARMUP > 0) {
-    await postEvents(`http://127.0.0.1:${baseline.first.port}`, {}, () => consentBody(org.id), { seconds: WARMUP })
-    warmed = (await postEvents(api, bearer(token), () => consentBody(org.id), { seconds: WARMUP }))["2xx"]
-  }
   if (ONLY.has("events") || ONLY.has("deliveries") || publicWrites) {
+    if (WARMUP > 0) {
+      await postEvents(`http://127.0.0.1:${baseline.first.port}`, {}, () => consentBody(org.id), { seconds: WARMUP })
+      warmed = (await postEvents(api, bearer(token), () => consentBody(org.id), { seconds: WARMUP }))["2xx"]
+    }
     const bare = await withCpu(baseline.proc.pid!, () => postEvents(`http://127.0.0.1:${baseline.first.port}`, {}, () => consentBody(org.id)))
     base = bare.result
     line(`consent_events_${store}_baseline`, base.requests.average, "req/s", `${bare.cpuPerRequest.toFixed(2)} ms CPU each`)

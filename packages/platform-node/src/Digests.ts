@@ -85,7 +85,8 @@ const plainJson = (value: unknown, depth: number): string | undefined => {
       if (Array.isArray(value)) {
         let out = "["
         for (let i = 0; i < value.length; i++) {
-          const item = value[i] === undefined ? undefined : plainJson(value[i], depth + 1)
+          // An undefined item (a hole) is the general path's `null`.
+          const item = plainJson(value[i], depth + 1)
           if (item === undefined) return undefined
           out += i === 0 ? item : `,${item}`
         }

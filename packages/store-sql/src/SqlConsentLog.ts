@@ -29,6 +29,7 @@ export const make = Effect.gen(function*() {
   const sql = (yield* SqlClient.SqlClient).withoutTransforms()
   const dialect = dialectOf(sql)
 
+  /** SQLite: a chain's head row before its first entry (PostgreSQL's function makes its own). */
   const newHead = (organizationId: string, shard: number, at: string) =>
     sql`INSERT INTO consent_log_heads (organization_id, shard, seq, hash, changes, created_at)
       VALUES (${organizationId}, ${shard}, 0, '', '', ${at}) ON CONFLICT DO NOTHING`
