@@ -6,14 +6,16 @@
  *
  *   BENCH_SECONDS=10 (load duration per figure), BENCH_CONNECTIONS=50
  *   BENCH_WARMUP=3 (seconds of the same write load each server takes, unmeasured, before its figures)
- *   BENCH_ONLY=events,deliveries,latency,get_key,request_log,export,public_events,public_known_events,verify_log
+ *   BENCH_ONLY=events,deliveries,latency,get_key,request_log,export,public_events,public_known_events,verify_log,log_cost
  *     (a subset, e.g. to profile one figure)
+ *   BENCH_LOG_ROUNDS=3 (rounds of each server, in turns, in the `log_cost` figure)
  *   BENCH_VERIFY_ENTRIES=100000 (consent log entries an organization has when its log is verified)
  *   BENCH_EXPORT_EVENTS=50000 (events of the organization exported in the `export` figure)
  *   BENCH_STORES=sqlite,postgres (PostgreSQL only where DATABASE_URL is set)
  */
 import autocannon from "autocannon"
 import { type ChildProcess, spawn } from "node:child_process"
+import * as esbuild from "esbuild"
 import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -24,9 +26,12 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 3)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
 const SERVER = "packages/server/dist/main.mjs"
+/** The same server with the consent log's layer left out, built by `buildWithoutLog` for the `log_cost` figure. */
+const SERVER_WITHOUT_LOG = "packages/server/dist.without-log/main.mjs"
 const ONLY = new Set(
-  (process.env.BENCH_ONLY ?? "events,deliveries,latency,get_key,request_log,export,public_events,public_known_events,verify_log").split(",")
+  (process.env.BENCH_ONLY ?? "events,deliveries,latency,get_key,request_log,export,public_events,public_known_events,verify_log,log_cost").split(",")
 )
+const LOG_ROUNDS = Number(process.env.BENCH_LOG_ROUNDS ?? 3)
 const VERIFY_ENTRIES = Number(process.env.BENCH_VERIFY_ENTRIES ?? 100_000)
 const EXPORT_EVENTS = Number(process.env.BENCH_EXPORT_EVENTS ?? 50_000)
 const STORES = new Set((process.env.BENCH_STORES ?? "sqlite,postgres").split(","))
@@ -314,6 +319,108 @@ const pgDatabase = async (base: string, name: string) => {
   return u.toString()
 }
 
+/**
+ * The server bundle with the consent log's layer left out (every write as it would be without the
+ * log), built beside `dist/` from the same sources and options as `build.mjs`'s. Only the bench
+ * makes it: the product has no way to run without its log.
+ */
+const buildWithoutLog = async () => {
+  const options: string = "../packages/server/bundle.mjs"
+  const { bundleOptions } = (await import(options)) as { bundleOptions: (outdir: string) => esbuild.BuildOptions }
+  const outdir = path.join(root, path.dirname(SERVER_WITHOUT_LOG))
+  fs.rmSync(outdir, { recursive: true, force: true })
+  await esbuild.build({
+    ...bundleOptions(outdir),
+    metafile: false,
+    plugins: [{
+      name: "without-consent-log",
+      setup: (b: esbuild.PluginBuild) =>
+        b.onLoad({ filter: /[\\/]core[\\/]src[\\/]Consents[\\/]ConsentLog\.ts$/ }, (args) => {
+          const source = fs.readFileSync(args.path, "utf8")
+          const declared = "export const layer: Layer.Layer<Storage | UnitOfWork,"
+          if (!source.includes(declared)) throw new Error(`log_cost: ${args.path} no longer declares ${declared}`)
+          return {
+            loader: "ts",
+            // The store's own Storage and UnitOfWork, passed through untouched.
+            contents: `${source.replace(declared, "const logged: Layer.Layer<Storage | UnitOfWork,")}
+export const layer = Layer.effectContext(Effect.context<Storage | UnitOfWork>())`
+          }
+        })
+    }]
+  })
+}
+
+/**
+ * What the consent log costs a write: two servers of the same code, one built without the log's
+ * layer, each on a database of its own with the same organization, webhook and warm-up, loaded in
+ * turns (BENCH_LOG_ROUNDS rounds each, BENCH_SECONDS long). Printed: the mean CPU per event of
+ * each and how much more the logged one spends.
+ */
+const measureLogCost = async (store: "sqlite" | "postgres", serverEnv: Record<string, string>, receiver: Child) => {
+  const servers: Array<{ name: string; proc: Child; tenant: Awaited<ReturnType<typeof setUp>>; cpu: Array<number> }> = []
+  for (const [name, entry] of [["with", SERVER], ["without", SERVER_WITHOUT_LOG]] as const) {
+    const env = {
+      ...serverEnv,
+      SQLITE_PATH: path.join(dir, `log-${name}-${store}.db`),
+      ...(store === "postgres" ? { DATABASE_URL: await pgDatabase(process.env.DATABASE_URL!, `cmp_bench_log_${name}_${process.pid}`) } : {})
+    }
+    const proc = await child(entry, env)
+    const tenant = await setUp(proc.first.url as string, receiver)
+    servers.push({ name, proc, tenant, cpu: [] as Array<number> })
+  }
+  for (const s of servers) {
+    if (WARMUP > 0) await postEvents(s.proc.first.url as string, bearer(s.tenant.token), () => consentBody(s.tenant.org.id), { seconds: WARMUP })
+  }
+  let errors = 0
+  for (let round = 0; round < LOG_ROUNDS; round++) {
+    // The first server of a round alternates, so neither always follows the other's load.
+    for (const s of round % 2 === 0 ? servers : [...servers].reverse()) {
+      const { cpuPerRequest, result } = await withCpu(s.proc.proc.pid!, () =>
+        postEvents(s.proc.first.url as string, bearer(s.tenant.token), () => consentBody(s.tenant.org.id)))
+      errors += result.non2xx + result.errors
+      s.cpu.push(cpuPerRequest)
+    }
+  }
+  for (const s of servers) await stopChild(s.proc)
+  const mean = (values: Array<number>) => values.reduce((a, b) => a + b, 0) / values.length
+  const [logged, bare] = servers.map((s) => mean(s.cpu)) as [number, number]
+  const each = (name: string) => servers.find((s) => s.name === name)!.cpu.map((c) => c.toFixed(2)).join(", ")
+  line(
+    `consent_log_cost_${store}`,
+    ((logged / bare) - 1) * 100,
+    "% CPU per event",
+    `with the log ${logged.toFixed(3)} ms (${each("with")}), without ${bare.toFixed(3)} ms (${each("without")}), ` +
+      `${LOG_ROUNDS} rounds of ${SECONDS} s each in turns, ${errors} errors`
+  )
+}
+
+const stopChild = (c: Child) => {
+  const gone = new Promise((resolve) => c.proc.once("exit", resolve))
+  c.proc.kill(process.env.BENCH_PROFILE ? "SIGTERM" : "SIGKILL")
+  return gone
+}
+
+/** An organization with the consents API, webhooks, and a webhook to the receiver: the operator's token, the organization, its key and the key's token. */
+const setUp = async (api: string, receiver: Child) => {
+  const op = (await json(`${api}/v1/sessions`, "POST", { type: "api-key", key: "admin", secret: "bench-secret-0123456789" })).access_token as string
+  const org = await json(`${api}/v1/organizations`, "POST", { name: `bench-${Date.now()}-${sequence++}` }, op)
+  const flags = (await json(`${api}/v1/premium-features?organization_id=${org.id}`, "GET", undefined, op)).data[0]
+  await json(`${api}/v1/premium-features/${flags.id}`, "PATCH", {
+    consents_api: true,
+    webhooks: true,
+    ...(ONLY.has("public_events") ? { store_guest_cmp_consents: true } : {}),
+    ...(ONLY.has("public_known_events") ? { store_cmp_consents: true } : {})
+  }, op)
+  const key = await json(`${api}/v1/keys`, "POST", { organization_id: org.id, name: "bench" }, op)
+  const token = (await json(`${api}/v1/sessions`, "POST", { type: "api-key", key: key.id, secret: key.secret })).access_token as string
+  await json(`${api}/v1/webhooks`, "POST", {
+    organization_id: org.id,
+    url: `http://127.0.0.1:${receiver.first.port}/hook`,
+    event_types: ["event.created"]
+  }, token)
+  return { op, org, key, token }
+}
+
 /** The figures of one store: consent events beside the bare insert, then webhook deliveries. */
 const measureStore = async (store: "sqlite" | "postgres", receiver: Child) => {
   const pgUrl = store === "postgres" ? await pgDatabase(process.env.DATABASE_URL!, `cmp_bench_${process.pid}`) : undefined
@@ -342,32 +449,11 @@ const measureStore = async (store: "sqlite" | "postgres", receiver: Child) => {
   const api = server.first.url as string
   let worker: Child | undefined
 
-  // An organization with the consents API, webhooks, and a webhook to the receiver.
-  const op = (await json(`${api}/v1/sessions`, "POST", { type: "api-key", key: "admin", secret: "bench-secret-0123456789" })).access_token
-  const org = await json(`${api}/v1/organizations`, "POST", { name: `bench-${Date.now()}` }, op)
-  const flags = (await json(`${api}/v1/premium-features?organization_id=${org.id}`, "GET", undefined, op)).data[0]
-  await json(`${api}/v1/premium-features/${flags.id}`, "PATCH", {
-    consents_api: true,
-    webhooks: true,
-    ...(ONLY.has("public_events") ? { store_guest_cmp_consents: true } : {}),
-    ...(ONLY.has("public_known_events") ? { store_cmp_consents: true } : {})
-  }, op)
-  const key = await json(`${api}/v1/keys`, "POST", { organization_id: org.id, name: "bench" }, op)
-  const token = (await json(`${api}/v1/sessions`, "POST", { type: "api-key", key: key.id, secret: key.secret })).access_token
-  await json(`${api}/v1/webhooks`, "POST", {
-    organization_id: org.id,
-    url: `http://127.0.0.1:${receiver.first.port}/hook`,
-    event_types: ["event.created"]
-  }, token)
+  const { op, org, key, token } = await setUp(api, receiver)
 
   // Consent events accepted per second, beside the bare insert.
   await ask(receiver, "reset")
   const publicWrites = ONLY.has("public_events") || ONLY.has("public_known_events")
-  const stop = (c: Child) => {
-    const gone = new Promise((resolve) => c.proc.once("exit", resolve))
-    c.proc.kill(process.env.BENCH_PROFILE ? "SIGTERM" : "SIGKILL")
-    return gone
-  }
   let base: autocannon.Result | undefined
   let ours: autocannon.Result | undefined
   // Each server first takes the same load for BENCH_WARMUP seconds, unmeasured: the figures are
@@ -411,7 +497,7 @@ const measureStore = async (store: "sqlite" | "postgres", receiver: Child) => {
       if (publicWrites) {
         // The public writes below are measured with nothing else running, as the events above.
         line(`worker_peak_rss_${store}`, peakRssMb(worker.proc.pid!), "MB")
-        await stop(worker)
+        await stopChild(worker)
         worker = undefined
       }
     }
@@ -467,16 +553,16 @@ const measureStore = async (store: "sqlite" | "postgres", receiver: Child) => {
       "req/s",
       `${(on.requests.average / off.requests.average).toFixed(2)} of log off, ${on.non2xx + on.errors} errors, ${onCpu.toFixed(2)} ms CPU each`
     )
-    await stop(logged)
+    await stopChild(logged)
   }
   if (store === "sqlite" && ONLY.has("export")) await measureExport(api, op, serverEnv.SQLITE_PATH)
   if (ONLY.has("verify_log")) await measureVerify(api, op, server, store)
   let serverPeak = peakRssMb(server.proc.pid!)
   if (worker) {
     line(`worker_peak_rss_${store}`, peakRssMb(worker.proc.pid!), "MB")
-    await stop(worker)
+    await stopChild(worker)
   }
-  await stop(server)
+  await stopChild(server)
 
   // Latency from the event's 201 to its arrival, at a steady 200 events/s, on the default
   // deployment: one `pnpm start` process whose own dispatcher is woken by each commit.
@@ -496,16 +582,18 @@ const measureStore = async (store: "sqlite" | "postgres", receiver: Child) => {
       `at 200 events/s, p50 ${percentile(latencies, 50).toFixed(0)} ms, ${latencies.length}/${created.size} arrived`
     )
     serverPeak = Math.max(serverPeak, peakRssMb(single.proc.pid!))
-    await stop(single)
+    await stopChild(single)
   }
   line(`server_peak_rss_${store}`, serverPeak, "MB")
   baseline.proc.kill("SIGKILL")
+  if (ONLY.has("log_cost")) await measureLogCost(store, serverEnv, receiver)
 }
 
 const main = async () => {
   await new Promise<void>((resolve, reject) =>
     spawn(process.execPath, [path.join(root, "packages/server/build.mjs")], { stdio: "inherit" })
       .once("exit", (code) => (code === 0 ? resolve() : reject(new Error(`server build exited with ${code}`)))))
+  if (ONLY.has("log_cost")) await buildWithoutLog()
   console.log(`# ${os.cpus().length} cores, ${os.cpus()[0]?.model ?? "?"}, Node ${process.version}, ${new Date().toISOString()}`)
   const receiver = await child("bench/receiver.ts", {})
   if (STORES.has("sqlite")) await measureStore("sqlite", receiver)

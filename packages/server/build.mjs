@@ -1,11 +1,10 @@
 /**
- * Bundles the server into `dist/` for `pnpm start`, `pnpm worker` and `pnpm bootstrap`: `main.mjs`
- * and one chunk per command, so `worker` and `bootstrap` never load the HTTP layer or Express.
+ * Bundles the server into `dist/` for `pnpm start`, `pnpm worker` and `pnpm bootstrap` (the options
+ * are `bundle.mjs`'s).
  * Running plain JavaScript instead of TypeScript through `tsx` saves the loader thread and the
  * source-map work on every stack trace: about a fifth of the CPU per request and 80 MB of memory
- * (docs/benchmarks.md). Tests still run the sources. Native and asset packages (and pdfkit, which reads its fonts from its own directory) stay outside the
- * bundle and are resolved from this package at run time. `dist/meta.json` records which sources
- * each output holds.
+ * (docs/benchmarks.md). Tests still run the sources. `dist/meta.json` records which sources each
+ * output holds.
  *
  * The bundle is written beside `dist/` and then swapped in, so a process starting meanwhile (a
  * test, a second `pnpm start`) finds a whole bundle, the old or the new one, never half of one.
@@ -13,30 +12,14 @@
 import { build } from "esbuild"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { bundleOptions } from "./bundle.mjs"
 
 const here = import.meta.dirname
 const dist = path.join(here, "dist")
 const staging = `dist.new-${process.pid}`
 const outdir = path.join(here, staging)
 fs.rmSync(outdir, { recursive: true, force: true })
-const result = await build({
-  absWorkingDir: here,
-  entryPoints: { main: path.join(here, "src", "main.ts") },
-  outdir,
-  outExtension: { ".js": ".mjs" },
-  chunkNames: "chunks/[name]-[hash]",
-  bundle: true,
-  splitting: true,
-  metafile: true,
-  platform: "node",
-  format: "esm",
-  target: "node20",
-  external: ["better-sqlite3", "pg-native", "swagger-ui-dist", "pdfkit"],
-  // Bundled CommonJS packages call `require`; ESM output has none of its own.
-  banner: { js: "import { createRequire as __cmpRequire } from 'node:module'; const require = __cmpRequire(import.meta.url);" },
-  sourcemap: "linked",
-  logLevel: "warning"
-})
+const result = await build(bundleOptions(outdir))
 // Paths in meta.json name `dist/`, where the files end up.
 fs.writeFileSync(path.join(outdir, "meta.json"), JSON.stringify(result.metafile).replaceAll(`"${staging}/`, "\"dist/"))
 
