@@ -366,7 +366,7 @@ const measureLogCost = async (store: "sqlite" | "postgres", serverEnv: Record<st
     }
     const proc = await child(entry, env)
     const tenant = await setUp(proc.first.url as string, receiver)
-    servers.push({ name, proc, tenant, cpu: [] as Array<number> })
+    servers.push({ name, proc, tenant, cpu: [] })
   }
   for (const s of servers) {
     if (WARMUP > 0) await postEvents(s.proc.first.url as string, bearer(s.tenant.token), () => consentBody(s.tenant.org.id), { seconds: WARMUP })
@@ -382,16 +382,28 @@ const measureLogCost = async (store: "sqlite" | "postgres", serverEnv: Record<st
     }
   }
   for (const s of servers) await stopChild(s.proc)
-  const mean = (values: Array<number>) => values.reduce((a, b) => a + b, 0) / values.length
-  const [logged, bare] = servers.map((s) => mean(s.cpu)) as [number, number]
-  const each = (name: string) => servers.find((s) => s.name === name)!.cpu.map((c) => c.toFixed(2)).join(", ")
+  const [logged, bare] = servers.map((s) => ({
+    mean: s.cpu.reduce((a, b) => a + b, 0) / s.cpu.length,
+    rounds: s.cpu.map((c) => c.toFixed(2)).join(", ")
+  })) as [{ mean: number; rounds: string }, { mean: number; rounds: string }]
   line(
     `consent_log_cost_${store}`,
-    ((logged / bare) - 1) * 100,
+    ((logged.mean / bare.mean) - 1) * 100,
     "% CPU per event",
-    `with the log ${logged.toFixed(3)} ms (${each("with")}), without ${bare.toFixed(3)} ms (${each("without")}), ` +
+    `with the log ${logged.mean.toFixed(3)} ms (${logged.rounds}), without ${bare.mean.toFixed(3)} ms (${bare.rounds}), ` +
       `${LOG_ROUNDS} rounds of ${SECONDS} s each in turns, ${errors} errors`
   )
+}
+
+/** The receiver's counters once `expected` messages have arrived since its last reset, or after 3 minutes. */
+const arrived = async (receiver: Child, expected: number) => {
+  const started = Date.now()
+  let got = await ask(receiver)
+  while (got.count! < expected && Date.now() - started < 180_000) {
+    await new Promise((r) => setTimeout(r, 250))
+    got = await ask(receiver)
+  }
+  return got
 }
 
 const stopChild = (c: Child) => {
@@ -491,12 +503,7 @@ const measureStore = async (store: "sqlite" | "postgres", receiver: Child) => {
       worker = await child(SERVER, serverEnv, ["worker"])
       // The warm-up's events queued their messages too.
       const expected = warmed + ours["2xx"]
-      const waitStarted = Date.now()
-      let got = await ask(receiver)
-      while (got.count! < expected && Date.now() - waitStarted < 180_000) {
-        await new Promise((r) => setTimeout(r, 250))
-        got = await ask(receiver)
-      }
+      const got = await arrived(receiver, expected)
       const spanSeconds = (got.last! - got.first!) / 1000
       line(`webhook_deliveries_${store}`, got.count! / Math.max(spanSeconds, 0.001), "msg/s", `${got.count}/${expected} delivered over ${spanSeconds.toFixed(1)} s`)
       if (got.count! >= expected) undelivered = 0
@@ -577,8 +584,7 @@ const measureStore = async (store: "sqlite" | "postgres", receiver: Child) => {
     await ask(receiver, "reset")
     const single = await child(SERVER, { ...serverEnv, WEBHOOK_DISPATCHER: "true" })
     const url = single.first.url as string
-    const draining = Date.now()
-    while ((await ask(receiver)).count! < undelivered && Date.now() - draining < 180_000) await new Promise((r) => setTimeout(r, 250))
+    await arrived(receiver, undelivered)
     await ask(receiver, "reset")
     const created = new Map<string, number>()
     await postEvents(url, bearer(token), () => consentBody(org.id), { overallRate: 200, onCreated: (id) => created.set(id, performance.timeOrigin + performance.now()) })
