@@ -3,19 +3,49 @@ import CFB from "cfb"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { fileTypeFromBuffer } from "file-type"
+import { strFromU8, unzipSync } from "fflate"
 
-/**
- * What `file-type` answers, as a proof type. An animated PNG is still a PNG. A DOCX is only
- * reported when the package's `[Content_Types].xml` names a Word document as its main part:
- * spreadsheets, presentations, macro-enabled documents and plain ZIPs are not.
- */
+/** What `file-type` answers, as a proof type. An animated PNG is still a PNG. */
 const FROM_FILE_TYPE: Readonly<Record<string, ProofMediaType>> = {
   "application/pdf": "application/pdf",
   "image/png": "image/png",
   "image/apng": "image/png",
   "image/jpeg": "image/jpeg",
-  "image/gif": "image/gif",
-  [DOCX]: DOCX
+  "image/gif": "image/gif"
+}
+
+const CONTENT_TYPES = "[content_types].xml"
+const MAIN_DOCUMENT = "word/document.xml"
+const WORD_MAIN = "application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"
+/** More than any real `[Content_Types].xml`: a bigger one is not inflated. */
+const MAX_CONTENT_TYPES = 1024 * 1024
+
+/** The value of an XML attribute in a tag's text (either quote). */
+const attribute = (tag: string, name: string) => new RegExp(`\\s${name}\\s*=\\s*("([^"]*)"|'([^']*)')`).exec(tag)?.slice(2, 4).find((v) => v !== undefined)
+
+/**
+ * A ZIP is a Word document (ECMA-376 part 2) when its central directory lists the main document
+ * part `word/document.xml` and its `[Content_Types].xml` gives that part the Word main document
+ * type. Read from the package's parts, never from a search of its bytes: spreadsheets,
+ * presentations, macro-enabled documents, plain ZIPs and ZIPs that only declare a Word document
+ * are not DOCX. Part names are compared ignoring case, as OPC does.
+ */
+const isWordPackage = (bytes: Uint8Array): boolean => {
+  const names = new Set<string>()
+  const parts = unzipSync(bytes, {
+    filter: (file) => {
+      const name = file.name.toLowerCase()
+      names.add(name)
+      return name === CONTENT_TYPES && file.originalSize <= MAX_CONTENT_TYPES
+    }
+  })
+  if (!names.has(MAIN_DOCUMENT)) return false
+  const types = Object.entries(parts).find(([name]) => name.toLowerCase() === CONTENT_TYPES)?.[1]
+  if (types === undefined) return false
+  for (const [tag] of strFromU8(types).matchAll(/<(?:\w+:)?Override\b[^>]*>/g)) {
+    if (attribute(tag, "PartName")?.toLowerCase() === `/${MAIN_DOCUMENT}` && attribute(tag, "ContentType") === WORD_MAIN) return true
+  }
+  return false
 }
 
 /** An OLE compound file is a Word document when its root holds a `WordDocument` stream (MS-DOC 2.1). */
@@ -31,10 +61,12 @@ const detect = async (bytes: Uint8Array): Promise<ProofMediaType | undefined> =>
   const found = await fileTypeFromBuffer(bytes)
   if (found === undefined) return undefined
   if (found.mime === "application/x-cfb") return isWordCompoundFile(bytes) ? DOC : undefined
+  // `file-type` names a DOCX from the text of its first entry: the package's parts decide.
+  if (found.mime === DOCX || found.mime === "application/zip") return isWordPackage(bytes) ? DOCX : undefined
   return Object.hasOwn(FROM_FILE_TYPE, found.mime) ? FROM_FILE_TYPE[found.mime] : undefined
 }
 
-/** Reads the type from the bytes with `file-type` (and `cfb` for DOC); anything unreadable is no proof type. */
+/** Reads the type from the bytes with `file-type` (and `cfb` for DOC, `fflate` for DOCX); anything unreadable is no proof type. */
 export const MediaTypesLive: Layer.Layer<MediaTypes> = Layer.succeed(MediaTypes, {
   detect: (bytes) =>
     Effect.tryPromise(() => detect(bytes)).pipe(

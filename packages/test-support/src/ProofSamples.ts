@@ -129,15 +129,21 @@ const XML = `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n`
 /** A fixed modification time: the same sample is the same bytes whenever it is made. */
 const FIXED = { mtime: new Date("2026-01-01T00:00:00Z") }
 
+const WORD_MAIN = "application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"
+
+/** The `[Content_Types].xml` of a package whose main part is `partName` of content type `mainType`. */
+const contentTypes = (partName: string, mainType: string) =>
+  strToU8(
+    `${XML}<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">` +
+      `<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>` +
+      `<Default Extension="xml" ContentType="application/xml"/>` +
+      `<Override PartName="/${partName}" ContentType="${mainType}"/></Types>`
+  )
+
 /** An OPC package whose main part is `partName` of content type `mainType`. */
 const ooxml = (partName: string, mainType: string, main: string): Uint8Array =>
   zipSync({
-    "[Content_Types].xml": strToU8(
-      `${XML}<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">` +
-        `<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>` +
-        `<Default Extension="xml" ContentType="application/xml"/>` +
-        `<Override PartName="/${partName}" ContentType="${mainType}"/></Types>`
-    ),
+    "[Content_Types].xml": contentTypes(partName, mainType),
     "_rels/.rels": strToU8(
       `${XML}<Relationships xmlns="${RELS_NS}"><Relationship Id="rId1" Type="${OFFICE_DOCUMENT}" Target="${partName}"/></Relationships>`
     ),
@@ -148,7 +154,7 @@ const ooxml = (partName: string, mainType: string, main: string): Uint8Array =>
 export const sampleDocx = (text = "I agree to the processing of my data."): Uint8Array =>
   ooxml(
     "word/document.xml",
-    "application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml",
+    WORD_MAIN,
     `<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:p><w:r><w:t>${text}</w:t></w:r></w:p></w:body></w:document>`
   )
 
@@ -159,6 +165,23 @@ export const sampleXlsx = (): Uint8Array =>
     "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml",
     `<workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheets/></workbook>`
   )
+
+/**
+ * A ZIP that only declares a Word document: its `[Content_Types].xml` gives `/word/document.xml`
+ * the Word type, and that name is in its bytes (a stored text file holds it), but no part has it.
+ */
+export const sampleDeclaredDocx = (): Uint8Array =>
+  zipSync({
+    "[Content_Types].xml": contentTypes("word/document.xml", WORD_MAIN),
+    "readme.txt": strToU8("word/document.xml")
+  }, { ...FIXED, level: 0 })
+
+/** A ZIP holding `word/document.xml` whose `[Content_Types].xml` names no Word document. */
+export const sampleUndeclaredDocx = (): Uint8Array =>
+  zipSync({
+    "[Content_Types].xml": contentTypes("word/document.xml", "application/xml"),
+    "word/document.xml": strToU8(`${XML}<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"/>`)
+  }, FIXED)
 
 /** A ZIP of one text file. */
 export const samplePlainZip = (): Uint8Array => zipSync({ "hello.txt": strToU8("hello") }, FIXED)

@@ -1,6 +1,7 @@
 import {
   dataUri,
   largePng,
+  sampleDeclaredDocx,
   sampleDoc,
   sampleDocx,
   sampleGif,
@@ -9,7 +10,8 @@ import {
   samplePdf,
   samplePlainZip,
   samplePng,
-  sampleText
+  sampleText,
+  sampleUndeclaredDocx
 } from "@cmp/test-support/proof-samples"
 import * as crypto from "node:crypto"
 import { beforeAll, describe, expect, it } from "vitest"
@@ -195,6 +197,19 @@ describe("proofs: what is refused", () => {
       expectNamed(r, "file")
     }
     expect(await countProofs(t)).toBe(before)
+  })
+
+  it("a DOCX is a ZIP holding word/document.xml that its [Content_Types].xml names a Word document: declaring one is not enough (400)", async () => {
+    const before = await countProofs(t)
+    for (const [what, bytes] of [["declared, not held", sampleDeclaredDocx()], ["held, not declared", sampleUndeclaredDocx()]] as const) {
+      const r = await createProof(t, dataUri(DOCX, bytes))
+      expect(r.status, `${what}: ${r.text}`).toBe(400)
+      expectNamed(r, "file")
+    }
+    expect(await countProofs(t)).toBe(before)
+    const word = await createProof(t, dataUri(DOCX, sampleDocx()))
+    expect(word.status, word.text).toBe(201)
+    expect(word.body.media_type).toBe(DOCX)
   })
 
   it("a data URI that is not base64, or not a data URI, is 400 naming file", async () => {
