@@ -15,6 +15,7 @@ import {
 import { ConsentEventsResource, ConsentUsersResource } from "./Resources/Consents.js"
 import { EventProofsTable, ProofFileAction, ProofFilesTable, ProofsResource } from "./Resources/Proofs.js"
 import { ProofReportPdfAction, ProofReportsResource } from "./Resources/ProofReports.js"
+import { ReportPdfsTable } from "./Resources/ProofReportRecords.js"
 import { ConsentLogHeadsTable, ConsentLogTable } from "./Consents/ConsentLog.js"
 import { VerifyLogAction } from "./Consents/LogVerify.js"
 import {
@@ -127,6 +128,7 @@ export const tables: ReadonlyArray<TableDef<any>> = [
       ApiUsageTable,
       EventProofsTable,
       ProofFilesTable,
+      ReportPdfsTable,
       ConsentLogTable,
       ConsentLogHeadsTable
     ]

@@ -177,6 +177,17 @@ export interface Hooks<S extends Shape = AnyShape, R = never, Carry = never> {
   /** Whether the principal may see this row at all; an invisible row is a 404. */
   visible?(principal: Principal, row: S["stored"]): boolean
   /**
+   * Completes a new row before the write's transaction begins, holding no lock: for a create
+   * that reads much (a proof report reads its user's chain of the consent log) or works long.
+   * What it answers is what `create` then completes, and its `carry` reaches `afterCreate`
+   * unless `create` hands on one of its own.
+   */
+  prepare?(
+    principal: Principal,
+    row: S["stored"],
+    input: S["create"]
+  ): Effect.Effect<Prepared<S["stored"], Carry>, DomainError, CoreServices | R>
+  /**
    * Completes a new row; `reveal` holds values shown once in the response (secrets), `carry`
    * what `afterCreate` needs of the preparation (the user an event found or made).
    */

@@ -540,12 +540,14 @@ export const create = <S extends Shape, R, C>(
       updated_at: now,
       version: 1
     }
+    const early: Prepared<S["stored"], C> = def.hooks.prepare ? yield* def.hooks.prepare(principal, base, input) : { row: base }
     const uow = yield* UnitOfWork
     return yield* uow.transaction(
       Effect.gen(function*() {
         if (def.ownerField === "organization_id") yield* requireExistingOrganization(owner as string)
         if (typeof owner === "string") yield* checkQuota(def, owner)
-        const prepared: Prepared<S["stored"], C> = def.hooks.create ? yield* def.hooks.create(principal, base, input) : { row: base }
+        const completed = def.hooks.create ? yield* def.hooks.create(principal, early.row, input) : early
+        const prepared: Prepared<S["stored"], C> = { ...completed, carry: completed.carry ?? early.carry }
         const repo = yield* repoOf(def)
         const stored = yield* repo.create(prepared.row)
         if (def.hooks.afterCreate) yield* def.hooks.afterCreate(principal, stored, prepared.carry)

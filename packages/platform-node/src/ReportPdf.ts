@@ -62,6 +62,27 @@ const BODY = 10
 const MONO = 9.5
 /** Log entries and TC strings: `shard/seq hash  (created_at)` fits on one line. */
 const SMALL_MONO = 7.5
+/** An event's metadata is shown up to this many characters (the report's JSON holds it whole). */
+const SHOWN_METADATA = 2000
+
+/**
+ * The text with every run of non-space characters longer than `run` cut into lines of `run`:
+ * `pdfkit` breaks a word wider than its line by measuring ever shorter prefixes of it, which is
+ * quadratic in the word's length; a run that fits a line is only ever moved whole. Linear.
+ */
+const breakRuns = (text: string, run: number): string =>
+  text.replace(new RegExp(`\\S{${run + 1},}`, "g"), (word) => {
+    const lines: Array<string> = []
+    for (let i = 0; i < word.length; i += run) lines.push(word.slice(i, i + run))
+    return lines.join("\n")
+  })
+
+/** Characters of a font size that surely fit a width: no glyph of the standard fonts is wider than 1 em, Courier's are 0.6 em. */
+const fitting = (width: number, size: number, mono: boolean) => Math.max(8, Math.floor(width / (size * (mono ? 0.6 : 1))))
+
+/** A value cut to `max` characters, saying how much was left out. */
+const cut = (text: string, max: number) =>
+  text.length <= max ? text : `${text.slice(0, max)} [... ${text.length - max} more characters, kept whole in the report's JSON]`
 
 class Writer {
   constructor(readonly doc: PDFKit.PDFDocument) {}
@@ -70,8 +91,13 @@ class Writer {
     return this.doc.page.width - 2 * MARGIN
   }
 
+  /** The text as the font can show it, its long runs cut to lines that fit `width`. */
+  private fit(text: string, width: number, size: number, mono = false, keepLineBreaks = false) {
+    return breakRuns(pdfText(text, keepLineBreaks), fitting(width, size, mono))
+  }
+
   title(text: string) {
-    this.doc.font("Helvetica-Bold").fontSize(18).text(pdfText(text), { width: this.width })
+    this.doc.font("Helvetica-Bold").fontSize(18).text(this.fit(text, this.width, 18), { width: this.width })
     this.doc.moveDown(0.3)
   }
 
@@ -84,13 +110,13 @@ class Writer {
     const size = level === 1 ? 14 : level === 2 ? 12 : 10.5
     this.keep(level === 3 ? 4 : 5)
     this.doc.moveDown(level === 3 ? 0.4 : 0.8)
-    this.doc.font("Helvetica-Bold").fontSize(size).text(pdfText(text), MARGIN, undefined, { width: this.width })
+    this.doc.font("Helvetica-Bold").fontSize(size).text(this.fit(text, this.width, size), MARGIN, undefined, { width: this.width })
     this.doc.moveDown(0.2)
   }
 
   note(text: string) {
     this.doc.moveDown(0.3)
-    this.doc.font("Helvetica-Oblique").fontSize(8.5).fillColor("#444444").text(pdfText(text), MARGIN, undefined, { width: this.width })
+    this.doc.font("Helvetica-Oblique").fontSize(8.5).fillColor("#444444").text(this.fit(text, this.width, 8.5), MARGIN, undefined, { width: this.width })
     this.doc.fillColor("black")
   }
 
@@ -100,27 +126,26 @@ class Writer {
       width: this.width - indent,
       continued: true
     })
-    this.doc.font(mono ? "Courier" : "Helvetica").fontSize(mono ? MONO : BODY).text(pdfText(value))
+    this.doc.font(mono ? "Courier" : "Helvetica").fontSize(mono ? MONO : BODY).text(this.fit(value, this.width - indent, mono ? MONO : BODY, mono))
   }
 
   line(text: string, indent = 0, mono = false) {
-    this.doc.font(mono ? "Courier" : "Helvetica").fontSize(mono ? SMALL_MONO : BODY).text(pdfText(text), MARGIN + indent, undefined, {
+    const size = mono ? SMALL_MONO : BODY
+    this.doc.font(mono ? "Courier" : "Helvetica").fontSize(size).text(this.fit(text, this.width - indent, size, mono), MARGIN + indent, undefined, {
       width: this.width - indent
     })
   }
 
-  /** A long unbroken string (a TC string), cut into lines here: the line breaker is quadratic on one long word. */
+  /** A long unbroken string (a TC string), in lines of the monospaced font. */
   block(text: string, indent = 0) {
-    const perLine = Math.max(16, Math.floor((this.width - indent) / (SMALL_MONO * 0.6)))
-    const safe = pdfText(text)
-    const lines: Array<string> = []
-    for (let i = 0; i < safe.length; i += perLine) lines.push(safe.slice(i, i + perLine))
-    this.doc.font("Courier").fontSize(SMALL_MONO).text(lines.join("\n"), MARGIN + indent, undefined, { width: this.width - indent })
+    this.doc.font("Courier").fontSize(SMALL_MONO).text(this.fit(text, this.width - indent, SMALL_MONO, true), MARGIN + indent, undefined, {
+      width: this.width - indent
+    })
   }
 
   /** Long prose (a notice's wording): wrapped, paginated, its paragraphs kept. */
   prose(text: string, indent = 0) {
-    const paragraphs = pdfText(text, true).split(/\n\s*\n+/).map((p) => p.trim()).filter((p) => p.length > 0)
+    const paragraphs = this.fit(text, this.width - indent, BODY, false, true).split(/\n\s*\n+/).map((p) => p.trim()).filter((p) => p.length > 0)
     this.doc.font("Times-Roman").fontSize(BODY).text(paragraphs.join("\n"), MARGIN + indent, undefined, {
       width: this.width - indent,
       paragraphGap: 4
@@ -187,7 +212,7 @@ const event = (w: Writer, e: ReportEvent) => {
   w.keep(2)
   w.line("Choices:", 10)
   choices(w, e.consents, 20)
-  if (e.metadata) w.field("Metadata", JSON.stringify(e.metadata), false, 10)
+  if (e.metadata) w.field("Metadata", cut(JSON.stringify(e.metadata), SHOWN_METADATA), false, 10)
   if (e.notice) {
     w.gap(0.3)
     w.field(
@@ -216,39 +241,52 @@ const event = (w: Writer, e: ReportEvent) => {
   for (const entry of e.log) w.line(logLine(entry), 20, true)
 }
 
-const regulation = (w: Writer, r: Regulation) => {
-  w.heading(`Regulation ${r.regulation}`, 1)
-  w.heading("Effective status", 2)
-  choices(w, r.consents, 0)
-  w.heading(r.events.length > 0 ? `Consent events (${r.events.length}, oldest first)` : "Consent events: none", 2)
-  for (const e of r.events) event(w, e)
-}
+/** Lets the event loop serve what waits (I/O, timers) before drawing on: a microtask would not. */
+const nextTurn = Effect.async<void>((resume) => {
+  const pending = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(pending))
+})
 
-const draw = (w: Writer, { created_at, id, report, sha256 }: Report) => {
-  w.title("Proof of consent")
-  w.field("Report", id, true)
-  w.field("Created at", created_at)
-  w.field("Generated at", report.generated_at)
-  w.field("Report sha256", sha256, true)
-  w.note(
-    "The report sha256 is the SHA-256 of the RFC 8785 canonical JSON of the report's content, kept by the service; " +
-      "this PDF renders that content. Characters its fonts cannot show are replaced by '?'."
-  )
-  w.heading("Organization", 2)
-  w.field("Name", report.organization.name)
-  w.field("Id", report.organization.id, true)
-  w.heading("User", 2)
-  w.field("Id", report.user.id, true)
-  w.field("Organization user id", report.user.organization_user_id ?? "none", report.user.organization_user_id !== null)
-  w.field("Created at", report.user.created_at)
-  if (report.regulations.length === 0) w.heading("No consent recorded for this user", 2)
-  for (const r of report.regulations) regulation(w, r)
-  w.heading("Consent log", 1)
-  w.field("Head", report.log_head, true)
-  w.line(report.user_log.length > 0 ? "Entries covering the user (shard/seq hash):" : "Entries covering the user: none")
-  for (const entry of report.user_log) w.line(logLine(entry), 10, true)
-  w.footers(`Proof of consent ${id}`)
-}
+/** Each event drawn in a turn of its own: a user with many events does not hold the event loop. */
+const regulation = (w: Writer, r: Regulation) =>
+  Effect.gen(function*() {
+    w.heading(`Regulation ${r.regulation}`, 1)
+    w.heading("Effective status", 2)
+    choices(w, r.consents, 0)
+    w.heading(r.events.length > 0 ? `Consent events (${r.events.length}, oldest first)` : "Consent events: none", 2)
+    for (const e of r.events) {
+      yield* nextTurn
+      event(w, e)
+    }
+  })
+
+const draw = (w: Writer, { created_at, id, report, sha256 }: Report) =>
+  Effect.gen(function*() {
+    w.title("Proof of consent")
+    w.field("Report", id, true)
+    w.field("Created at", created_at)
+    w.field("Generated at", report.generated_at)
+    w.field("Report sha256", sha256, true)
+    w.note(
+      "The report sha256 is the SHA-256 of the RFC 8785 canonical JSON of the report's content, kept by the service; " +
+        "this PDF renders that content. Characters its fonts cannot show are replaced by '?'."
+    )
+    w.heading("Organization", 2)
+    w.field("Name", report.organization.name)
+    w.field("Id", report.organization.id, true)
+    w.heading("User", 2)
+    w.field("Id", report.user.id, true)
+    w.field("Organization user id", report.user.organization_user_id ?? "none", report.user.organization_user_id !== null)
+    w.field("Created at", report.user.created_at)
+    if (report.regulations.length === 0) w.heading("No consent recorded for this user", 2)
+    for (const r of report.regulations) yield* regulation(w, r)
+    yield* nextTurn
+    w.heading("Consent log", 1)
+    w.field("Head", report.log_head, true)
+    w.line(report.user_log.length > 0 ? "Entries covering the user (shard/seq hash):" : "Entries covering the user: none")
+    for (const entry of report.user_log) w.line(logLine(entry), 10, true)
+    w.footers(`Proof of consent ${id}`)
+  })
 
 /**
  * `pdfkit` is loaded on the first report, not at start: its fonts' metrics are megabytes of heap
@@ -260,7 +298,7 @@ const pdfkit = Effect.promise(() => (loaded ??= import("pdfkit").then((m) => m.d
 const render = (report: Report) => Effect.flatMap(pdfkit, (PDFDocument) => renderWith(PDFDocument, report))
 
 const renderWith = (PDFDocument: typeof PDFDocumentClass, report: Report) =>
-  Effect.async<Uint8Array>((resume) => {
+  Effect.suspend(() => {
     const created = new Date(report.created_at)
     const doc = new PDFDocument({
       size: "A4",
@@ -276,14 +314,14 @@ const renderWith = (PDFDocument: typeof PDFDocumentClass, report: Report) =>
     })
     const chunks: Array<Buffer> = []
     doc.on("data", (chunk: Buffer) => chunks.push(chunk))
-    doc.on("end", () => resume(Effect.succeed(new Uint8Array(Buffer.concat(chunks)))))
-    doc.on("error", (e: unknown) => resume(Effect.die(e)))
-    try {
-      draw(new Writer(doc), report)
-      doc.end()
-    } catch (e) {
-      resume(Effect.die(e))
-    }
+    const ended = new Promise<Uint8Array>((resolve, reject) => {
+      doc.on("end", () => resolve(new Uint8Array(Buffer.concat(chunks))))
+      doc.on("error", reject)
+    })
+    return draw(new Writer(doc), report).pipe(
+      Effect.zipRight(Effect.sync(() => doc.end())),
+      Effect.zipRight(Effect.promise(() => ended))
+    )
   })
 
 /** Renders a proof report as an A4 PDF with `pdfkit` and its standard fonts. */

@@ -44,6 +44,18 @@ export const ConsentVendors = Schema.Struct({
 })
 export type ConsentVendors = typeof ConsentVendors.Type
 
+/** The JSON an event's `metadata` may hold, in UTF-8 bytes: it is copied into every proof report of its user. */
+export const MAX_EVENT_METADATA_BYTES = 64 * 1024
+
+const utf8 = new TextEncoder()
+
+/** An event's own `metadata`: a JSON object of at most `MAX_EVENT_METADATA_BYTES`. */
+const EventMetadata = JsonObject.pipe(
+  Schema.filter((m) => utf8.encode(JSON.stringify(m)).byteLength <= MAX_EVENT_METADATA_BYTES, {
+    message: () => `must be at most ${MAX_EVENT_METADATA_BYTES} bytes of JSON`
+  })
+)
+
 const Tcfcs = Schema.String.pipe(Schema.maxLength(65_536, { message: () => "must be at most 65536 characters" }))
 
 /** `consents` of an event: the choices this event records. */
@@ -143,7 +155,7 @@ export const ConsentEventCreate = Schema.Struct({
   status: Schema.optional(ConsentEventStatus),
   /** Default `gdpr`, applied elsewhere. */
   regulation: Schema.optional(Regulation),
-  metadata: opt(JsonObject),
+  metadata: opt(EventMetadata),
   user: EventUserInput,
   consents: EventConsents,
   delegate: opt(Delegate),
@@ -155,7 +167,7 @@ export const ConsentEventCreate = Schema.Struct({
 })
 export const ConsentEventUpdate = Schema.Struct({
   status: ConsentEventStatus,
-  metadata: opt(JsonObject),
+  metadata: opt(EventMetadata),
   consents: EventConsents,
   /** Replaces the proofs it names. */
   proofs_id: Schema.optional(ProofIds),

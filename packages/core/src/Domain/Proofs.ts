@@ -96,6 +96,19 @@ export const ProofReportDocument = Schema.Struct({
 })
 export type ProofReportDocument = typeof ProofReportDocument.Type
 
+/**
+ * What is left of a report once its user is erased: ids, times and digests. Its `sha256` still
+ * names the report as it was made, so whoever holds a copy can check it.
+ */
+export const ErasedProofReportDocument = Schema.Struct({
+  generated_at: Timestamp,
+  erased_at: Timestamp,
+  organization: Schema.Struct({ id: Id }),
+  user: Schema.Struct({ id: Id, created_at: Timestamp }),
+  log_head: Schema.String
+})
+export type ErasedProofReportDocument = typeof ErasedProofReportDocument.Type
+
 export const ProofReport = Schema.Struct({
   id: Id,
   organization_id: Id,
@@ -103,9 +116,11 @@ export const ProofReport = Schema.Struct({
   organization_user_id: opt(Schema.String),
   /** The one regulation reported on; null: every regulation of the user. */
   regulation: opt(Regulation),
-  /** SHA-256 (hex) of the canonical JSON of `report`. */
+  /** SHA-256 (hex) of the canonical JSON of `report` as it was made. */
   sha256: Schema.String,
-  report: ProofReportDocument,
+  /** SHA-256 (hex) of the report's PDF, rendered once and kept; null until a report made before PDFs were kept is first read as one. */
+  pdf_sha256: opt(Schema.String),
+  report: Schema.Union(ProofReportDocument, ErasedProofReportDocument),
   created_at: Timestamp
 })
 export type ProofReport = typeof ProofReport.Type

@@ -30,6 +30,7 @@ import { enqueue, type OutgoingEvent } from "../Webhooks/Outbox.js"
 import { SubscriberRegistrations } from "../Webhooks/Ports.js"
 import { Digests, MediaTypes, ProofFiles } from "../Consents/ProofPorts.js"
 import { FILE_BODY_LIMIT, forgetProofFilesOf, linkProofs, requireProofs, storeProof } from "./Proofs.js"
+import { eraseReportsOf } from "./ProofReportRecords.js"
 
 /**
  * Consent events and end users. A user's effective status, per regulation, is the merge of
@@ -619,8 +620,8 @@ export const ConsentUsersResource = Users.with<SubscriberRegistrations | ProofFi
         for (const regulation of concerned) out.push(userUpdated(regulation, source, before, after))
         yield* enqueue(after.organization_id, out)
       }),
-    // Erasure: the bytes of its proofs go; their rows go with it like its events.
-    remove: (_p, row) => forgetProofFilesOf(row.organization_id, row.id),
+    // Erasure: the bytes of its proofs go; their rows go with it like its events. Its proof reports are cut down.
+    remove: (_p, row) => Effect.zipRight(forgetProofFilesOf(row.organization_id, row.id), eraseReportsOf(row.organization_id, row.id)),
     afterRemove: (_p, removed) =>
       // Erasure: the user's events refer to it and went with it.
       enqueue(

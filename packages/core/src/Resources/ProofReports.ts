@@ -2,50 +2,40 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { answers, defineAction, FileAnswer } from "../Action.js"
-import { ConsentLogStore, headOf, type EntryText, type LogEntry, shardOf, subjectOf } from "../Consents/ConsentLog.js"
+import { ConsentLogStore, headOf, type EntryText, type LogEntry, type LogHead, shardOf, subjectOf } from "../Consents/ConsentLog.js"
 import { Digests, ReportPdf } from "../Consents/ProofPorts.js"
-import { InvalidInput, TooManyRequests } from "../Domain/Errors.js"
-import { ProofReport, ProofReportCreate, type ProofReportDocument } from "../Domain/Proofs.js"
+import { Conflict, InvalidInput, NotFound, TooManyRequests } from "../Domain/Errors.js"
+import { ProofReportCreate, type ProofReportDocument } from "../Domain/Proofs.js"
 import { OrganizationLimits } from "../OrganizationLimits.js"
 import { periodOf } from "../ApiUsage.js"
 import { Storage, UnitOfWork } from "../Ports.js"
 import type { Principal } from "../Principal.js"
 import { eq, gte, inList } from "../Query.js"
-import { declareResource, portList, type StoredRow } from "../Resource.js"
+import { portList, type StoredRow } from "../Resource.js"
 import { ensureMethodFor, loadVisible } from "../Service.js"
 import { OrganizationsResource } from "./Account.js"
 import { ConsentEventsResource, ConsentUsersResource, consentsView, userByOrganizationUserId } from "./Consents.js"
 import { NoticeTextContentsResource } from "./Notices.js"
 import { ProofsResource } from "./Proofs.js"
+import { keepPdf, keptPdf, madeReport, Reports, type ReportRow } from "./ProofReportRecords.js"
 
 /**
  * Proof reports: what an auditor is shown of one person's consent. The user's effective status
  * per regulation and every event behind it, each with the wording it names, its proofs'
  * digests and the log entries that cover it, and the report's own SHA-256 over its canonical
- * JSON. Made once and kept as made; counted against `consent_proof_reports` per calendar month.
+ * JSON. Made once and kept as made, with the PDF it was rendered as; counted against
+ * `consent_proof_reports` per calendar month.
  */
-
-const Reports = declareResource({
-  name: "proof report",
-  path: "consents/proof-reports",
-  table: "consent_proof_reports",
-  indexes: [{ name: "consent_proof_reports_organization", columns: ["organization_id", "created_at"] }],
-  output: ProofReport,
-  createInput: ProofReportCreate,
-  methods: ["find", "get", "create"],
-  ownerField: "organization_id",
-  premiumFeature: "versions_and_proofs",
-  defaults: { organization_user_id: null, regulation: null }
-})
-
-type ReportRow = StoredRow<typeof Reports>
 
 const PAGE = 1000
 
 /** The month's reports are counted under a lock: two at once cannot both take the last one. */
 const requireMonthlyAllowance = (organizationId: string) =>
+  Effect.zipRight(Effect.flatMap(UnitOfWork, (uow) => uow.lock(`proof-reports:${organizationId}`)), monthlyAllowance(organizationId))
+
+/** Fails when the month's reports are spent (read without the lock, it answers early: a report costs reading and rendering). */
+const monthlyAllowance = (organizationId: string) =>
   Effect.gen(function*() {
-    yield* Effect.flatMap(UnitOfWork, (uow) => uow.lock(`proof-reports:${organizationId}`))
     const limit = yield* Effect.flatMap(OrganizationLimits, (limits) => limits.quotaOf(organizationId, "consent_proof_reports"))
     if (limit === undefined) return
     const now = yield* Clock.currentTimeMillis
@@ -65,15 +55,16 @@ const requireMonthlyAllowance = (organizationId: string) =>
 
 const badUser = (message: string, field: string) => new InvalidInput({ message: `Invalid ${field}: ${message}`, errors: { [field]: message } })
 
-/** Every entry of one chain, and the entries naming each subject in it. */
-const entriesBySubject = (organizationId: string, shard: number) =>
+/** Every entry of one chain up to `last` (none past it: the head the report carries), and the entries naming each subject in it. */
+const entriesBySubject = (organizationId: string, shard: number, last: number) =>
   Effect.gen(function*() {
     const store = yield* ConsentLogStore
     const bySubject = new Map<string, Array<LogEntry>>()
     let after: { shard: number; seq: number } | undefined
-    for (;;) {
+    while (last > 0) {
       const page = yield* store.entries(organizationId, { shard, after, limit: PAGE })
       for (const e of page) {
+        if (e.seq > last) return bySubject
         const text = JSON.parse(e.changes) as EntryText
         for (const c of text.changes) {
           const list = bySubject.get(c.s)
@@ -87,8 +78,27 @@ const entriesBySubject = (organizationId: string, shard: number) =>
     return bySubject
   })
 
-/** The report of one user, as of now. */
-const reportOf = (organizationId: string, input: typeof ProofReportCreate.Type) =>
+/**
+ * Whether a chain, past `last`, changed one of `subjects` or removed any row (a removed event is
+ * one the report may have missed): then what was read does not all belong to the head read.
+ */
+const movedSince = (organizationId: string, shard: number, last: number, subjects: ReadonlySet<string>) =>
+  Effect.gen(function*() {
+    const store = yield* ConsentLogStore
+    let after = { shard, seq: last }
+    for (;;) {
+      const page = yield* store.entries(organizationId, { shard, after, limit: PAGE })
+      for (const e of page) {
+        if (e.shard !== shard) return false
+        if ((JSON.parse(e.changes) as EntryText).changes.some((c) => c.a === "remove" || subjects.has(c.s))) return true
+      }
+      if (page.length < PAGE) return false
+      after = { shard, seq: page[page.length - 1]!.seq }
+    }
+  })
+
+/** The report of one user, as of the log's `heads`, read before it. */
+const reportOf = (organizationId: string, input: typeof ProofReportCreate.Type, heads: ReadonlyArray<LogHead>) =>
   Effect.gen(function*() {
     const storage = yield* Storage
     const digests = yield* Digests
@@ -131,17 +141,25 @@ const reportOf = (organizationId: string, input: typeof ProofReportCreate.Type) 
       position = [end.created_at, end.id]
     }
     // A user's rows are all in one chain: reading it finds every entry that covers them.
-    const covering = yield* entriesBySubject(organizationId, shardOf(user.id))
-    const entriesOf = (table: string, id: string) =>
-      (covering.get(subjectOf(sha256, table, organizationId, id)) ?? []).map((e) => ({
+    const shard = shardOf(user.id)
+    const last = heads.find((h) => h.shard === shard)?.seq ?? 0
+    const covering = yield* entriesBySubject(organizationId, shard, last)
+    // The rows the report shows, by the subject the log names them by.
+    const subjects = new Set<string>()
+    const entriesOf = (table: string, id: string) => {
+      const subject = subjectOf(sha256, table, organizationId, id)
+      subjects.add(subject)
+      return (covering.get(subject) ?? []).map((e) => ({
         shard: e.shard,
         seq: e.seq,
         hash: e.hash,
         created_at: e.created_at
       }))
+    }
     const contents = storage.repository(NoticeTextContentsResource.tableDef)
     const proofs = storage.repository(ProofsResource.tableDef)
     const proofIds = [...new Set(events.flatMap((e) => e.proofs_id))]
+    for (const id of proofIds) subjects.add(subjectOf(sha256, "consent_proofs", organizationId, id))
     const proofRows = proofIds.length === 0 ? [] : (yield* proofs.find({
       count: false,
       where: [eq("organization_id", organizationId), inList("id", proofIds)],
@@ -187,35 +205,92 @@ const reportOf = (organizationId: string, input: typeof ProofReportCreate.Type) 
       organization: { id: organizationId, name: Option.match(org, { onNone: () => "", onSome: (o) => o.name }) },
       user: { id: user.id, organization_user_id: user.organization_user_id, created_at: user.created_at },
       regulations: sections,
-      log_head: headOf(sha256, yield* Effect.flatMap(ConsentLogStore, (s) => s.heads(organizationId))),
+      log_head: headOf(sha256, heads),
       user_log: entriesOf("consent_users", user.id)
     }
-    return { report, user, sha256: sha256(digests.canonicalJson(report)) }
+    return { report, user, sha256: sha256(digests.canonicalJson(report)), shard, last, subjects }
   })
 
-export const ProofReportsResource = Reports.with<ConsentLogStore | Digests>({
-  ports: portList(ConsentLogStore, Digests),
+/** Reads of a user changed under them are read again this many times, then refused. */
+const ATTEMPTS = 3
+
+/**
+ * The report of one user, read outside any transaction: the log's heads first, then the user's
+ * rows and its chain up to that head. If the chain moved past it on a row the report shows (or
+ * removed one), the rows read may be newer than the head: read again. So a report shows the
+ * user as the log head it carries covers it.
+ */
+const consistentReport = (organizationId: string, input: typeof ProofReportCreate.Type) =>
+  Effect.gen(function*() {
+    const store = yield* ConsentLogStore
+    for (let attempt = 1;; attempt++) {
+      const made = yield* reportOf(organizationId, input, yield* store.heads(organizationId))
+      if (!(yield* movedSince(organizationId, made.shard, made.last, made.subjects))) return made
+      if (attempt === ATTEMPTS) {
+        return yield* Effect.fail(new Conflict({
+          message: "The user's consent changed while its report was made: try again",
+          errors: { user_id: "changed while the report was made" }
+        }))
+      }
+    }
+  })
+
+/** A report as its PDF, and that PDF's digest. */
+const renderPdf = (row: Pick<ReportRow, "id" | "sha256" | "created_at">, report: ProofReportDocument) =>
+  Effect.gen(function*() {
+    const pdf = yield* Effect.flatMap(ReportPdf, (r) => r.render({ id: row.id, sha256: row.sha256, created_at: row.created_at, report }))
+    return { pdf, pdf_sha256: (yield* Digests).sha256(pdf) }
+  })
+
+/**
+ * A report is read and rendered before its transaction, holding no lock (it reads a sixteenth of
+ * the organization's log); the transaction only counts the month's reports and writes it.
+ */
+export const ProofReportsResource = Reports.with<ConsentLogStore | Digests | ReportPdf, Uint8Array>({
+  ports: portList(ConsentLogStore, Digests, ReportPdf),
   hooks: {
-    create: (_p, row, input) =>
+    prepare: (_p, row, input) =>
       Effect.gen(function*() {
-        yield* requireMonthlyAllowance(row.organization_id)
-        const made = yield* reportOf(row.organization_id, input)
-        return {
-          row: {
-            ...row,
-            user_id: made.user.id,
-            organization_user_id: made.user.organization_user_id,
-            regulation: input.regulation ?? null,
-            sha256: made.sha256,
-            report: made.report,
-            created_at: made.report.generated_at
-          } satisfies ReportRow
-        }
-      })
+        yield* monthlyAllowance(row.organization_id)
+        const made = yield* consistentReport(row.organization_id, input)
+        const completed = {
+          ...row,
+          user_id: made.user.id,
+          organization_user_id: made.user.organization_user_id,
+          regulation: input.regulation ?? null,
+          sha256: made.sha256,
+          report: made.report,
+          created_at: made.report.generated_at
+        } satisfies ReportRow
+        const { pdf, pdf_sha256 } = yield* renderPdf(completed, made.report)
+        return { row: { ...completed, pdf_sha256 }, carry: pdf }
+      }),
+    create: (_p, row) => Effect.as(requireMonthlyAllowance(row.organization_id), { row }),
+    afterCreate: (_p, stored, pdf) => pdf === undefined ? Effect.dieMessage("a proof report without its PDF") : Effect.orDie(keepPdf(stored, pdf))
   }
 })
 
-/** `GET /v1/consents/proof-reports/:id/pdf`: the same report as a PDF. */
+/**
+ * The PDF of a report made before PDFs were kept: rendered from the report as it was made, and
+ * kept with its digest. Of two first reads at once, one keeps it and both answer those bytes.
+ */
+const backfillPdf = (row: ReportRow, report: ProofReportDocument) =>
+  Effect.gen(function*() {
+    const { pdf, pdf_sha256 } = yield* renderPdf(row, report)
+    const uow = yield* UnitOfWork
+    const kept = yield* uow.transaction(Effect.gen(function*() {
+      const current = yield* (yield* Storage).repository(Reports.tableDef).get(row.id)
+      if (Option.isNone(current) || Option.isNone(madeReport(current.value))) return Option.none<Uint8Array>()
+      const already = yield* keptPdf(current.value)
+      if (Option.isSome(already)) return already
+      yield* Effect.orDie(keepPdf(current.value, pdf))
+      yield* Effect.orDie((yield* Storage).repository(Reports.tableDef).patch(row.id, { pdf_sha256 }, current.value.version))
+      return Option.some(pdf)
+    }))
+    return kept
+  })
+
+/** `GET /v1/consents/proof-reports/:id/pdf`: the report as the PDF rendered when it was made. */
 export const ProofReportPdfAction = defineAction({
   place: "consents/proof-reports",
   name: "pdf",
@@ -232,7 +307,12 @@ export const ProofReportPdfAction = defineAction({
     Effect.gen(function*() {
       yield* ensureMethodFor(ProofReportsResource, principal, "get")
       const row = yield* loadVisible(ProofReportsResource, principal, request.id, request.at)
-      const pdf = yield* Effect.flatMap(ReportPdf, (r) => r.render({ id: row.id, sha256: row.sha256, created_at: row.created_at, report: row.report }))
-      return new FileAnswer(pdf, "application/pdf", `proof-report-${row.id}.pdf`)
+      const gone = new NotFound({ message: `The PDF of proof report '${row.id}' was removed when its user was erased` })
+      const report = madeReport(row)
+      if (Option.isNone(report)) return yield* Effect.fail(gone)
+      const kept = yield* keptPdf(row)
+      const pdf = Option.isSome(kept) ? kept : yield* backfillPdf(row, report.value)
+      if (Option.isNone(pdf)) return yield* Effect.fail(gone)
+      return new FileAnswer(pdf.value, "application/pdf", `proof-report-${row.id}.pdf`)
     })
 })

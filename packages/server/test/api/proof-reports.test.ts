@@ -19,7 +19,7 @@ const { server, op, tenant } = useServer()
 const FEATURES = { consents_api: true, versions_and_proofs: true }
 const HEX64 = /^[0-9a-f]{64}$/
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
-const ANSWER = ["created_at", "id", "organization_id", "organization_user_id", "regulation", "report", "sha256", "user_id"]
+const ANSWER = ["created_at", "id", "organization_id", "organization_user_id", "pdf_sha256", "regulation", "report", "sha256", "user_id"]
 const WORDING = "We use cookies to measure the audience of this site and to show you relevant offers."
 
 const sha256 = (data: Uint8Array | string) => crypto.createHash("sha256").update(data).digest("hex")
@@ -127,6 +127,7 @@ describe("proof reports: what a report says", () => {
     expect(report.created_at).toMatch(ISO)
     expect(report.sha256).toMatch(HEX64)
     expect(report.sha256).toBe(reportHash(report.report))
+    expect(report.pdf_sha256).toMatch(HEX64)
 
     const doc = report.report
     expect(Object.keys(doc).sort()).toEqual(["generated_at", "log_head", "organization", "regulations", "user", "user_log"])
@@ -228,6 +229,16 @@ describe("proof reports: what a report says", () => {
     expect(text).toContain(report.sha256)
   })
 
+  it("/pdf: the PDF rendered when the report was made, the same bytes on every GET, whose SHA-256 is pdf_sha256", async () => {
+    const first = await download(t.token, `/v1/consents/proof-reports/${report.id}/pdf`)
+    server.clock.advance(60_000)
+    const second = await download(t.token, `/v1/consents/proof-reports/${report.id}/pdf`)
+    expect(first.status).toBe(200)
+    expect(second.status).toBe(200)
+    expect(sha256(first.bytes)).toBe(report.pdf_sha256)
+    expect(Buffer.from(second.bytes).equals(Buffer.from(first.bytes))).toBe(true)
+  })
+
   it("/pdf: its text holds the organization, the user, the events, the notice wording, the proofs' digests and the log entries", async () => {
     const text = await pdfText((await download(t.token, `/v1/consents/proof-reports/${report.id}/pdf`)).bytes)
     const doc = report.report
@@ -240,6 +251,151 @@ describe("proof reports: what a report says", () => {
     // The choices: every purpose an event names.
     for (const purpose of ["analytics", "ads", "sale"]) expect(text).toContain(purpose)
     for (const r of doc.regulations) for (const e of r.events) for (const l of e.log) expect(text).toContain(l.hash)
+  })
+})
+
+/** The longest JSON an event's metadata may be, in bytes. */
+const MAX_METADATA = 64 * 1024
+
+/** Metadata of exactly `bytes` bytes of JSON: one value, one long word without spaces. */
+const metadataOf = (bytes: number) => ({ k: "x".repeat(bytes - '{"k":""}'.length) })
+
+/**
+ * Runs `work` while `GET /healthz` is asked again and again, and answers the slowest of those
+ * probes (ms): how long any request waited behind what `work` made the server do.
+ */
+const slowestProbeDuring = async (work: () => Promise<void>) => {
+  let done = false
+  let slowest = 0
+  let probes = 0
+  const probing = (async () => {
+    while (!done) {
+      const started = performance.now()
+      const r = await fetch(`${server.url}/healthz`)
+      await r.arrayBuffer()
+      slowest = Math.max(slowest, performance.now() - started)
+      probes++
+    }
+  })()
+  try {
+    await work()
+  } finally {
+    done = true
+    await probing
+  }
+  expect(probes, "probes answered while the work ran").toBeGreaterThan(0)
+  return slowest
+}
+
+describe("proof reports: an event's metadata is bounded, and a report never holds the server", () => {
+  it("an event's metadata is at most 64 KiB of JSON: one byte more is a 400 naming metadata (create and patch)", async () => {
+    const t = await tenant(FEATURES)
+    const ouid = unique("crm")
+    const kept = await recordEvent(t, ouid, { consents: { purposes: purposes(["p", true]) }, metadata: metadataOf(MAX_METADATA) })
+    expect(JSON.stringify(kept.metadata)).toHaveLength(MAX_METADATA)
+    // Bytes, not characters: a two-byte character counts twice.
+    const wide = { k: "é".repeat((MAX_METADATA - 8) / 2 + 1) }
+    for (const metadata of [metadataOf(MAX_METADATA + 1), wide]) {
+      const r = await t.call("POST", "/v1/consents/events", {
+        body: { organization_id: t.org.id, user: { organization_user_id: ouid }, consents: { purposes: purposes(["p", true]) }, metadata }
+      })
+      expect400(r)
+      expect(Object.keys(r.body.errors)).toContain("metadata")
+    }
+    const patched = await t.call("PATCH", `/v1/consents/events/${kept.id}`, { body: { metadata: metadataOf(MAX_METADATA + 1) } })
+    expect400(patched)
+    expect(Object.keys(patched.body.errors)).toContain("metadata")
+  })
+
+  it("the largest metadata as one long word: making its report and reading its PDF leave a probe answered promptly; the JSON keeps it whole", async () => {
+    const t = await tenant(FEATURES)
+    // A first report loads the PDF library: what is measured is a report, not a server's first one.
+    const warm = await recordEvent(t, unique("crm"), { consents: { purposes: purposes(["p", true]) } })
+    expect((await createReport(t, { user_id: warm.user.id })).status).toBe(201)
+    const metadata = metadataOf(MAX_METADATA)
+    const e = await recordEvent(t, unique("crm"), { consents: { purposes: purposes(["p", true]) }, metadata })
+    let made: any
+    let pdf: Awaited<ReturnType<typeof download>> | undefined
+    const slowest = await slowestProbeDuring(async () => {
+      const r = await createReport(t, { user_id: e.user.id })
+      expect(r.status, r.text).toBe(201)
+      made = r.body
+      pdf = await download(t.token, `/v1/consents/proof-reports/${made.id}/pdf`)
+    })
+    expect(slowest, "the slowest probe (ms)").toBeLessThan(250)
+    expect(made.report.regulations[0].events[0].metadata).toEqual(metadata)
+    expect(pdf!.status).toBe(200)
+    expect(sha256(pdf!.bytes)).toBe(made.pdf_sha256)
+  })
+})
+
+describe("proof reports: erasing the user", () => {
+  const IP = "203.0.113.77"
+  let t: TestTenant
+  let ouid: string
+  let userId: string
+  let made: any
+  beforeAll(async () => {
+    t = await tenant(FEATURES)
+    ouid = unique("crm")
+    const e = await recordEvent(t, ouid, {
+      consents: { purposes: purposes(["analytics", true]) },
+      metadata: { ip: IP },
+      proofs: [{ file: dataUri("image/png", samplePng()) }]
+    })
+    userId = e.user.id
+    const r = await createReport(t, { organization_user_id: ouid })
+    expect(r.status, r.text).toBe(201)
+    made = r.body
+    expect((await t.call("GET", `/v1/consents/proof-reports?organization_user_id=${ouid}`)).body.total).toBe(1)
+    const erased = await t.call("DELETE", `/v1/consents/users/${userId}`)
+    expect(erased.status, erased.text).toBe(200)
+  })
+
+  it("get and find show ids, times and digests only: no organization_user_id, no metadata, no choices", async () => {
+    const got = await t.call("GET", `/v1/consents/proof-reports/${made.id}`)
+    expect(got.status, got.text).toBe(200)
+    const found = await t.call("GET", `/v1/consents/proof-reports?user_id=${userId}`)
+    expect(found.status, found.text).toBe(200)
+    expect(found.body.data).toEqual([got.body])
+    for (const body of [got.body, found.body]) {
+      expect(JSON.stringify(body)).not.toContain(IP)
+      expect(JSON.stringify(body)).not.toContain(ouid)
+      expect(JSON.stringify(body)).not.toContain("analytics")
+    }
+    const r = got.body
+    expect(r).toMatchObject({
+      id: made.id,
+      organization_id: t.org.id,
+      user_id: userId,
+      organization_user_id: null,
+      regulation: null,
+      sha256: made.sha256,
+      pdf_sha256: made.pdf_sha256,
+      created_at: made.created_at
+    })
+    expect(r.report).toEqual({
+      generated_at: made.report.generated_at,
+      erased_at: expect.stringMatching(ISO),
+      organization: { id: t.org.id },
+      user: { id: userId, created_at: made.report.user.created_at },
+      log_head: made.report.log_head
+    })
+  })
+
+  it("its PDF is gone (404), and ?organization_user_id= no longer finds it", async () => {
+    const d = await download(t.token, `/v1/consents/proof-reports/${made.id}/pdf`)
+    expect(d.status).toBe(404)
+    expect(Buffer.from(d.bytes).toString("utf8")).not.toContain(IP)
+    const found = await t.call("GET", `/v1/consents/proof-reports?organization_user_id=${ouid}`)
+    expect(found.status, found.text).toBe(200)
+    expect(found.body.total).toBe(0)
+  })
+
+  it("the consent log still verifies", async () => {
+    const v = await t.call("GET", "/v1/consents/log/verify")
+    expect(v.status, v.text).toBe(200)
+    expect(v.body).toMatchObject({ valid: true, first_invalid: null })
   })
 })
 
