@@ -49,12 +49,11 @@ export const MAX_EVENT_METADATA_BYTES = 64 * 1024
 
 const utf8 = new TextEncoder()
 
+export const withinEventMetadata = (metadata: unknown) => utf8.encode(JSON.stringify(metadata)).byteLength <= MAX_EVENT_METADATA_BYTES
+export const EVENT_METADATA_TOO_LARGE = `must be at most ${MAX_EVENT_METADATA_BYTES} bytes of JSON`
+
 /** An event's own `metadata`: a JSON object of at most `MAX_EVENT_METADATA_BYTES`. */
-const EventMetadata = JsonObject.pipe(
-  Schema.filter((m) => utf8.encode(JSON.stringify(m)).byteLength <= MAX_EVENT_METADATA_BYTES, {
-    message: () => `must be at most ${MAX_EVENT_METADATA_BYTES} bytes of JSON`
-  })
-)
+const EventMetadata = JsonObject.pipe(Schema.filter(withinEventMetadata, { message: () => EVENT_METADATA_TOO_LARGE }))
 
 const Tcfcs = Schema.String.pipe(Schema.maxLength(65_536, { message: () => "must be at most 65536 characters" }))
 

@@ -9,13 +9,15 @@ import {
   ConsentUser,
   ConsentUserCreate,
   ConsentUserUpdate,
+  EVENT_METADATA_TOO_LARGE,
   type EventConsents,
   type EventUser,
   type EventUserInput,
   PUBLIC_EVENT_ANSWER,
   Regulation,
   type UserConsents,
-  type UserConsentStates
+  type UserConsentStates,
+  withinEventMetadata
 } from "../Domain/Consent.js"
 import { type DomainError, Forbidden, InvalidInput, NotFound } from "../Domain/Errors.js"
 import { verifyUserIdAuth } from "../Consents/VouchedUsers.js"
@@ -450,10 +452,18 @@ export const ConsentEventsResource = Events.with<SubscriberRegistrations | Media
           ...(u.metadata != null ? { metadata: u.metadata } : {}),
           ...(u.country != null ? { country: u.country } : {})
         }
+        const fields = tokenFields(p, row)
+        // A consent token's metadata merged in counts too.
+        if (fields.metadata !== null && !withinEventMetadata(fields.metadata)) {
+          return yield* Effect.fail(new InvalidInput({
+            message: `Invalid metadata: ${EVENT_METADATA_TOO_LARGE}`,
+            errors: { metadata: EVENT_METADATA_TOO_LARGE }
+          }))
+        }
         return {
           row: {
             ...row,
-            ...tokenFields(p, row),
+            ...fields,
             user: eventUser,
             user_id: user.id,
             organization_user_id: user.organization_user_id,

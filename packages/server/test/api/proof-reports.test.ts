@@ -307,6 +307,26 @@ describe("proof reports: an event's metadata is bounded, and a report never hold
     expect(Object.keys(patched.body.errors)).toContain("metadata")
   })
 
+  it("a consent token's metadata merged under the event's counts: past 64 KiB together, a 400 naming metadata", async () => {
+    // A token carries at most 4 KiB and a token's write at most 64 KiB: the two together can pass the bound.
+    const t = await tenant({ ...FEATURES, store_cmp_consents: true })
+    const ouid = unique("crm")
+    const token = await t.call("POST", "/v1/consents/tokens", {
+      body: { organization_id: t.org.id, organization_user_id: ouid, metadata: { campaign: "x".repeat(3000) } }
+    })
+    expect(token.status, token.text).toBe(201)
+    const asUser = as(server.url, token.body.id_token as string)
+    const write = (metadata: Record<string, unknown>) =>
+      asUser("POST", "/v1/consents/events", {
+        body: { organization_id: t.org.id, user: { organization_user_id: ouid }, consents: { purposes: purposes(["p", true]) }, metadata }
+      })
+    const r = await write(metadataOf(MAX_METADATA - 2048))
+    expect400(r)
+    expect(Object.keys(r.body.errors)).toContain("metadata")
+    const small = await write({ page: "/checkout" })
+    expect(small.status, small.text).toBe(201)
+  })
+
   it("the largest metadata as one long word: making its report and reading its PDF leave a probe answered promptly; the JSON keeps it whole", async () => {
     const t = await tenant(FEATURES)
     // A first report loads the PDF library: what is measured is a report, not a server's first one.
