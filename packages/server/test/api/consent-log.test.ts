@@ -121,7 +121,7 @@ const startReachable = async (overrides: Partial<ServerOptions> = {}): Promise<T
   }
 }
 
-const { op, tenant } = useServer({}, { start: startReachable, timeout: 60_000 })
+const { op, server, tenant } = useServer({}, { start: startReachable, timeout: 60_000 })
 
 const FEATURES = { consents_api: true, versions_and_proofs: true }
 const HEX64 = /^[0-9a-f]{64}$/
@@ -353,5 +353,32 @@ describe("consent log: erasure", () => {
       const removals = all.filter((c) => c.s === subjectOf(table, t.org.id, id) && c.a === "remove")
       expect(removals.map((c) => c.d), `${table} ${id}`).toEqual([null])
     }
+  })
+})
+
+describe("consent log: proof reports made before their PDF was kept", () => {
+  const pdfOf = async (t: TestTenant, id: string) => {
+    const res = await fetch(`${server.url}/v1/consents/proof-reports/${id}/pdf`, { headers: { authorization: `Bearer ${t.token}` } })
+    expect(res.status).toBe(200)
+    return new Uint8Array(await res.arrayBuffer())
+  }
+  const bytesHash = (bytes: Uint8Array) => crypto.createHash("sha256").update(bytes).digest("hex")
+
+  it("a report without a kept PDF renders it on its first GET and keeps it: pdf_sha256 is set, later GETs answer the same bytes", async () => {
+    const t = await tenant(FEATURES)
+    const e = await created(t, "/v1/consents/events", eventBody(t, unique("crm")))
+    const report = await created(t, "/v1/consents/proof-reports", { organization_id: t.org.id, user_id: e.user.id })
+    // As a report made before PDFs were kept is stored: no PDF, no digest of one.
+    expect(await db().run("DELETE FROM consent_proof_report_pdfs WHERE id = ?", [report.id])).toBe(1)
+    expect(await db().run("UPDATE consent_proof_reports SET pdf_sha256 = NULL WHERE id = ?", [report.id])).toBe(1)
+    expect((await t.call("GET", `/v1/consents/proof-reports/${report.id}`)).body.pdf_sha256).toBeNull()
+
+    const first = await pdfOf(t, report.id)
+    const after = (await t.call("GET", `/v1/consents/proof-reports/${report.id}`)).body
+    expect(after.pdf_sha256).toBe(bytesHash(first))
+    expect(after.report).toEqual(report.report)
+    expect(after.sha256).toBe(report.sha256)
+    expect(await db().query("SELECT id FROM consent_proof_report_pdfs WHERE id = ?", [report.id])).toHaveLength(1)
+    expect(Buffer.from(await pdfOf(t, report.id)).equals(Buffer.from(first))).toBe(true)
   })
 })
