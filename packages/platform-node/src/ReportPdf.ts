@@ -77,6 +77,33 @@ const breakRuns = (text: string, run: number): string =>
     return lines.join("\n")
   })
 
+/** Lets the event loop serve what waits (I/O, timers) before drawing on: a microtask would not. */
+const nextTurn = Effect.async<void>((resume) => {
+  const pending = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(pending))
+})
+
+/** About this many characters are drawn in one turn of the event loop (some 40 lines). */
+const PIECE = 2000
+
+/** The text cut at line breaks into pieces of about `PIECE` characters (a longer line is a piece of its own). */
+const pieces = (text: string): Array<string> => {
+  const out: Array<string> = []
+  let lines: Array<string> = []
+  let size = 0
+  for (const line of text.split("\n")) {
+    if (lines.length > 0 && size + line.length > PIECE) {
+      out.push(lines.join("\n"))
+      lines = []
+      size = 0
+    }
+    lines.push(line)
+    size += line.length + 1
+  }
+  if (lines.length > 0) out.push(lines.join("\n"))
+  return out
+}
+
 /** Characters of a font size that surely fit a width: no glyph of the standard fonts is wider than 1 em, Courier's are 0.6 em. */
 const fitting = (width: number, size: number, mono: boolean) => Math.max(8, Math.floor(width / (size * (mono ? 0.6 : 1))))
 
@@ -136,20 +163,25 @@ class Writer {
     })
   }
 
-  /** A long unbroken string (a TC string), in lines of the monospaced font. */
+  /** A long unbroken string (a TC string), in lines of the monospaced font, a piece a turn. */
   block(text: string, indent = 0) {
-    this.doc.font("Courier").fontSize(SMALL_MONO).text(this.fit(text, this.width - indent, SMALL_MONO, true), MARGIN + indent, undefined, {
-      width: this.width - indent
-    })
+    return Effect.forEach(pieces(this.fit(text, this.width - indent, SMALL_MONO, true)), (piece) =>
+      Effect.zipRight(
+        nextTurn,
+        Effect.sync(() => this.doc.font("Courier").fontSize(SMALL_MONO).text(piece, MARGIN + indent, undefined, { width: this.width - indent }))
+      ), { discard: true })
   }
 
-  /** Long prose (a notice's wording): wrapped, paginated, its paragraphs kept. */
+  /** Long prose (a notice's wording): wrapped, paginated, its paragraphs kept, a piece a turn. */
   prose(text: string, indent = 0) {
     const paragraphs = this.fit(text, this.width - indent, BODY, false, true).split(/\n\s*\n+/).map((p) => p.trim()).filter((p) => p.length > 0)
-    this.doc.font("Times-Roman").fontSize(BODY).text(paragraphs.join("\n"), MARGIN + indent, undefined, {
-      width: this.width - indent,
-      paragraphGap: 4
-    })
+    return Effect.forEach(pieces(paragraphs.join("\n")), (piece) =>
+      Effect.zipRight(
+        nextTurn,
+        Effect.sync(() =>
+          this.doc.font("Times-Roman").fontSize(BODY).text(piece, MARGIN + indent, undefined, { width: this.width - indent, paragraphGap: 4 })
+        )
+      ), { discard: true })
   }
 
   gap(lines = 0.4) {
@@ -179,84 +211,80 @@ const onOff = (enabled: boolean) => (enabled ? "enabled" : "disabled")
 const list = (ids: ReadonlyArray<string> | undefined) => (ids && ids.length > 0 ? ids.join(", ") : "none")
 const logLine = (e: LogEntry) => `${e.shard}/${e.seq} ${e.hash}  (${e.created_at})`
 
-const choices = (w: Writer, consents: Choices, indent: number) => {
-  const purposes = consents.purposes ?? []
-  if (purposes.length === 0) w.line("Purposes: none", indent)
-  for (const p of purposes) {
-    const li = p.enabled_li === undefined ? "" : `; legitimate interest ${onOff(p.enabled_li)}`
-    w.line(`Purpose ${p.id}: ${onOff(p.enabled)}${li}`, indent)
-  }
-  const vendors = consents.vendors
-  if (vendors !== undefined) {
-    w.line(`Vendors enabled: ${list(vendors.enabled)}`, indent)
-    w.line(`Vendors disabled: ${list(vendors.disabled)}`, indent)
-    if (vendors.enabled_li !== undefined || vendors.disabled_li !== undefined) {
-      w.line(`Vendors enabled (legitimate interest): ${list(vendors.enabled_li)}`, indent)
-      w.line(`Vendors disabled (legitimate interest): ${list(vendors.disabled_li)}`, indent)
+const choices = (w: Writer, consents: Choices, indent: number) =>
+  Effect.gen(function*() {
+    const purposes = consents.purposes ?? []
+    if (purposes.length === 0) w.line("Purposes: none", indent)
+    for (const p of purposes) {
+      const li = p.enabled_li === undefined ? "" : `; legitimate interest ${onOff(p.enabled_li)}`
+      w.line(`Purpose ${p.id}: ${onOff(p.enabled)}${li}`, indent)
     }
-  }
-  if (consents.tcfcs !== undefined) {
-    w.line("TCF consent string:", indent)
-    w.block(consents.tcfcs, indent + 10)
-  }
-}
-
-const event = (w: Writer, e: ReportEvent) => {
-  w.heading(`Event ${e.id}`, 3)
-  w.field("Created at", e.created_at, false, 10)
-  if (e.updated_at !== e.created_at) w.field("Updated at", e.updated_at, false, 10)
-  w.field("Status", e.status, false, 10)
-  if (e.delegate) {
-    w.field("Recorded by delegate", e.delegate.name ? `${e.delegate.id} (${e.delegate.name})` : e.delegate.id, false, 10)
-  }
-  w.keep(2)
-  w.line("Choices:", 10)
-  choices(w, e.consents, 20)
-  if (e.metadata) w.field("Metadata", cut(JSON.stringify(e.metadata), SHOWN_METADATA), false, 10)
-  if (e.notice) {
-    w.gap(0.3)
-    w.field(
-      "Notice wording",
-      `notice ${e.notice.id}, text ${e.notice.text_id}, version ${e.notice.content_version}`,
-      false,
-      10
-    )
-    w.gap(0.2)
-    w.prose(e.notice.content, 20)
-    w.gap(0.2)
-  }
-  if (e.proofs.length > 0) {
-    w.keep(3)
-    w.line("Proofs:", 10)
-    for (const p of e.proofs) {
-      if (p.erased || p.sha256 === null) w.line(`${p.id}: erased`, 20)
-      else {
-        w.line(`${p.id}: ${p.media_type ?? "unknown type"}, ${p.size ?? "?"} bytes`, 20)
-        w.field("sha256", p.sha256, true, 30)
+    const vendors = consents.vendors
+    if (vendors !== undefined) {
+      w.line(`Vendors enabled: ${list(vendors.enabled)}`, indent)
+      w.line(`Vendors disabled: ${list(vendors.disabled)}`, indent)
+      if (vendors.enabled_li !== undefined || vendors.disabled_li !== undefined) {
+        w.line(`Vendors enabled (legitimate interest): ${list(vendors.enabled_li)}`, indent)
+        w.line(`Vendors disabled (legitimate interest): ${list(vendors.disabled_li)}`, indent)
       }
     }
-  }
-  w.keep(2)
-  w.line(e.log.length > 0 ? "Consent log entries (shard/seq hash):" : "Consent log entries: none", 10)
-  for (const entry of e.log) w.line(logLine(entry), 20, true)
-}
+    if (consents.tcfcs !== undefined) {
+      w.line("TCF consent string:", indent)
+      yield* w.block(consents.tcfcs, indent + 10)
+    }
+  })
 
-/** Lets the event loop serve what waits (I/O, timers) before drawing on: a microtask would not. */
-const nextTurn = Effect.async<void>((resume) => {
-  const pending = setImmediate(() => resume(Effect.void))
-  return Effect.sync(() => clearImmediate(pending))
-})
+const event = (w: Writer, e: ReportEvent) =>
+  Effect.gen(function*() {
+    w.heading(`Event ${e.id}`, 3)
+    w.field("Created at", e.created_at, false, 10)
+    if (e.updated_at !== e.created_at) w.field("Updated at", e.updated_at, false, 10)
+    w.field("Status", e.status, false, 10)
+    if (e.delegate) {
+      w.field("Recorded by delegate", e.delegate.name ? `${e.delegate.id} (${e.delegate.name})` : e.delegate.id, false, 10)
+    }
+    w.keep(2)
+    w.line("Choices:", 10)
+    yield* choices(w, e.consents, 20)
+    if (e.metadata) w.field("Metadata", cut(JSON.stringify(e.metadata), SHOWN_METADATA), false, 10)
+    if (e.notice) {
+      w.gap(0.3)
+      w.field(
+        "Notice wording",
+        `notice ${e.notice.id}, text ${e.notice.text_id}, version ${e.notice.content_version}`,
+        false,
+        10
+      )
+      w.gap(0.2)
+      yield* w.prose(e.notice.content, 20)
+      w.gap(0.2)
+    }
+    if (e.proofs.length > 0) {
+      w.keep(3)
+      w.line("Proofs:", 10)
+      for (const p of e.proofs) {
+        if (p.erased || p.sha256 === null) w.line(`${p.id}: erased`, 20)
+        else {
+          w.line(`${p.id}: ${p.media_type ?? "unknown type"}, ${p.size ?? "?"} bytes`, 20)
+          w.field("sha256", p.sha256, true, 30)
+        }
+      }
+    }
+    w.keep(2)
+    w.line(e.log.length > 0 ? "Consent log entries (shard/seq hash):" : "Consent log entries: none", 10)
+    for (const entry of e.log) w.line(logLine(entry), 20, true)
+  })
 
 /** Each event drawn in a turn of its own: a user with many events does not hold the event loop. */
 const regulation = (w: Writer, r: Regulation) =>
   Effect.gen(function*() {
     w.heading(`Regulation ${r.regulation}`, 1)
     w.heading("Effective status", 2)
-    choices(w, r.consents, 0)
+    yield* choices(w, r.consents, 0)
     w.heading(r.events.length > 0 ? `Consent events (${r.events.length}, oldest first)` : "Consent events: none", 2)
     for (const e of r.events) {
       yield* nextTurn
-      event(w, e)
+      yield* event(w, e)
     }
   })
 
