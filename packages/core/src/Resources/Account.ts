@@ -338,7 +338,8 @@ const requireInvitationAllowance = (organizationId: string, now: string) =>
     // Two concurrent invites must not both see "one below the limit".
     yield* Effect.flatMap(UnitOfWork, (uow) => uow.lock(`invitations-per-hour:${organizationId}`))
     const invitations = (yield* Storage).repository(InvitationsTable)
-    const since = new Date(Date.parse(now) - INVITATION_WINDOW_MS).toISOString()
+    // Times are whole milliseconds: one made exactly an hour ago has left the window.
+    const since = new Date(Date.parse(now) - INVITATION_WINDOW_MS + 1).toISOString()
     const where = [eq("organization_id", organizationId), gte("created_at", since)]
     const made = yield* invitations.count(where)
     if (made < limit) return
