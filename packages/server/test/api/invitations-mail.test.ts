@@ -1,9 +1,11 @@
+import * as fs from "node:fs"
 import * as net from "node:net"
 import type { AddressInfo } from "node:net"
 import { SMTPServer } from "smtp-server"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { as, client, expect400, unique } from "./helpers.js"
 import { useServer } from "./fixture.js"
+import { CANARY, personalDataIn, runLogPath } from "./run-log.js"
 import { scrape, valueOf } from "./scrape.js"
 
 /**
@@ -230,12 +232,54 @@ describe("a mail server slow to greet", () => {
     // The mail is on its way: someone waits for the server's greeting.
     await eventually(() => connections > 0, "a connection to the mail server")
     const write = await as(slow.url, b.token)("POST", "/v1/consents/events", {
-      body: { organization_id: b.org.id, user: { organization_user_id: unique("u") }, consents: { purposes: [{ id: "p1", enabled: true }] } }
+      body: {
+        organization_id: b.org.id,
+        user: { organization_user_id: CANARY.organizationUserId },
+        consents: { purposes: [{ id: "p1", enabled: true }] },
+        metadata: { ip: CANARY.ip, note: CANARY.metadata }
+      }
     })
     expect(write.status, write.text).toBe(201)
     expect(greeted).toBe(false)
     const invited = await inviting
     expect(invited.status, invited.text).toBe(201)
     expect(greeted).toBe(false)
+  })
+})
+
+describe("a mail server that refuses the recipient", () => {
+  /** Answers every recipient `550 5.1.1 <address>: unknown user`, quoting the address as servers do. */
+  const refusing = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ["STARTTLS", "AUTH"],
+    logger: false,
+    onRcptTo(address, _session, callback) {
+      const error = Object.assign(new Error(`5.1.1 <${address.address}>: unknown user`), { responseCode: 550 })
+      callback(error)
+    }
+  })
+  beforeAll(async () => {
+    await new Promise<void>((resolve) => refusing.listen(0, "127.0.0.1", () => resolve()))
+  })
+  afterAll(async () => {
+    await new Promise<void>((resolve) => refusing.close(() => resolve()))
+  })
+  const { server: refused, op } = useServer(() => ({
+    smtp: { url: `smtp://127.0.0.1:${(refusing.server.address() as AddressInfo).port}`, from: "no-reply@example.com" },
+    dispatcher: true
+  }))
+
+  it("the attempt is logged with the reply code only, never the address the reply quotes", async () => {
+    const a = await op.tenant()
+    const email = `${unique("refused")}@example.com`
+    const r = await as(refused.url, a.token)("POST", "/v1/members", { body: { name: "Ada", email, organization_id: a.org.id } })
+    expect(r.status, r.text).toBe(201)
+    const file = runLogPath()!
+    const failures = () =>
+      fs.readFileSync(file, "utf8").split("\n").filter((l) => l.includes("invitation mail not sent") && l.includes("refused 550"))
+    await eventually(() => failures().length > 0, "the refused attempt in the log")
+    const all = fs.readFileSync(file, "utf8")
+    expect(all).not.toContain(email)
+    expect(personalDataIn(all)).toEqual([])
   })
 })
