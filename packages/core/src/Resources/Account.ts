@@ -343,7 +343,7 @@ const requireInvitationAllowance = (organizationId: string, now: string) =>
     const where = [eq("organization_id", organizationId), gte("created_at", since)]
     const made = yield* invitations.count(where)
     if (made < limit) return
-    // A place frees when the invitation that brought the count to the limit leaves the window.
+    // A place frees once the `made - limit + 1` oldest have left the window.
     const page = yield* invitations.find({
       count: false,
       where,
