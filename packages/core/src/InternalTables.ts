@@ -34,7 +34,11 @@ export const InvitationsTable = defineTable("invitations", {
   created_at: field.timestamp,
   updated_at: field.timestamp,
   version: field.number
-}, { references: [ownedByOrganization], indexes: [{ name: "invitations_member", columns: ["member_id"] }] })
+}, { references: [ownedByOrganization], indexes: [
+  { name: "invitations_member", columns: ["member_id"] },
+  // `INVITATIONS_PER_HOUR` counts an organization's recent invitations.
+  { name: "invitations_organization", columns: ["organization_id", "created_at"] }
+] })
 
 /**
  * Request counters per organization and period, written by `UsageStore` with its own SQL (an

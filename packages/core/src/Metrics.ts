@@ -10,6 +10,9 @@ import * as Layer from "effect/Layer"
 /** Where a webhook attempt left its message: sent, to be retried, or given up (`failed`). */
 export type AttemptOutcome = "delivered" | "retry" | "failed"
 
+/** Where an attempt left an invitation's mail: sent, to be retried, or given up (`failed`). */
+export type MailOutcomeLabel = "sent" | "retry" | "failed"
+
 /** How a public write or a consent-token request ended: by its status class. */
 export type RequestOutcome = "ok" | "rejected" | "rate-limited" | "error"
 
@@ -20,6 +23,8 @@ export interface MetricsService {
   readonly consentEventsIngested: (count: number) => Effect.Effect<void>
   /** One delivery attempt (HTTP call or in-process handler) and how long it took. */
   readonly deliveryAttempt: (outcome: AttemptOutcome, seconds: number) => Effect.Effect<void>
+  /** One attempt to send an invitation's mail, by where it left the mail. */
+  readonly mailAttempt: (outcome: MailOutcomeLabel) => Effect.Effect<void>
   /** A request refused because its organization spent its `api_requests` quota. */
   readonly quotaRejected: Effect.Effect<void>
   /** A public write refused by the per-key or per-address rate limit. */
@@ -43,6 +48,7 @@ export class Metrics extends Context.Tag("@cmp/core/Metrics")<Metrics, MetricsSe
     request: () => Effect.void,
     consentEventsIngested: () => Effect.void,
     deliveryAttempt: () => Effect.void,
+    mailAttempt: () => Effect.void,
     quotaRejected: Effect.void,
     publicRateLimited: Effect.void,
     publicWrite: () => Effect.void,

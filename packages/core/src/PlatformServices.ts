@@ -10,6 +10,7 @@ import type { Metrics } from "./Metrics.js"
 import type { Readiness } from "./Readiness.js"
 import type { StoreProbe } from "./StoreProbe.js"
 import type { Mailer } from "./Mailer.js"
+import type { MailQueue, MailSignal } from "./MailOutbox.js"
 import type { OrganizationLimits } from "./OrganizationLimits.js"
 import type { CertificateValidator, Provisioner, UrlSigner } from "./OrganizationPorts.js"
 import type { Hmac, Ids, SecretHasher, Storage, TokenIssuer, UnitOfWork, UsageStore } from "./Ports.js"
@@ -48,6 +49,7 @@ export type StorePorts =
   | UnitOfWork
   | UsageStore
   | DeliveryQueue
+  | MailQueue
   | DeliveryStats
   | SubscriberRegistrations
   | ConsentLogStore
@@ -68,6 +70,7 @@ export type PlatformServices =
   | OrganizationLimits
   | CredentialCache
   | OutboxSignal
+  | MailSignal
   | Ids
   | Settings
   | ApiUsage

@@ -2,6 +2,7 @@ import * as Layer from "effect/Layer"
 import type { ActionPorts, AnyAction } from "./Action.js"
 import { ApiUsageTable, InvitationsTable, PersonsTable, SettingsTable } from "./InternalTables.js"
 import type { TableDef } from "./Ports.js"
+import { MailOutboxTable } from "./MailOutbox.js"
 import { Relations } from "./Relations.js"
 import type { AnyShape, CoreServices, PortsOf, ResourceDef } from "./Resource.js"
 import {
@@ -122,6 +123,7 @@ export const tables: ReadonlyArray<TableDef<any>> = [
       ...resources.map((def) => def.tableDef),
       PersonsTable,
       InvitationsTable,
+      MailOutboxTable,
       SettingsTable,
       AttemptsTable,
       SubscribersTable,

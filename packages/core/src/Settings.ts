@@ -22,6 +22,8 @@ export interface SettingsShape {
   readonly dashboardUrlTtlSeconds?: number | undefined
   /** `ORGANIZATIONS_PER_PERSON`: organizations one person (a member) may create; the operator is not limited. */
   readonly organizationsPerPerson: number
+  /** `INVITATIONS_PER_HOUR`: invitations one organization may make in an hour, whoever invites. */
+  readonly invitationsPerHour: number
   /** `PUBLIC_RATE_LIMIT`: public consent writes per minute, per public key and per client address. */
   readonly publicRateLimit: PublicRateLimitSetting
 }
@@ -79,6 +81,7 @@ export class Settings extends Context.Tag("@cmp/core/Settings")<Settings, Settin
     apiRequestsPeriod: { _tag: "CalendarMonth" },
     webhookAllowHosts: [],
     organizationsPerPerson: 10,
+    invitationsPerHour: 50,
     publicRateLimit: defaultPublicRateLimit
   }
   static readonly layer = (overrides: Partial<SettingsShape> = {}) =>

@@ -1,4 +1,4 @@
-import { type InvitationMail, Mailer, StoreUnavailable } from "@cmp/core"
+import { type InvitationMail, Mailer, MailNotSent } from "@cmp/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import nodemailer from "nodemailer"
@@ -38,10 +38,23 @@ const invitationText = (mail: InvitationMail, acceptUrl: string | undefined) =>
     "nobody else has received the token."
   ].join("\n")
 
+/** nodemailer's codes of a server that could not be reached or did not greet. */
+const UNREACHABLE = new Set(["ECONNECTION", "ESOCKET", "EDNS", "ECONNREFUSED", "ECONNRESET"])
+
 /**
- * Mail over SMTP with nodemailer. An invitation is sent while its transaction is open, so a mail
- * server that does not answer within the timeouts fails the invite instead of leaving an
- * invitation nobody received.
+ * Why the server did not take the mail, as a kind and a reply code only: the server's reply text
+ * (`550 5.1.1 <ada@example.com>: unknown user`) quotes the recipient, so it is never kept or logged.
+ */
+const notSent = (error: unknown): MailNotSent => {
+  const e = (typeof error === "object" && error !== null ? error : {}) as { code?: unknown; responseCode?: unknown }
+  if (typeof e.responseCode === "number") return new MailNotSent({ kind: "refused", code: e.responseCode })
+  if (e.code === "ETIMEDOUT") return new MailNotSent({ kind: "timeout" })
+  return new MailNotSent({ kind: typeof e.code === "string" && UNREACHABLE.has(e.code) ? "unreachable" : "error" })
+}
+
+/**
+ * Mail over SMTP with nodemailer. The mail dispatcher calls it after the invite's commit, so the
+ * timeouts bound one attempt of a retried mail, not a request.
  */
 export const SmtpMailerLive = (options: SmtpOptions): Layer.Layer<Mailer> =>
   Layer.scoped(
@@ -59,23 +72,15 @@ export const SmtpMailerLive = (options: SmtpOptions): Layer.Layer<Mailer> =>
       return {
         delivers: true,
         sendInvitation: (mail: InvitationMail) =>
-          Effect.tryPromise(() =>
-            transport.sendMail({
-              to: mail.to,
-              subject: oneLine(`Invitation to ${mail.organizationName}`),
-              text: invitationText(mail, options.acceptUrl)
-            })
-          ).pipe(
-            Effect.asVoid,
-            Effect.catchAll((error) =>
-              // The reason, never the message: it holds the token.
-              Effect.logWarning("The mail server did not take an invitation", String((error.error as Error)?.message ?? error)).pipe(
-                Effect.zipRight(Effect.die(
-                  new StoreUnavailable({ message: "the mail server did not take the invitation", reason: "unreachable" })
-                ))
-              )
-            )
-          )
+          Effect.tryPromise({
+            try: () =>
+              transport.sendMail({
+                to: mail.to,
+                subject: oneLine(`Invitation to ${mail.organizationName}`),
+                text: invitationText(mail, options.acceptUrl)
+              }),
+            catch: notSent
+          }).pipe(Effect.asVoid)
       }
     })
   )

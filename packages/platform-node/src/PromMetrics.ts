@@ -70,6 +70,12 @@ export const make = Effect.gen(function*() {
     help: "Webhook messages given up (moved to failed)",
     registers
   })
+  const mails = new Prometheus.Counter({
+    name: "cmp_invitation_mail_attempts_total",
+    help: "Attempts to send an invitation's mail, by where they left it: sent, retry or failed (given up)",
+    labelNames: ["outcome"] as const,
+    registers
+  })
   const quotaRejections = new Prometheus.Counter({
     name: "cmp_api_requests_quota_rejections_total",
     help: "Requests refused because the organization's api_requests quota was spent",
@@ -100,6 +106,7 @@ export const make = Effect.gen(function*() {
   })
   // Every counter shows from the first scrape, at zero, so an alert's `rate()` has a series.
   for (const outcome of ["delivered", "retry", "failed"]) attempts.labels(outcome).inc(0)
+  for (const outcome of ["sent", "retry", "failed"]) mails.labels(outcome).inc(0)
   for (const outcome of ["ok", "rejected", "rate-limited", "error"]) {
     publicWrites.labels(outcome).inc(0)
     tokenRequests.labels(outcome).inc(0)
@@ -119,6 +126,7 @@ export const make = Effect.gen(function*() {
         attemptSeconds.labels(outcome).observe(seconds)
         if (outcome === "failed") failed.inc()
       }),
+    mailAttempt: (outcome) => Effect.sync(() => mails.labels(outcome).inc()),
     quotaRejected: Effect.sync(() => quotaRejections.inc()),
     publicRateLimited: Effect.sync(() => rateLimited.inc()),
     publicWrite: (outcome) => Effect.sync(() => publicWrites.labels(outcome).inc()),

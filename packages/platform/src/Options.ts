@@ -46,7 +46,8 @@ export interface PlatformOptions extends Omit<NodeAdaptersOptions, "allowHosts" 
    * settings. `false` delivers nothing here (a `worker` process does it). Absent, `Platform.layer`
    * delivers nothing, while the HTTP API (`makeHttpApi`, `createApi`, `startServer`) delivers,
    * as `pnpm start` does; disposing of the platform stops the dispatcher and lets calls in
-   * flight finish.
+   * flight finish. Invitation mail is sent by the same processes (`MailDispatcher`, beside the
+   * webhook dispatcher): where nothing delivers, invitations are queued until a worker runs.
    */
   readonly dispatcher?: DispatcherConfig | boolean | undefined
   /**

@@ -12,6 +12,8 @@ import {
   OutboxSignal,
   RelationsLive,
   LoginThrottle,
+  MailDispatcher,
+  MailSignal,
   OriginCache,
   PublicRateLimit,
   SigningKeys,
@@ -85,12 +87,13 @@ export const layer = (options: PlatformOptions): Layer.Layer<PlatformServices, u
   const booted = Layer.effectDiscard(Effect.zipRight(bootstrap(options.admin ?? {}), backfillConsentLog)).pipe(Layer.provideMerge(services))
   const withEndpoints = Layer.effect(Endpoints, EndpointsLive).pipe(Layer.provideMerge(booted))
   const dispatcher = options.dispatcher === true ? {} : options.dispatcher || undefined
+  // Invitation mail goes wherever webhooks are delivered, with the same lifecycle (see `MailDispatcher`).
   const delivering: Layer.Layer<PlatformServices, unknown> = dispatcher
     ? ReadinessLive.delivering.pipe(
       Layer.provideMerge(Dispatcher.layer({ allowHosts, localAddress: options.webhookLocalAddress, ...dispatcher })),
-      Layer.provideMerge(withEndpoints)
+      Layer.provideMerge(Layer.merge(withEndpoints, MailDispatcher.layer({ workerId: dispatcher.workerId }).pipe(Layer.provide(withEndpoints))))
     )
-    : Layer.mergeAll(withEndpoints, OutboxSignal.None, ReadinessLive.layer.pipe(Layer.provide(withEndpoints)))
+    : Layer.mergeAll(withEndpoints, OutboxSignal.None, MailSignal.None, ReadinessLive.layer.pipe(Layer.provide(withEndpoints)))
   const infra = Layer.mergeAll(
     Logger.json,
     Logger.minimumLogLevel(LogLevel.fromLiteral(options.logLevel ?? "Info")),

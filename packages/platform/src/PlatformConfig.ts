@@ -314,11 +314,12 @@ export const platform: Config.Config<Omit<PlatformOptions, "store"> & { readonly
   languages,
   dashboardUrlTtlSeconds: integer("DASHBOARD_URL_TTL_SECONDS", 900, 10, 86_400),
   organizationsPerPerson: integer("ORGANIZATIONS_PER_PERSON", Settings.defaults.organizationsPerPerson),
+  invitationsPerHour: integer("INVITATIONS_PER_HOUR", Settings.defaults.invitationsPerHour, 1),
   publicRateLimit,
   tracing
-}).pipe(Config.map(({ apiRequestsPeriod, dashboardUrlTtlSeconds, defaultPremiumFeatures, defaultQuotas, languages, managedZone, organizationsPerPerson, ...rest }) => ({
+}).pipe(Config.map(({ apiRequestsPeriod, dashboardUrlTtlSeconds, defaultPremiumFeatures, defaultQuotas, invitationsPerHour, languages, managedZone, organizationsPerPerson, ...rest }) => ({
   ...rest,
-  settings: { defaultQuotas, defaultPremiumFeatures, apiRequestsPeriod, managedZone, languages, dashboardUrlTtlSeconds, organizationsPerPerson }
+  settings: { defaultQuotas, defaultPremiumFeatures, apiRequestsPeriod, managedZone, languages, dashboardUrlTtlSeconds, organizationsPerPerson, invitationsPerHour }
 })))
 
 /** One line per problem of a configuration that cannot be read. */

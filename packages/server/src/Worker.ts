@@ -7,7 +7,7 @@ import * as ProbeServer from "./ProbeServer.js"
 import * as StoreConfig from "./StoreConfig.js"
 
 /**
- * `pnpm worker`: only deliver webhooks (more of them, on other machines, scale delivery), with
+ * `pnpm worker`: only deliver webhooks and invitation mail (more of them, on other machines, scale delivery), with
  * `/healthz`, `/readyz` and `/metrics` on its own `PORT`, when set, for the orchestrator and Prometheus.
  */
 export const work = async () => {

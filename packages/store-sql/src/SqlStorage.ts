@@ -1,8 +1,9 @@
-import type { ConsentLogStore, DeliveryQueue, DeliveryStats, ProofFiles, Storage, StoreProbe, SubscriberRegistrations, UnitOfWork, UsageStore } from "@cmp/core"
+import type { ConsentLogStore, DeliveryQueue, DeliveryStats, MailQueue, ProofFiles, Storage, StoreProbe, SubscriberRegistrations, UnitOfWork, UsageStore } from "@cmp/core"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import * as Layer from "effect/Layer"
 import * as SqlDeliveryQueue from "./SqlDeliveryQueue.js"
 import * as SqlDeliveryStats from "./SqlDeliveryStats.js"
+import * as SqlMailQueue from "./SqlMailQueue.js"
 import * as SqlRepository from "./SqlRepository.js"
 import * as SqlSubscribers from "./SqlSubscribers.js"
 import * as SqlUnitOfWork from "./SqlUnitOfWork.js"
@@ -13,15 +14,15 @@ import * as SqlStoreProbe from "./SqlStoreProbe.js"
 
 /**
  * The core storage ports over whatever `SqlClient` is provided, one module per port (the
- * repository, the unit of work, the delivery queue and its figures, subscriber registrations, usage), for
+ * repository, the unit of work, the delivery queue and its figures, the mail queue, subscriber registrations, usage), for
  * SQLite and PostgreSQL. The delivery queue writes its attempts through the repository and its
  * batches through the unit of work, so both are built once and shared.
  */
 export const layer: Layer.Layer<
-  Storage | UnitOfWork | UsageStore | DeliveryQueue | DeliveryStats | SubscriberRegistrations | ConsentLogStore | ProofFiles | StoreProbe,
+  Storage | UnitOfWork | UsageStore | DeliveryQueue | MailQueue | DeliveryStats | SubscriberRegistrations | ConsentLogStore | ProofFiles | StoreProbe,
   never,
   SqlClient.SqlClient
 > = Layer
-  .mergeAll(SqlDeliveryQueue.layer, SqlDeliveryStats.layer, SqlSubscribers.layer, SqlUsage.layer, SqlConsentLog.layer, SqlProofFiles.layer, SqlStoreProbe.layer).pipe(
+  .mergeAll(SqlDeliveryQueue.layer, SqlMailQueue.layer, SqlDeliveryStats.layer, SqlSubscribers.layer, SqlUsage.layer, SqlConsentLog.layer, SqlProofFiles.layer, SqlStoreProbe.layer).pipe(
     Layer.provideMerge(Layer.merge(SqlRepository.layer, SqlUnitOfWork.layer))
   )

@@ -26,6 +26,9 @@ import {
   type FieldInfo,
   isStoreUnavailable,
   type FindQuery,
+  MailOutboxTable,
+  MailQueue,
+  type MailRecord,
   NotFound,
   type Row,
   type SortKey,
@@ -1323,6 +1326,103 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
           const rest = yield* queue.claim({ now: at(1), leaseUntil: at(60), workerId: "last", limit: 100 })
           assert.strictEqual(rest.length, 6)
           assert.deepStrictEqual(yield* queue.nextDueAt(), Option.some(at(60)))
+        })))
+    })
+
+    describe("mail queue", () => {
+      const at = (s: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, s)).toISOString()
+      const mail = (id: string, over: Partial<MailRecord> = {}): MailRecord => ({
+        id,
+        organization_id: "o1",
+        invitation_id: `inv-${id}`,
+        status: "pending",
+        attempts_count: 0,
+        next_attempt_at: at(0),
+        mail_sealed: `sealed-${id}`,
+        last_error: null,
+        lease_until: null,
+        leased_by: null,
+        created_at: at(0),
+        updated_at: at(0),
+        version: 1,
+        ...over
+      })
+      const seed = (rows: ReadonlyArray<MailRecord>) =>
+        Effect.flatMap(Storage, (s) => Effect.forEach(rows, (r) => Effect.orDie(s.repository(MailOutboxTable).create(r)), { discard: true }))
+      const stored = (id: string) => Effect.map(Effect.flatMap(Storage, (s) => s.repository(MailOutboxTable).get(id)), Option.getOrThrow)
+      const byId = (rows: ReadonlyArray<{ id: string }>) => rows.map((r) => r.id).sort()
+
+      it.effect("claims only due mails, leases them, and a second claim gets none of them", () =>
+        run(Effect.gen(function*() {
+          const queue = yield* MailQueue
+          yield* seed([mail("m1"), mail("m2", { next_attempt_at: at(5) }), mail("m3", { status: "sent", next_attempt_at: null, mail_sealed: null })])
+          assert.deepStrictEqual(yield* queue.nextDueAt, Option.some(at(0)))
+          const first = yield* queue.claim({ now: at(1), leaseUntil: at(61), workerId: "w-a", limit: 10 })
+          assert.deepStrictEqual(byId(first), ["m1"])
+          assert.deepStrictEqual([first[0]!.status, first[0]!.leased_by, first[0]!.lease_until, first[0]!.mail_sealed], ["sending", "w-a", at(61), "sealed-m1"])
+          assert.deepStrictEqual(yield* queue.claim({ now: at(2), leaseUntil: at(62), workerId: "w-b", limit: 10 }), [])
+          assert.deepStrictEqual(yield* queue.nextDueAt, Option.some(at(5)))
+          assert.deepStrictEqual(byId(yield* queue.claim({ now: at(5), leaseUntil: at(65), workerId: "w-b", limit: 10 })), ["m2"])
+          assert.deepStrictEqual(yield* queue.nextDueAt, Option.some(at(61)))
+        })))
+
+      it.effect("a retry keeps the sealed mail; sent and failed drop it; a worker whose lease ended moves nothing", () =>
+        run(Effect.gen(function*() {
+          const queue = yield* MailQueue
+          yield* seed([mail("m1"), mail("m2")])
+          yield* queue.claim({ now: at(1), leaseUntil: at(30), workerId: "dead", limit: 10 })
+          const again = yield* queue.claim({ now: at(31), leaseUntil: at(60), workerId: "alive", limit: 10 })
+          assert.deepStrictEqual(byId(again), ["m1", "m2"])
+          const late = yield* queue.complete({
+            id: "m1",
+            workerId: "dead",
+            now: at(32),
+            outcome: { status: "sent", attempts_count: 1, next_attempt_at: null, last_error: null }
+          })
+          assert.isFalse(late)
+          assert.isTrue(yield* queue.complete({
+            id: "m1",
+            workerId: "alive",
+            now: at(33),
+            outcome: { status: "pending", attempts_count: 1, next_attempt_at: at(400), last_error: "refused 451" }
+          }))
+          const retried = yield* stored("m1")
+          assert.deepStrictEqual(
+            [retried.status, retried.attempts_count, retried.next_attempt_at, retried.last_error, retried.mail_sealed, retried.lease_until, retried.leased_by],
+            ["pending", 1, at(400), "refused 451", "sealed-m1", null, null]
+          )
+          assert.isTrue(yield* queue.complete({
+            id: "m2",
+            workerId: "alive",
+            now: at(34),
+            outcome: { status: "failed", attempts_count: 5, next_attempt_at: null, last_error: "unreachable" }
+          }))
+          const failed = yield* stored("m2")
+          assert.deepStrictEqual([failed.status, failed.mail_sealed, failed.last_error], ["failed", null, "unreachable"])
+          yield* queue.claim({ now: at(400), leaseUntil: at(460), workerId: "w", limit: 10 })
+          assert.isTrue(yield* queue.complete({
+            id: "m1",
+            workerId: "w",
+            now: at(401),
+            outcome: { status: "sent", attempts_count: 2, next_attempt_at: null, last_error: null }
+          }))
+          const sent = yield* stored("m1")
+          assert.deepStrictEqual([sent.status, sent.attempts_count, sent.mail_sealed, sent.next_attempt_at], ["sent", 2, null, null])
+          assert.deepStrictEqual(yield* queue.nextDueAt, Option.none())
+        })))
+
+      it.effect("concurrent claimers never get the same mail", () =>
+        run(Effect.gen(function*() {
+          const queue = yield* MailQueue
+          yield* seed(Array.from({ length: 20 }, (_, i) => mail(`m${String(i).padStart(2, "0")}`)))
+          const batches = yield* Effect.all(
+            Array.from({ length: 5 }, (_, w) => queue.claim({ now: at(1), leaseUntil: at(60), workerId: `w${w}`, limit: 3 })),
+            { concurrency: "unbounded" }
+          )
+          const claimed = batches.flat().map((m) => m.id)
+          assert.strictEqual(new Set(claimed).size, claimed.length)
+          assert.strictEqual(claimed.length, 15)
+          assert.strictEqual((yield* queue.claim({ now: at(1), leaseUntil: at(60), workerId: "last", limit: 100 })).length, 5)
         })))
     })
 

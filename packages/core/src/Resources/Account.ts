@@ -26,18 +26,19 @@ import {
   SecretCreate,
   SecretUpdate
 } from "../Domain/Account.js"
-import { Conflict, Forbidden, QuotaExceeded } from "../Domain/Errors.js"
+import { Conflict, Forbidden, QuotaExceeded, TooManyRequests } from "../Domain/Errors.js"
 import { Ids, SecretHasher, Storage, UnitOfWork } from "../Ports.js"
 import { isOperator, type Principal } from "../Principal.js"
-import { type Condition, eq, type FindQuery } from "../Query.js"
+import { type Condition, eq, type FindQuery, gte } from "../Query.js"
 import { randomToken } from "../Random.js"
-import { declareResource, defineResource, field, type StoredRow } from "../Resource.js"
+import { declareResource, defineResource, field, portList, type StoredRow } from "../Resource.js"
 import { Settings } from "../Settings.js"
 import { InvitationsTable, PersonsTable, SettingsTable } from "../InternalTables.js"
 import { nowIso } from "../Clock.js"
 import { SecretBox } from "../Webhooks/Ports.js"
 import { forgetSigningKey } from "../Consents/SigningKeys.js"
 import { type InvitationMail, Mailer } from "../Mailer.js"
+import { enqueueInvitationMail, MailSignal, signalMail } from "../MailOutbox.js"
 
 // ---------------------------------------------------------------- organizations
 
@@ -311,16 +312,53 @@ const Members = declareResource({
   defaults: { authentication_method: "email_password", saml_active: false, role_id: null }
 })
 
-export const MembersResource = Members.with({
-  ports: [Mailer],
+export const MembersResource = Members.with<Mailer | MailSignal>({
+  ports: portList<Mailer | MailSignal>(Mailer, MailSignal),
   hooks: {
     create: (_principal, row, input) => invite(row, input),
-    // After the insert, in its transaction: a mail server that refuses the invitation undoes it.
-    afterCreate: (_principal, _row, mail) => mail === undefined ? Effect.void : Effect.flatMap(Mailer, (m) => m.sendInvitation(mail))
+    // The invitation's mail was queued with the invite: the mail dispatcher sends it now.
+    afterCommit: () => signalMail
   }
 })
 
 const INVITATION_TTL_MS = 7 * 24 * 3600 * 1000
+
+/** The window of `INVITATIONS_PER_HOUR`. */
+const INVITATION_WINDOW_MS = 3600 * 1000
+
+/**
+ * `INVITATIONS_PER_HOUR`: the invitations an organization made in the last hour, counted in the
+ * store (they hold across servers) and for every inviter, the operator included: the limit
+ * protects the mail server's reputation, which any inviter spends. Invitations are never
+ * deleted with their member, so removing one does not make room.
+ */
+const requireInvitationAllowance = (organizationId: string, now: string) =>
+  Effect.gen(function*() {
+    const limit = (yield* Settings).invitationsPerHour
+    // Two concurrent invites must not both see "one below the limit".
+    yield* Effect.flatMap(UnitOfWork, (uow) => uow.lock(`invitations-per-hour:${organizationId}`))
+    const invitations = (yield* Storage).repository(InvitationsTable)
+    // Times are whole milliseconds: one made exactly an hour ago has left the window.
+    const since = new Date(Date.parse(now) - INVITATION_WINDOW_MS + 1).toISOString()
+    const where = [eq("organization_id", organizationId), gte("created_at", since)]
+    const made = yield* invitations.count(where)
+    if (made < limit) return
+    // A place frees once the `made - limit + 1` oldest have left the window.
+    const page = yield* invitations.find({
+      count: false,
+      where,
+      sort: [{ field: "created_at", direction: 1 }],
+      limit: 1,
+      skip: made - limit
+    })
+    const freesAt = Date.parse(page.data[0]?.created_at ?? now) + INVITATION_WINDOW_MS
+    return yield* Effect.fail(
+      new TooManyRequests({
+        message: `Too many invitations: an organization may send at most ${limit} in an hour`,
+        retryAfterSeconds: Math.max(1, Math.ceil((freesAt - Date.parse(now)) / 1000))
+      })
+    )
+  })
 
 /** Creating a member invites a person: the person is created when absent. */
 const invite = (row: StoredRow<typeof Members>, input: typeof MemberCreate.Type) =>
@@ -328,6 +366,7 @@ const invite = (row: StoredRow<typeof Members>, input: typeof MemberCreate.Type)
     const storage = yield* Storage
     const ids = yield* Ids
     const now = yield* nowIso
+    yield* requireInvitationAllowance(row.organization_id, now)
     const email = input.email.trim().toLowerCase()
     const found = yield* findPersonByEmail(email)
     const person = Option.isSome(found) ? found.value : yield* Effect.orDie(
@@ -372,7 +411,8 @@ const invite = (row: StoredRow<typeof Members>, input: typeof MemberCreate.Type)
     const mailer = yield* Mailer
     if (!mailer.delivers) return { row: { ...row, user_id: person.id }, reveal: { invitation: { token, expires_at } } }
     // The token goes to the address invited and nowhere else: whoever sets a new person's
-    // password has read that person's mail, never the inviter.
+    // password has read that person's mail, never the inviter. The mail is queued in this
+    // transaction and sent after the commit, so no write waits for the mail server.
     const organization = yield* storage.repository(OrganizationsResource.tableDef).get(row.organization_id)
     const mail: InvitationMail = {
       to: email,
@@ -381,7 +421,8 @@ const invite = (row: StoredRow<typeof Members>, input: typeof MemberCreate.Type)
       token,
       expiresAt: expires_at
     }
-    return { row: { ...row, user_id: person.id }, carry: mail }
+    yield* enqueueInvitationMail(row.organization_id, invitationId, mail)
+    return { row: { ...row, user_id: person.id } }
   })
 
 /**

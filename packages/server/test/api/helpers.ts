@@ -10,6 +10,11 @@ import * as http from "node:http"
 import * as https from "node:https"
 import type { AddressInfo } from "node:net"
 import { expect } from "vitest"
+import { captureRunLog, markServerStart, runLogPath } from "./run-log.js"
+
+// When the file loads, before any suite's hooks: a suite that spies on the console itself
+// (the logs suites) sees its server's lines, then gives the console back to the capture.
+captureRunLog()
 
 /**
  * The server of the API suites: the real Express server (what `pnpm start` serves) over a fresh
@@ -67,6 +72,7 @@ export const testStore = async (): Promise<{ layer: StoreLayer; close: () => Pro
 
 /** A real listening server on a random port over a fresh database of the store under test. */
 export const start = async (overrides: Partial<ServerOptions> = {}): Promise<TestServer> => {
+  markServerStart()
   const clock = (overrides.clock as ManualClock | undefined) ?? new ManualClock(START)
   const store = await testStore()
   const server = await (adapterKind === "fetch" ? startFetchServer : startServer)({
@@ -78,8 +84,9 @@ export const start = async (overrides: Partial<ServerOptions> = {}): Promise<Tes
     admin: ADMIN,
     // Nothing delivers unless a suite asks for a dispatcher (the webhook suites do).
     dispatcher: false,
+    // Every line, into the run's log, which is searched for personal data after the run;
     // TEST_LOG_LEVEL=Error shows the server's logs (the cause of a 500) while debugging.
-    logLevel: (process.env.TEST_LOG_LEVEL as ServerOptions["logLevel"]) ?? "None",
+    logLevel: (process.env.TEST_LOG_LEVEL as ServerOptions["logLevel"]) ?? (runLogPath() === undefined ? "None" : "Debug"),
     ...overrides
   })
   return {

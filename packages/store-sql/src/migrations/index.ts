@@ -14,6 +14,7 @@ import proofOfConsent from "./0013_proof_of_consent.js"
 import traceContext from "./0014_trace_context.js"
 import consentLogAppend from "./0015_consent_log_append.js"
 import proofReportPdfs from "./0016_proof_report_pdfs.js"
+import mailOutbox from "./0017_mail_outbox.js"
 
 /**
  * Versioned migrations of both stores: a new change is a new entry, never an edit of an old
@@ -35,5 +36,6 @@ export const migrations = {
   "0013_proof_of_consent": proofOfConsent,
   "0014_trace_context": traceContext,
   "0015_consent_log_append": consentLogAppend,
-  "0016_proof_report_pdfs": proofReportPdfs
+  "0016_proof_report_pdfs": proofReportPdfs,
+  "0017_mail_outbox": mailOutbox
 }

@@ -1,0 +1,60 @@
+import { field, MailOutboxTable, MailQueue, type MailRecord, type Row } from "@cmp/core"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Unavailable from "./Unavailable.js"
+import { decodeValue, dialectOf } from "./SqlValues.js"
+
+/**
+ * The mail queue over `SqlClient`: leases due mails of the mail outbox (`mail_outbox`) to a
+ * dispatcher and moves each to where its attempt left it, dropping the sealed mail once it is
+ * sent or given up.
+ */
+export const make = Effect.gen(function*() {
+  const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+  const dialect = dialectOf(sql)
+  const mailRow = (raw: Record<string, unknown>) => {
+    const out: Row = {}
+    for (const [k, info] of Object.entries(MailOutboxTable.fields)) out[k] = decodeValue(dialect, info, raw[k])
+    return out as unknown as MailRecord
+  }
+  // Concurrent claimers on PostgreSQL skip each other's rows; SQLite has one writer at a time already.
+  const skipLocked = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE SKIP LOCKED"), orElse: () => sql.literal("") })
+
+  return MailQueue.of({
+    claim: ({ leaseUntil, limit, now, workerId }) =>
+      sql<Record<string, unknown>>`UPDATE mail_outbox
+        SET status = 'sending', lease_until = ${leaseUntil}, leased_by = ${workerId}, version = version + 1
+        WHERE id IN (
+          SELECT id FROM mail_outbox
+          WHERE (status = 'pending' AND next_attempt_at <= ${now}) OR (status = 'sending' AND lease_until <= ${now})
+          ORDER BY next_attempt_at ASC
+          LIMIT ${limit}
+          ${skipLocked}
+        )
+        RETURNING *`.pipe(Effect.map((rows) => rows.map(mailRow)), Unavailable.orDie),
+    complete: ({ id, now, outcome, workerId }) =>
+      sql<{ id: unknown }>`UPDATE mail_outbox
+        SET status = ${outcome.status}, attempts_count = ${outcome.attempts_count},
+            next_attempt_at = ${outcome.next_attempt_at}, last_error = ${outcome.last_error},
+            mail_sealed = ${outcome.status === "pending" ? sql.literal("mail_sealed") : sql.literal("NULL")},
+            lease_until = NULL, leased_by = NULL, updated_at = ${now}, version = version + 1
+        WHERE id = ${id} AND leased_by = ${workerId} AND status = 'sending'
+        RETURNING id`.pipe(Effect.map((rows) => rows.length > 0), Unavailable.orDie),
+    nextDueAt: sql<{ t: unknown }>`SELECT MIN(t) AS t FROM (
+        SELECT MIN(next_attempt_at) AS t FROM mail_outbox WHERE status = 'pending'
+        UNION ALL
+        SELECT MIN(lease_until) AS t FROM mail_outbox WHERE status = 'sending'
+      ) due`.pipe(
+      Effect.map(([row]) =>
+        row === undefined || row.t === null || row.t === undefined
+          ? Option.none()
+          : Option.some(decodeValue(dialect, field.timestamp, row.t) as string)
+      ),
+      Unavailable.orDie
+    )
+  })
+})
+
+export const layer: Layer.Layer<MailQueue, never, SqlClient.SqlClient> = Layer.effect(MailQueue, make)
