@@ -109,8 +109,23 @@ describe("per client address (the socket's)", () => {
   })
 })
 
+describe("behind two trusted proxies", () => {
+  const fixture = useServer({ ...limits, trustProxy: 2 })
+  const { server, tenant } = fixture
+  const write = writeOf(fixture)
+  beforeEach(() => server.clock.advance(61_000))
+
+  it("the address is the second from the right; with one value only (a proxy skipped), that value", async () => {
+    const t = await tenant(FEATURES)
+    for (let i = 0; i < PER_ADDRESS; i++) expectCreated(await write(t, { from: `198.51.100.${i + 1}, 203.0.113.30, 10.0.0.${i + 1}` }), `write ${i}`)
+    expectLimited(await write(t, { from: "192.0.2.1, 203.0.113.30, 10.0.0.9" }), "rotated, same client")
+    expectLimited(await write(t, { from: "203.0.113.30" }), "a proxy skipped")
+    expectCreated(await write(t, { from: "203.0.113.30, 203.0.113.31, 10.0.0.1" }), "another client")
+  })
+})
+
 describe("behind a trusted proxy: per forwarded address, and per key", () => {
-  const fixture = useServer({ ...limits, trustProxy: true })
+  const fixture = useServer({ ...limits, trustProxy: 1 })
   const { server, tenant } = fixture
   const write = writeOf(fixture)
   beforeEach(() => server.clock.advance(61_000))
@@ -119,9 +134,16 @@ describe("behind a trusted proxy: per forwarded address, and per key", () => {
     const t = await tenant(FEATURES)
     for (let i = 0; i < PER_ADDRESS; i++) expectCreated(await write(t, { from: "203.0.113.10" }), `first ${i}`)
     expectLimited(await write(t, { from: "203.0.113.10" }), "first, over")
-    // The left-most address is the client's: the proxies after it are the same for everyone.
-    expectLimited(await write(t, { from: "203.0.113.10, 10.0.0.1" }), "first, through two proxies")
     expectCreated(await write(t, { from: "203.0.113.11" }), "second")
+  })
+
+  it("the address is the one the proxy appended: values the client wrote left of it do not dodge the limit", async () => {
+    const t = await tenant(FEATURES)
+    // The client writes its own X-Forwarded-For; the proxy appends the address it was reached from.
+    for (let i = 0; i < PER_ADDRESS; i++) expectCreated(await write(t, { from: `198.51.100.${i + 1}, 203.0.113.20` }), `write ${i}`)
+    for (let i = 0; i < 3; i++) expectLimited(await write(t, { from: `192.0.2.${i + 1}, 203.0.113.20` }), `rotated ${i}`)
+    expectLimited(await write(t, { from: "203.0.113.20" }), "nothing written by the client")
+    expectCreated(await write(t, { from: "203.0.113.20, 203.0.113.21" }), "another client, the first one's address written in front")
   })
 
   it("one key has its own allowance, whatever addresses it comes from; another key has its own", async () => {
