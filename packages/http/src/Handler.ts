@@ -5,6 +5,7 @@ import {
   authenticate,
   authenticatePublicKey,
   endUserCredentialOf,
+  endUserWriteLimits,
   Forbidden,
   isEndUser,
   isDomainError,
@@ -15,7 +16,6 @@ import {
   outcomeOf,
   type PlatformRuntime,
   PublicRateLimit,
-  publicWriteLimits,
   type RegisteredResource,
   requireOrigin,
   resources as defaultResources,
@@ -289,8 +289,9 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
           yield* requireOrigin(principal, origin, options.allowHttp === true)
           readableAt = origin
         }
-        if (principal._tag === "PublicKey") {
-          const limits = yield* publicWriteLimits(principal.organizationId, address)
+        // A visitor's writes are limited, whichever credential its device holds; its reads are not.
+        if (request.method.toUpperCase() === "POST") {
+          const limits = yield* endUserWriteLimits(principal, address)
           yield* Effect.flatMap(PublicRateLimit, (limiter) => limiter.take(limits)).pipe(
             Effect.tapError(() => Effect.flatMap(Metrics, (m) => m.publicRateLimited))
           )
