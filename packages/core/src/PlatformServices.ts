@@ -12,7 +12,7 @@ import type { StoreProbe } from "./StoreProbe.js"
 import type { Mailer } from "./Mailer.js"
 import type { OrganizationLimits } from "./OrganizationLimits.js"
 import type { CertificateValidator, Provisioner, UrlSigner } from "./OrganizationPorts.js"
-import type { Hmac, Ids, SecretHasher, Storage, TokenIssuer, UnitOfWork, UsageStore } from "./Ports.js"
+import type { Hmac, Ids, SecretComparer, SecretHasher, Storage, TokenIssuer, UnitOfWork, UsageStore } from "./Ports.js"
 import type { Relations } from "./Relations.js"
 import type { ConsentLogStore } from "./Consents/ConsentLog.js"
 import type { Digests, MediaTypes, ProofFiles, ReportPdf } from "./Consents/ProofPorts.js"
@@ -29,6 +29,7 @@ import type { DeliveryQueue, Endpoints, OutboxSignal, SecretBox, SubscriberRegis
  */
 export type HostPorts =
   | SecretHasher
+  | SecretComparer
   | Hmac
   | TokenIssuer
   | SecretBox

@@ -114,6 +114,11 @@ describe("configuration from the environment", () => {
     }
   })
 
+  it("METRICS_TOKEN of 16 characters or more is taken as written", () => {
+    expect(settings({ METRICS_TOKEN: " sixteen-chars-x" }).server.metricsToken).toBe(" sixteen-chars-x")
+    expect(settings({}).server.metricsToken).toBeUndefined()
+  })
+
   it("relative paths are relative to the directory pnpm was run from", () => {
     const { server: s } = settings({ INIT_CWD: "/srv/app", SQLITE_PATH: "db/c.db" })
     expect(s.store).toEqual({ _tag: "sqlite", options: { filename: "/srv/app/db/c.db" } })
@@ -154,7 +159,8 @@ describe("configuration from the environment", () => {
     [{ DATABASE_URL: "postgres://localhost/db", DATABASE_POOL_SIZE: "0" }, /DATABASE_POOL_SIZE/],
     [{ WEBHOOK_RETRY_SCHEDULE: "300,x" }, /WEBHOOK_RETRY_SCHEDULE/],
     [{ WEBHOOK_LOCAL_ADDRESS: "eth0" }, /WEBHOOK_LOCAL_ADDRESS/],
-    [{ WEBHOOK_LEASE_MS: "10" }, /WEBHOOK_LEASE_MS/]
+    [{ WEBHOOK_LEASE_MS: "10" }, /WEBHOOK_LEASE_MS/],
+    [{ METRICS_TOKEN: "fifteen-chars-x" }, /^METRICS_TOKEN must be at least 16 characters long$/]
   ])("refuses %o with a clear message", (env, message) => {
     expect(problem(env)).toMatch(message)
   })
