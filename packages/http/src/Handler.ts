@@ -263,7 +263,11 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
     const address = clientAddress(request, hops)
     const span = seen.route === undefined ? undefined : { method: request.method.toUpperCase(), route: seen.route }
     if (found.auth === "none") {
-      const open = Effect.flatMap(readBody(request, found), (body) => found.run({ request, params, rawQuery, body, address }, nobody))
+      const context = { request, params, rawQuery, address }
+      // A credential in a header is checked before the body is read, as a bearer's is.
+      const open = found.admit === undefined
+        ? Effect.flatMap(readBody(request, found), (body) => found.run({ ...context, body }, nobody))
+        : Effect.flatMap(found.admit(context), (next) => Effect.flatMap(readBody(request, found), next))
       return respond(open, found.status, requestId, span)
     }
     const token = bearer(request)
