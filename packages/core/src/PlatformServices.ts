@@ -3,6 +3,7 @@ import type { ApiUsage } from "./ApiUsage.js"
 import type { CredentialCache } from "./CredentialCache.js"
 import type { OriginCache } from "./Consents/OriginCache.js"
 import type { PublicRateLimit } from "./Consents/PublicRateLimit.js"
+import type { RunningVerifications } from "./Consents/LogVerify.js"
 import type { SigningKeys } from "./Consents/SigningKeys.js"
 import type { FeatureCache } from "./FeatureCache.js"
 import type { LoginThrottle } from "./LoginThrottle.js"
@@ -76,6 +77,7 @@ export type PlatformServices =
   | OriginCache
   | SigningKeys
   | PublicRateLimit
+  | RunningVerifications
   | Metrics
   | Readiness
 

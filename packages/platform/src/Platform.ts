@@ -14,6 +14,7 @@ import {
   LoginThrottle,
   OriginCache,
   PublicRateLimit,
+  RunningVerifications,
   SigningKeys,
   Settings,
   type PlatformRuntime,
@@ -64,6 +65,7 @@ export const layer = (options: PlatformOptions): Layer.Layer<PlatformServices, u
     OriginCache.layer(),
     SigningKeys.layer(),
     PublicRateLimit.layer,
+    RunningVerifications.layer,
     Settings.layer({
       ...options.settings,
       ...(options.webhookAllowHosts ? { webhookAllowHosts: allowHosts } : {}),
