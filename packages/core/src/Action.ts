@@ -139,6 +139,15 @@ export interface ActionDef<
 > extends ActionData<Place, Name, Path, In, Q, Auth> {
   /** The use-case: the principal is absent (`undefined`) for an open action. */
   readonly run: (principal: Principal, request: ActionRequest) => Effect.Effect<Out, DomainError, R>
+  /**
+   * An open action whose credential is in its header (`credentialHeader`): the use-case's first
+   * half, which checks the credential without the body and answers what the body then goes
+   * through (`run` is the two halves together). Over HTTP the body is read only once this
+   * succeeded, so a caller without a valid credential never has its body buffered.
+   */
+  readonly admit?:
+    | ((request: Omit<ActionRequest, "body">) => Effect.Effect<(body: unknown) => Effect.Effect<Out, DomainError, R>, DomainError, R>)
+    | undefined
 }
 
 /** Whether an action's path names a record (`:id`), which is then its first argument. */

@@ -1,6 +1,7 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import { limitingKey } from "./ClientAddress.js"
 import { nowMillis } from "./Clock.js"
 import { TooManyRequests } from "./Domain/Errors.js"
 
@@ -84,11 +85,12 @@ export class LoginThrottle extends Context.Tag("@cmp/core/LoginThrottle")<
 const ADDRESS_PREFIX = "addr:"
 
 /**
- * The throttle key of a client address on one credential endpoint. Each endpoint counts its
- * own: failed invitation tokens do not lock the same office out of its logins.
+ * The throttle key of a client address on one credential endpoint (an IPv6 address counted by
+ * its /64, like every limit by address). Each endpoint counts its own: failed invitation tokens
+ * do not lock the same office out of its logins.
  */
 export const addressKeys = (endpoint: "session" | "invitation" | "integration", clientAddress: string | undefined): ReadonlyArray<string> =>
-  clientAddress ? [`${ADDRESS_PREFIX}${endpoint}:${clientAddress}`] : []
+  clientAddress ? [`${ADDRESS_PREFIX}${endpoint}:${limitingKey(clientAddress)}`] : []
 
 /**
  * Runs one credential check under the throttle: refused at once while any key is blocked (so a

@@ -27,7 +27,7 @@ export interface MetricsService {
   readonly mailAttempt: (outcome: MailOutcomeLabel) => Effect.Effect<void>
   /** A request refused because its organization spent its `api_requests` quota. */
   readonly quotaRejected: Effect.Effect<void>
-  /** A public write refused by the per-key or per-address rate limit. */
+  /** An end user's write (a public key's, a consent token's) refused by the per-organization or per-address rate limit. */
   readonly publicRateLimited: Effect.Effect<void>
   /** A public consent write (with the organization's public key) and how it ended. */
   readonly publicWrite: (outcome: RequestOutcome) => Effect.Effect<void>

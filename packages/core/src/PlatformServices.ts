@@ -3,6 +3,7 @@ import type { ApiUsage } from "./ApiUsage.js"
 import type { CredentialCache } from "./CredentialCache.js"
 import type { OriginCache } from "./Consents/OriginCache.js"
 import type { PublicRateLimit } from "./Consents/PublicRateLimit.js"
+import type { RunningVerifications } from "./Consents/LogVerify.js"
 import type { SigningKeys } from "./Consents/SigningKeys.js"
 import type { FeatureCache } from "./FeatureCache.js"
 import type { LoginThrottle } from "./LoginThrottle.js"
@@ -13,7 +14,7 @@ import type { Mailer } from "./Mailer.js"
 import type { MailQueue, MailSignal } from "./MailOutbox.js"
 import type { OrganizationLimits } from "./OrganizationLimits.js"
 import type { CertificateValidator, Provisioner, UrlSigner } from "./OrganizationPorts.js"
-import type { Hmac, Ids, SecretHasher, Storage, TokenIssuer, UnitOfWork, UsageStore } from "./Ports.js"
+import type { Hmac, Ids, SecretComparer, SecretHasher, Storage, TokenIssuer, UnitOfWork, UsageStore } from "./Ports.js"
 import type { Relations } from "./Relations.js"
 import type { ConsentLogStore } from "./Consents/ConsentLog.js"
 import type { Digests, MediaTypes, ProofFiles, ReportPdf } from "./Consents/ProofPorts.js"
@@ -30,6 +31,7 @@ import type { DeliveryQueue, Endpoints, OutboxSignal, SecretBox, SubscriberRegis
  */
 export type HostPorts =
   | SecretHasher
+  | SecretComparer
   | Hmac
   | TokenIssuer
   | SecretBox
@@ -78,6 +80,7 @@ export type PlatformServices =
   | OriginCache
   | SigningKeys
   | PublicRateLimit
+  | RunningVerifications
   | Metrics
   | Readiness
 

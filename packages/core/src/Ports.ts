@@ -148,6 +148,15 @@ export class SecretHasher extends Context.Tag("@cmp/core/SecretHasher")<
   }
 >() {}
 
+/**
+ * Compares a secret a caller sent with the one expected in constant time: how long it takes
+ * tells neither how much of a guess matched nor how long the expected one is.
+ */
+export class SecretComparer extends Context.Tag("@cmp/core/SecretComparer")<
+  SecretComparer,
+  { readonly equals: (given: string, expected: string) => Effect.Effect<boolean> }
+>() {}
+
 export type TokenKind = "operator" | "client" | "member" | "integration"
 
 export interface TokenClaims {

@@ -1,6 +1,7 @@
 import * as Effect from "effect/Effect"
 import { errorBody, type ErrorStatus } from "./Domain/ErrorBody.js"
 import { Metrics } from "./Metrics.js"
+import { SecretComparer } from "./Ports.js"
 import { health, Readiness } from "./Readiness.js"
 
 /**
@@ -35,17 +36,6 @@ const errorAnswer = (code: ErrorStatus, message: string, headers: Record<string,
 /** The answer of a probe whose platform is not running (its services could not be built, or it is stopping). */
 export const notRunning: ProbeAnswer = errorAnswer(503, "Not ready: the platform is not running", { "retry-after": "5" })
 
-/**
- * Compares every character up to the longer one's end, so the time taken does not tell how much
- * of a guess matched.
- */
-export const sameSecret = (given: string, expected: string): boolean => {
-  const n = Math.max(given.length, expected.length)
-  let diff = given.length ^ expected.length
-  for (let i = 0; i < n; i++) diff |= (given.charCodeAt(i) | 0) ^ (expected.charCodeAt(i) | 0)
-  return diff === 0
-}
-
 export interface ProbeRequest {
   /** The probe's path, lower case (`/readyz`). */
   readonly path: string
@@ -73,7 +63,7 @@ export const answerHealth = (request: ProbeRequest): ProbeAnswer => onlyRead(req
 export const answerProbe = (
   request: ProbeRequest,
   metricsToken: string | undefined
-): Effect.Effect<ProbeAnswer, never, Readiness | Metrics> =>
+): Effect.Effect<ProbeAnswer, never, Readiness | Metrics | SecretComparer> =>
   Effect.gen(function*() {
     const token = metricsToken === "" ? undefined : metricsToken
     if (request.path === "/metrics" && token === undefined) return errorAnswer(404, `Page not found: ${request.shownAs}`)
@@ -88,7 +78,7 @@ export const answerProbe = (
       })
     }
     const given = request.authorization === undefined ? undefined : /^Bearer\s+(\S+)\s*$/i.exec(request.authorization)?.[1]
-    if (given === undefined || !sameSecret(given, token!)) {
+    if (given === undefined || !(yield* Effect.flatMap(SecretComparer, (c) => c.equals(given, token!)))) {
       return errorAnswer(401, "The metrics need Authorization: Bearer <METRICS_TOKEN>", { "www-authenticate": "Bearer" })
     }
     const scraped = yield* Effect.flatMap(Metrics, (m) => m.scrape)

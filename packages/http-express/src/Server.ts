@@ -1,3 +1,4 @@
+import { proxyHops } from "@cmp/http"
 import express from "express"
 import * as http from "node:http"
 import * as https from "node:https"
@@ -11,8 +12,8 @@ export interface ListenOptions {
   readonly host?: string | undefined
   /** PEM text of the certificate chain and key, for serving HTTPS directly. */
   readonly tls?: { readonly cert: string; readonly key: string } | undefined
-  /** Honour `X-Forwarded-*` from a proxy in front. */
-  readonly trustProxy?: boolean | undefined
+  /** The proxies in front (`true` is one): the API's `trustProxy`, which Express's `trust proxy` follows. */
+  readonly trustProxy?: boolean | number | undefined
 }
 
 export interface RunningServer {
@@ -31,7 +32,8 @@ export const listen = async (api: Api, options: ListenOptions = {}): Promise<Run
   const app = express()
   app.disable("x-powered-by")
   app.disable("etag")
-  app.set("trust proxy", options.trustProxy === true)
+  // A number of hops, as the API counts them: `true` would make Express trust every hop.
+  app.set("trust proxy", proxyHops(options.trustProxy))
   app.use((req, res, next) => {
     api.handle(fromNodeRequest(req)).then((response) => writeNodeResponse(res, response), next)
   })

@@ -5,6 +5,7 @@ import {
   authenticate,
   authenticatePublicKey,
   endUserCredentialOf,
+  endUserWriteLimits,
   Forbidden,
   isEndUser,
   isDomainError,
@@ -15,7 +16,6 @@ import {
   outcomeOf,
   type PlatformRuntime,
   PublicRateLimit,
-  publicWriteLimits,
   type RegisteredResource,
   requireOrigin,
   resources as defaultResources,
@@ -28,6 +28,7 @@ import * as Exit from "effect/Exit"
 import type * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
 import { BodyBudget, readJson } from "./Body.js"
+import { clientAddress, isSecure, proxyHops } from "./ClientAddress.js"
 import { errorResponse, fromDomainError, internalErrorResponse, unavailableResponse } from "./Errors.js"
 import { type ApiRequest, type ApiResponse, header, json } from "./Message.js"
 import { docsAsset, type DocsAssets } from "./Docs.js"
@@ -52,8 +53,11 @@ import { isProbePath, makeProbes } from "./Probes.js"
 export interface HandlerOptions {
   /** Serve plain HTTP instead of answering 301 to the https URL (development only). */
   readonly allowHttp?: boolean | undefined
-  /** Honour `X-Forwarded-Proto` and `X-Forwarded-For` from a proxy in front. */
-  readonly trustProxy?: boolean | undefined
+  /**
+   * The proxies in front (`true` is one): honour `X-Forwarded-Proto`, and take the client address
+   * the farthest of them appended to `X-Forwarded-For`, never a value the client wrote.
+   */
+  readonly trustProxy?: boolean | number | undefined
   /** Body size limit in bytes (default 1 MiB). */
   readonly bodyLimit?: number | undefined
   /** A request body that sends no bytes for this long is answered 408 (default 10 s). */
@@ -172,7 +176,7 @@ const finish = (response: ApiResponse, requestId: string): ApiResponse => ({
 /** The REST API over a platform runtime: one function from a plain request to a plain response. */
 export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = {}): Handler => {
   const served = options.resources ?? defaultResources
-  const trustProxy = options.trustProxy === true
+  const hops = proxyHops(options.trustProxy)
   const bodyLimit = options.bodyLimit ?? 1024 * 1024
   const bodyTimeoutMs = options.bodyTimeoutMs ?? 10_000
   const bodyBudget = new BodyBudget(options.bodyMemoryLimit ?? 64 * 1024 * 1024)
@@ -185,21 +189,6 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
   // Read once: recording a request then costs no fiber. Until the runtime is built, nothing is counted.
   let metrics: Effect.Effect.Success<typeof Metrics> | undefined
   runtime.runPromise(Metrics).then((m) => (metrics = m), () => undefined)
-
-  const isSecure = (request: ApiRequest) => {
-    if (request.encrypted) return true
-    if (!trustProxy) return false
-    return header(request.headers, "x-forwarded-proto")?.split(",")[0]?.trim().toLowerCase() === "https"
-  }
-
-  /** The peer, or the left-most address a trusted proxy forwarded for. */
-  const clientAddress = (request: ApiRequest) => {
-    if (trustProxy) {
-      const forwarded = header(request.headers, "x-forwarded-for")?.split(",")[0]?.trim()
-      if (forwarded) return forwarded
-    }
-    return request.remoteAddress
-  }
 
   /**
    * Runs a use-case and writes its result or its error in the contract's shape, in the request's
@@ -271,10 +260,14 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
     requestId: string,
     seen: Seen
   ): Promise<ApiResponse> => {
-    const address = clientAddress(request)
+    const address = clientAddress(request, hops)
     const span = seen.route === undefined ? undefined : { method: request.method.toUpperCase(), route: seen.route }
     if (found.auth === "none") {
-      const open = Effect.flatMap(readBody(request, found), (body) => found.run({ request, params, rawQuery, body, address }, nobody))
+      const context = { request, params, rawQuery, address }
+      // A credential in a header is checked before the body is read, as a bearer's is.
+      const open = found.admit === undefined
+        ? Effect.flatMap(readBody(request, found), (body) => found.run({ ...context, body }, nobody))
+        : Effect.flatMap(found.admit(context), (next) => Effect.flatMap(readBody(request, found), next))
       return respond(open, found.status, requestId, span)
     }
     const token = bearer(request)
@@ -300,8 +293,9 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
           yield* requireOrigin(principal, origin, options.allowHttp === true)
           readableAt = origin
         }
-        if (principal._tag === "PublicKey") {
-          const limits = yield* publicWriteLimits(principal.organizationId, address)
+        // A visitor's writes are limited, whichever credential its device holds; its reads are not.
+        if (request.method.toUpperCase() === "POST") {
+          const limits = yield* endUserWriteLimits(principal, address)
           yield* Effect.flatMap(PublicRateLimit, (limiter) => limiter.take(limits)).pipe(
             Effect.tapError(() => Effect.flatMap(Metrics, (m) => m.publicRateLimited))
           )
@@ -399,7 +393,7 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
       seen.probe = true
       return probes(request, path.toLowerCase(), path)
     }
-    if (options.allowHttp !== true && !isSecure(request)) {
+    if (options.allowHttp !== true && !isSecure(request, hops)) {
       if (host === undefined) return errorResponse(400, "Invalid Host header")
       return { status: 301, headers: { location: `https://${host}${base}${request.url}` }, body: "" }
     }

@@ -59,6 +59,11 @@ export interface Route {
   /** The end users' credentials it takes besides access tokens (a public key, a consent token). */
   readonly endUsers: ReadonlyArray<EndUserCredential>
   readonly run: (context: Context, principal: Principal) => Use
+  /**
+   * An open route whose credential is in a header: checks it before the body is read, and
+   * answers what to run with the body then (its action's `admit`).
+   */
+  readonly admit?: ((context: Omit<Context, "body">) => Effect.Effect<(body: unknown) => Use, DomainError, PlatformServices>) | undefined
 }
 
 interface RouteOptions {
@@ -69,6 +74,7 @@ interface RouteOptions {
   readonly target?: Route["target"]
   readonly queryNamesOrganization?: boolean
   readonly endUsers?: ReadonlyArray<EndUserCredential>
+  readonly admit?: Route["admit"]
 }
 
 const route = (method: string, path: string, auth: Route["auth"], run: Route["run"], options: RouteOptions = {}): Route => ({
@@ -82,7 +88,8 @@ const route = (method: string, path: string, auth: Route["auth"], run: Route["ru
   target: options.target,
   queryNamesOrganization: options.queryNamesOrganization ?? true,
   endUsers: options.endUsers ?? [],
-  run
+  run,
+  admit: options.admit
 })
 
 /** No principal: routes without a bearer token get none. */
@@ -108,12 +115,13 @@ const lookUpOf = (q: Record<string, unknown>): Effect.Effect<ResourceService.Loo
 const withLookUp = (context: Context, use: (at: ResourceService.LookUp, query: Record<string, unknown>) => Use): Use =>
   withQuery(context, (q) => Effect.flatMap(lookUpOf(q), (at) => use(at, q)))
 
+/** The credential of an action authenticated by its own header. */
+const credentialOf = (a: AnyAction, c: Omit<Context, "body">) =>
+  a.credentialHeader === undefined ? undefined : header(c.request.headers, a.credentialHeader)?.replace(/^Bearer\s+/i, "")
+
 /** An action's request, from what its route saw: its query read the way the action declares. */
 const requestOf = (a: AnyAction, c: Context, use: (request: ActionRequest) => Use): Use => {
-  const credential = a.credentialHeader === undefined
-    ? undefined
-    : header(c.request.headers, a.credentialHeader)?.replace(/^Bearer\s+/i, "")
-  const base = { id: c.params[0] ?? "", body: c.body, address: c.address, credential }
+  const base = { id: c.params[0] ?? "", body: c.body, address: c.address, credential: credentialOf(a, c) }
   if (a.query === "find") return withQuery(c, (query) => use({ ...base, query, at: {} }))
   if (a.query === "lookUp") return withLookUp(c, (at, query) => use({ ...base, query, at }))
   return use({ ...base, query: {}, at: {} })
@@ -128,7 +136,11 @@ export const actionRoute = (a: AnyAction): Route =>
     target: a.target === undefined
       ? undefined
       : (c) => a.target!({ id: c.params[0] ?? "", body: c.body }),
-    queryNamesOrganization: a.queryNamesOrganization ?? true
+    queryNamesOrganization: a.queryNamesOrganization ?? true,
+    // An admitted action reads no query: its credential and address are all it is given.
+    admit: a.admit === undefined
+      ? undefined
+      : (c) => a.admit!({ id: c.params[0] ?? "", query: {}, at: {}, address: c.address, credential: credentialOf(a, c) })
   })
 
 /** The parameters of a path the action's path matches, or undefined. */

@@ -1,3 +1,4 @@
+export { proxyHops } from "./ClientAddress.js"
 export { unreadableRequestAnswer } from "./ClientError.js"
 export { docsAssetNames, type DocsAssets } from "./Docs.js"
 export * from "./Errors.js"

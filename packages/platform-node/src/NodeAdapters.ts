@@ -12,6 +12,7 @@ import { JoseTokensLive } from "./Tokens.js"
 import { DigestsLive } from "./Digests.js"
 import { MediaTypesLive } from "./MediaTypes.js"
 import { ReportPdfLive } from "./ReportPdf.js"
+import { NodeSecretComparerLive } from "./SecretComparer.js"
 import { HmacUrlSignerLive } from "./UrlSigning.js"
 
 export interface NodeAdaptersOptions {
@@ -49,6 +50,7 @@ export type NodeAdapters = HostPorts
 export const layer = (options: NodeAdaptersOptions = {}): Layer.Layer<NodeAdapters, never, Storage | Ids> =>
   Layer.mergeAll(
     ScryptHasherLive({ cost: options.hashCost }),
+    NodeSecretComparerLive,
     JoseTokensLive(options.jwtSecret),
     AesSecretBoxLive(options.encryptionKey),
     HmacUrlSignerLive(options.urlSigningKey),

@@ -83,7 +83,7 @@ export const make = Effect.gen(function*() {
   })
   const rateLimited = new Prometheus.Counter({
     name: "cmp_public_rate_limit_rejections_total",
-    help: "Public consent writes refused by the per-key or per-address rate limit",
+    help: "End users' consent writes (a public key's, a consent token's) refused by the per-organization or per-address rate limit",
     registers
   })
   const publicWrites = new Prometheus.Counter({

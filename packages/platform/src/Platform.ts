@@ -16,6 +16,7 @@ import {
   MailSignal,
   OriginCache,
   PublicRateLimit,
+  RunningVerifications,
   SigningKeys,
   Settings,
   type PlatformRuntime,
@@ -66,6 +67,7 @@ export const layer = (options: PlatformOptions): Layer.Layer<PlatformServices, u
     OriginCache.layer(),
     SigningKeys.layer(),
     PublicRateLimit.layer,
+    RunningVerifications.layer,
     Settings.layer({
       ...options.settings,
       ...(options.webhookAllowHosts ? { webhookAllowHosts: allowHosts } : {}),

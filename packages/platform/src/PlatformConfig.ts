@@ -284,8 +284,14 @@ const tracing = Config.all({ endpoint: trimmed("OTEL_EXPORTER_OTLP_ENDPOINT"), s
 
 // ---------------------------------------------------------------- operating
 
-/** `METRICS_TOKEN`: the bearer `/metrics` asks for (a secret: not trimmed); unset, `/metrics` is a 404. */
-export const metricsToken: Config.Config<string | undefined> = Config.map(raw("METRICS_TOKEN"), Option.getOrUndefined)
+/**
+ * `METRICS_TOKEN`: the bearer `/metrics` asks for (a secret: not trimmed), at least 16
+ * characters, as the operator's secret; unset, `/metrics` is a 404.
+ */
+export const metricsToken: Config.Config<string | undefined> = Config.mapOrFail(raw("METRICS_TOKEN"), (o) =>
+  Option.isSome(o) && o.value.length < 16
+    ? Either.left(invalid("METRICS_TOKEN", "METRICS_TOKEN must be at least 16 characters long"))
+    : Either.right(Option.getOrUndefined(o)))
 
 // ---------------------------------------------------------------- everything
 

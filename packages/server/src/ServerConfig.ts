@@ -34,6 +34,20 @@ const tls = Config.all({
   return Either.all({ cert: pem("TLS_CERT", cert.value, base), key: pem("TLS_KEY", key.value, base) })
 }))
 
+/**
+ * `TRUST_PROXY`: how many proxies are in front, `true` meaning one and `false` none. A count,
+ * because the client address is the one the farthest of them appended to `X-Forwarded-For`.
+ */
+const trustProxy = Config.mapOrFail(PlatformConfig.trimmed("TRUST_PROXY"), (o): Either.Either<number, ConfigError.ConfigError> => {
+  if (Option.isNone(o)) return Either.right(0)
+  const v = o.value.toLowerCase()
+  if (v === "true") return Either.right(1)
+  if (v === "false") return Either.right(0)
+  return /^\d{1,2}$/.test(v)
+    ? Either.right(Number(v))
+    : Either.left(ConfigError.InvalidData(["TRUST_PROXY"], `TRUST_PROXY must be true, false or the number of proxies in front (0, 1, 2, ...), got '${o.value}'`))
+})
+
 /** An integer setting left to the API's own default (undefined) when unset. */
 const apiInteger = (name: string, min: number) =>
   Config.map(
@@ -45,7 +59,7 @@ export const server = Config.all({
   port: PlatformConfig.integer("PORT", 3000, 0, 65535),
   host: Config.map(PlatformConfig.trimmed("HOST"), Option.getOrElse(() => "127.0.0.1")),
   allowHttp: PlatformConfig.flag("ALLOW_HTTP", false),
-  trustProxy: PlatformConfig.flag("TRUST_PROXY", false),
+  trustProxy,
   bodyTimeoutMs: apiInteger("BODY_TIMEOUT_MS", 1),
   // At least one body of the largest size a route takes by default must fit.
   bodyMemoryLimit: apiInteger("BODY_MEMORY_LIMIT", 1024 * 1024),

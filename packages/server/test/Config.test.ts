@@ -46,7 +46,7 @@ describe("configuration from the environment", () => {
     expect(s.host).toBe("127.0.0.1")
     expect(s.store).toEqual({ _tag: "sqlite", options: { filename: path.resolve(process.cwd(), "data/consent.db") } })
     expect(s.allowHttp).toBe(false)
-    expect(s.trustProxy).toBe(false)
+    expect(s.trustProxy).toBe(0)
     expect(s.tls).toBeUndefined()
     expect(s.logLevel).toBe("Info")
     expect(p.settings?.apiRequestsPeriod).toEqual({ _tag: "CalendarMonth" })
@@ -63,7 +63,7 @@ describe("configuration from the environment", () => {
       HOST: "0.0.0.0",
       SQLITE_PATH: "/tmp/x.db",
       ALLOW_HTTP: "true",
-      TRUST_PROXY: "1",
+      TRUST_PROXY: "2",
       ADMIN_API_KEY: "admin",
       ADMIN_API_SECRET: "a-long-enough-secret",
       JWT_SECRET: "x".repeat(40),
@@ -86,7 +86,7 @@ describe("configuration from the environment", () => {
     expect(s.host).toBe("0.0.0.0")
     expect(s.store).toEqual({ _tag: "sqlite", options: { filename: "/tmp/x.db" } })
     expect(s.allowHttp).toBe(true)
-    expect(s.trustProxy).toBe(true)
+    expect(s.trustProxy).toBe(2)
     expect(s.logLevel).toBe("Warning")
     expect(s.tls?.cert).toContain("BEGIN CERTIFICATE")
     expect(s.tls?.key).toContain("BEGIN PRIVATE KEY")
@@ -101,6 +101,22 @@ describe("configuration from the environment", () => {
     expect(p.settings?.defaultQuotas?.secrets).toBe(3)
     expect(p.settings?.defaultQuotas?.api_requests).toBe(1_000_000)
     expect(p.settings?.apiRequestsPeriod).toEqual({ _tag: "Fixed", seconds: 86_400 })
+  })
+
+  it("TRUST_PROXY is a number of proxies: true is one, false none", () => {
+    expect(settings({ TRUST_PROXY: "true" }).server.trustProxy).toBe(1)
+    expect(settings({ TRUST_PROXY: "TRUE" }).server.trustProxy).toBe(1)
+    expect(settings({ TRUST_PROXY: "false" }).server.trustProxy).toBe(0)
+    expect(settings({ TRUST_PROXY: "0" }).server.trustProxy).toBe(0)
+    expect(settings({ TRUST_PROXY: " 3 " }).server.trustProxy).toBe(3)
+    for (const v of ["yes", "no", "-1", "1.5", "1e1", "0x1", "loopback", "10.0.0.0/8"]) {
+      expect(problem({ TRUST_PROXY: v }), v).toMatch(/^TRUST_PROXY must be true, false or the number of proxies/)
+    }
+  })
+
+  it("METRICS_TOKEN of 16 characters or more is taken as written", () => {
+    expect(settings({ METRICS_TOKEN: " sixteen-chars-x" }).server.metricsToken).toBe(" sixteen-chars-x")
+    expect(settings({}).server.metricsToken).toBeUndefined()
   })
 
   it("relative paths are relative to the directory pnpm was run from", () => {
@@ -143,7 +159,8 @@ describe("configuration from the environment", () => {
     [{ DATABASE_URL: "postgres://localhost/db", DATABASE_POOL_SIZE: "0" }, /DATABASE_POOL_SIZE/],
     [{ WEBHOOK_RETRY_SCHEDULE: "300,x" }, /WEBHOOK_RETRY_SCHEDULE/],
     [{ WEBHOOK_LOCAL_ADDRESS: "eth0" }, /WEBHOOK_LOCAL_ADDRESS/],
-    [{ WEBHOOK_LEASE_MS: "10" }, /WEBHOOK_LEASE_MS/]
+    [{ WEBHOOK_LEASE_MS: "10" }, /WEBHOOK_LEASE_MS/],
+    [{ METRICS_TOKEN: "fifteen-chars-x" }, /^METRICS_TOKEN must be at least 16 characters long$/]
   ])("refuses %o with a clear message", (env, message) => {
     expect(problem(env)).toMatch(message)
   })

@@ -15,9 +15,11 @@ import {
   OriginCache,
   OutboxSignal,
   PublicRateLimit,
+  RunningVerifications,
   SigningKeys,
   RelationsLive,
   SecretBox,
+  SecretComparer,
   SecretHasher,
   Settings,
   type SettingsShape,
@@ -51,6 +53,11 @@ export const FAKE_HASH_PREFIX = "h:"
 export const hasherLayer = Layer.succeed(SecretHasher, {
   hash: (secret) => Effect.succeed(FAKE_HASH_PREFIX + secret),
   verify: (secret, hash) => Effect.succeed(hash === FAKE_HASH_PREFIX + secret)
+})
+
+/** Secrets compared as they are: timing is not what a test looks at. */
+export const secretComparerLayer = Layer.succeed(SecretComparer, {
+  equals: (given, expected) => Effect.succeed(given === expected)
 })
 
 /** Token = the JSON of its claims, so a test can read them; verify parses it and checks `exp`. */
@@ -143,11 +150,13 @@ const engineServices = (store: Layer.Layer<EngineStore>, settings: Partial<Setti
     OriginCache.layer(),
     SigningKeys.layer(),
     PublicRateLimit.layer,
+    RunningVerifications.layer,
     hmacLayer,
     OutboxSignal.None,
     Metrics.none,
     idsLayer,
     hasherLayer,
+    secretComparerLayer,
     tokenLayer,
     secretBoxLayer,
     LoginThrottle.layer(),

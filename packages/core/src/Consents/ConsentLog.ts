@@ -2,6 +2,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Scheduler from "effect/Scheduler"
 import { nowIso } from "../Clock.js"
 import { type CommitWork, type Repository, type Row, Storage, type TableDef, UnitOfWork } from "../Ports.js"
 import type { Condition } from "../Query.js"
@@ -194,8 +195,16 @@ export const eachRow = <R>(table: TableDef, where: ReadonlyArray<Condition>, f: 
       for (const row of page.data) yield* f(row)
       if (page.data.length < PAGE) return
       after = [String(page.data[page.data.length - 1]!.id)]
+      yield* betweenPages
     }
   })
+
+/**
+ * Hands the host's event loop back between two pages of a long read: the rest runs as a timer
+ * task of its own, after whatever the host has waiting (other requests). A store whose reads are
+ * synchronous (SQLite) would otherwise hold every other request until the last page.
+ */
+export const betweenPages: Effect.Effect<void> = Effect.withScheduler(Effect.yieldNow(), Scheduler.timer(0))
 
 const PAGE = 500
 

@@ -1,6 +1,9 @@
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import { answers, defineAction } from "../Action.js"
-import { Forbidden, InvalidInput } from "../Domain/Errors.js"
+import { nowMillis } from "../Clock.js"
+import { Forbidden, InvalidInput, TooManyRequests } from "../Domain/Errors.js"
 import { Metrics } from "../Metrics.js"
 import { type LogVerification, LogVerification as LogVerificationSchema } from "../Domain/Proofs.js"
 import { type Storage, type TableDef } from "../Ports.js"
@@ -10,6 +13,7 @@ import { ConsentEventsResource, ConsentUsersResource } from "../Resources/Consen
 import { ProofsResource } from "../Resources/Proofs.js"
 import { requireExistingOrganization, requireFlag } from "../Service.js"
 import {
+  betweenPages,
   ConsentLogStore,
   eachRow,
   rowDigest,
@@ -98,6 +102,7 @@ export const verifyLog = (organizationId: string): Effect.Effect<LogVerification
       if (page.length < PAGE) break
       const end = page[page.length - 1]!
       after = { shard: end.shard, seq: end.seq }
+      yield* betweenPages
     }
 
     // Each chain's head must be its last entry: a removed last entry shows here.
@@ -134,6 +139,35 @@ export const verifyLog = (organizationId: string): Effect.Effect<LogVerification
     }
   })
 
+/**
+ * The organizations whose log this process is verifying, and since when: a verify reads the
+ * whole log, so one runs at a time per organization, and a second meanwhile is refused rather
+ * than queued. Per process, like the other in-memory limits: servers sharing a store each run
+ * one.
+ */
+export class RunningVerifications extends Context.Tag("@cmp/core/RunningVerifications")<RunningVerifications, Map<string, number>>() {
+  static readonly layer: Layer.Layer<RunningVerifications> = Layer.sync(RunningVerifications, () => new Map<string, number>())
+}
+
+/**
+ * Runs a verify of the organization's log unless one is already running in this process: then
+ * 429, with as long to wait as the running one has taken so far (at least 1 s, at most a minute).
+ */
+const oneAtATime = <A, E, R>(organizationId: string, verify: Effect.Effect<A, E, R>) =>
+  Effect.gen(function*() {
+    const running = yield* RunningVerifications
+    const now = yield* nowMillis
+    const since = running.get(organizationId)
+    if (since !== undefined) {
+      return yield* Effect.fail(new TooManyRequests({
+        message: "A verify of this organization's consent log is already running: try again when it has finished",
+        retryAfterSeconds: Math.min(60, Math.max(1, Math.ceil((now - since) / 1000)))
+      }))
+    }
+    running.set(organizationId, now)
+    return yield* Effect.ensuring(verify, Effect.sync(() => running.delete(organizationId)))
+  })
+
 /** The organization a request about one organization acts in: named, or the principal's only one. */
 export const organizationOf = (principal: Principal, named: string | undefined) =>
   Effect.gen(function*() {
@@ -167,7 +201,7 @@ export const VerifyLogAction = defineAction({
       const organizationId = yield* organizationOf(principal, request.at.organizationId)
       yield* requireExistingOrganization(organizationId)
       if (!isOperator(principal)) yield* requireFlag("consents_api", organizationId)
-      const verification = yield* verifyLog(organizationId)
+      const verification = yield* oneAtATime(organizationId, verifyLog(organizationId))
       yield* Effect.flatMap(Metrics, (metrics) => metrics.logVerified(verification.valid))
       return verification
     })

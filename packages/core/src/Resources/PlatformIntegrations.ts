@@ -52,23 +52,31 @@ const invalidToken = () =>
     errors: { "x-platform-authorization": "is not a valid platform integration token" }
   })
 
+const emptyBody = (body: unknown) =>
+  body !== undefined && body !== null && (typeof body !== "object" || Array.isArray(body) || Object.keys(body).length > 0)
+    ? Effect.fail(new InvalidInput({ message: "The body must be an empty object", errors: { body: "must be an empty object" } }))
+    : Effect.void
+
 /**
  * `POST /v1/platform-integrations/sessions`: the integration's token (header
- * `x-platform-authorization`) buys an access token acting as a client of its organization.
+ * `x-platform-authorization`) buys an access token acting as a client of its organization. The
+ * token is checked first, and the body (which must be empty) only then: an unknown caller's
+ * body is never read.
  */
-export const createPlatformIntegrationSession = (token: string | undefined, body: unknown, clientAddress?: string) =>
+export const admitPlatformIntegration = (token: string | undefined, clientAddress?: string) =>
   Effect.gen(function*() {
-    if (body !== undefined && body !== null && (typeof body !== "object" || Array.isArray(body) || Object.keys(body).length > 0)) {
-      return yield* Effect.fail(new InvalidInput({ message: "The body must be an empty object", errors: { body: "must be an empty object" } }))
-    }
     const given = token?.trim() ?? ""
     const m = /^pit_([^.]+)\.(.+)$/.exec(given)
     // Guessing tokens is slowed like failed logins: per integration and per client address.
     const keys = [...(m ? [`pit:${m[1]}`] : []), ...addressKeys("integration", clientAddress)]
-    return yield* throttled(keys, integrationSession(m ? m[1]! : undefined, given))
+    const integration = yield* throttled(keys, authenticateIntegration(m ? m[1]! : undefined, given))
+    return (body: unknown) => Effect.zipRight(emptyBody(body), integrationSession(integration))
   })
 
-const integrationSession = (integrationId: string | undefined, token: string) =>
+export const createPlatformIntegrationSession = (token: string | undefined, body: unknown, clientAddress?: string) =>
+  Effect.flatMap(admitPlatformIntegration(token, clientAddress), (session) => session(body))
+
+const authenticateIntegration = (integrationId: string | undefined, token: string) =>
   Effect.gen(function*() {
     const hasher = yield* SecretHasher
     const found = integrationId !== undefined
@@ -82,6 +90,11 @@ const integrationSession = (integrationId: string | undefined, token: string) =>
     if (!(yield* hasher.verify(token, integration.token_hash)) || integration.enabled !== true) {
       return yield* Effect.fail(invalidToken())
     }
+    return integration
+  })
+
+const integrationSession = (integration: { readonly id: string; readonly organization_id: string }) =>
+  Effect.gen(function*() {
     const settings = yield* Settings
     const iat = yield* nowSeconds
     const access_token = yield* (yield* TokenIssuer).issue({
@@ -116,5 +129,6 @@ export const PlatformIntegrationSessionAction = defineAction({
   answers: answers.schema("PlatformIntegrationSession", PlatformIntegrationSession),
   status: 201,
   revealsCredentials: true,
+  admit: (request) => admitPlatformIntegration(request.credential, request.address),
   run: (_principal, request) => createPlatformIntegrationSession(request.credential, request.body, request.address)
 })

@@ -39,7 +39,7 @@ describe("brute force", () => {
 
 describe("brute force on the other credential endpoints", () => {
   // Behind a trusted proxy, so a test can speak from several client addresses.
-  const { server: proxied, op } = useServer({ trustProxy: true })
+  const { server: proxied, op } = useServer({ trustProxy: 1 })
   const from = (address: string) => ({ "x-forwarded-for": address })
 
   const integrationSession = (token: string, address: string) =>

@@ -12,7 +12,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import pg from "pg"
 import { describe, expect, it } from "vitest"
-import { ADMIN, expect403, expect404, ManualClock, START, storeKind, type TestServer, unique } from "./helpers.js"
+import { ADMIN, expect403, expect404, expectError, ManualClock, START, storeKind, type TestServer, unique } from "./helpers.js"
 import { type TestTenant, useServer } from "./fixture.js"
 
 /**
@@ -270,6 +270,56 @@ describe("consent log: verify", () => {
     expect403(await without.call("GET", `/v1/consents/log/verify?organization_id=${without.org.id}`))
     expect403(await without.call("GET", "/v1/consents/log/verify"))
   })
+})
+
+describe("consent log: verify is not a way to hold the server", () => {
+  /**
+   * An organization whose table holds many rows: copies of one event, made behind the API's back
+   * in one statement (the verify reads every row, page by page, and finds them missing from the
+   * log, which is beside the point here).
+   */
+  const largeLog = async (rows: number) => {
+    const t = await tenant(FEATURES)
+    const first = await created(t, "/v1/consents/events", eventBody(t, unique("crowd")))
+    const columns = Object.keys((await db().query("SELECT * FROM consent_events WHERE id = ?", [first.id]))[0]!)
+    const copied = columns.map((c) => (c === "id" ? "'bulk-' || n.i" : `e."${c}"`)).join(", ")
+    await db().run(
+      `INSERT INTO consent_events (${columns.map((c) => `"${c}"`).join(", ")}) ` +
+        `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${rows}) ` +
+        `SELECT ${copied} FROM n, consent_events e WHERE e.id = ?`,
+      [first.id]
+    )
+    return t
+  }
+  const verifyOf = (t: TestTenant) => t.call("GET", `/v1/consents/log/verify?organization_id=${t.org.id}`)
+
+  it("other requests are answered between the pages of a verify of a large log", async () => {
+    const t = await largeLog(6000)
+    const order: Array<string> = []
+    const verifying = verifyOf(t).then((r) => (order.push("verify"), r))
+    const probe = fetch(`${server.url}/healthz`).then((r) => (order.push("healthz"), r))
+    const [verified, probed] = await Promise.all([verifying, probe])
+    expect(verified.status, verified.text).toBe(200)
+    expect(verified.body.valid).toBe(false)
+    expect(probed.status).toBe(200)
+    expect(order).toEqual(["healthz", "verify"])
+  }, 60_000)
+
+  it("one verify of an organization at a time: a second one meanwhile is 429 with Retry-After; another organization's is served", async () => {
+    const t = await largeLog(6000)
+    const other = await tenant(FEATURES)
+    await created(other, "/v1/consents/events", eventBody(other, unique("alone")))
+    const [a, b, elsewhere] = await Promise.all([verifyOf(t), verifyOf(t), verifyOf(other)])
+    const statuses = [a.status, b.status].sort()
+    expect(statuses, `${a.text} ${b.text}`).toEqual([200, 429])
+    const refused = a.status === 429 ? a : b
+    expectError(refused, 429, "TooManyRequests", "too-many-requests")
+    expect(refused.headers.get("retry-after")).toMatch(/^[1-9]\d*$/)
+    expect(elsewhere.status, elsewhere.text).toBe(200)
+    expect(elsewhere.body.valid).toBe(true)
+    // Once it has finished, the organization's log is verified again.
+    expect((await verifyOf(t)).status).toBe(200)
+  }, 60_000)
 })
 
 describe("consent log: edits behind the API's back", () => {

@@ -1,11 +1,12 @@
 import { beforeEach, describe, expect, it } from "vitest"
-import { call, expectError, type Reply, unique } from "./helpers.js"
+import { as, call, expectError, type Reply, unique } from "./helpers.js"
 import { type ServerFixture, type TestTenant, type Operator, useServer } from "./fixture.js"
 
 /**
- * The rate of public consent writes (`PUBLIC_RATE_LIMIT`): per public key and per client address,
- * a 429 with `Retry-After` past either; the address is the socket's, or the one a trusted proxy
- * forwarded. Here 5 writes a minute per key and 3 per address.
+ * The rate of end users' consent writes (`PUBLIC_RATE_LIMIT`): per public key (and per
+ * organization for its consent tokens) and per client address, a 429 with `Retry-After` past
+ * either; the address is the socket's, or the one the farthest trusted proxy appended (an IPv6
+ * address counted by its /64). Here 5 writes a minute per key and 3 per address.
  */
 
 const PER_KEY = 5
@@ -51,6 +52,24 @@ const expectLimited = (r: Reply, what: string) => {
 }
 
 const expectCreated = (r: Reply, what: string) => expect([what, r.status], r.text).toEqual([what, 201])
+
+const TOKEN_FEATURES = { ...FEATURES, store_cmp_consents: true }
+
+/** A consent token of one of `t`'s users: its writes, from an address when one is given. */
+const tokenWriterOf = (fixture: ServerFixture<Operator>) => async (t: TestTenant) => {
+  const organizationUserId = unique("crm")
+  const minted = await t.call("POST", "/v1/consents/tokens", { body: { organization_id: t.org.id, organization_user_id: organizationUserId } })
+  expect(minted.status, minted.text).toBe(201)
+  const asToken = as(fixture.base, minted.body.id_token as string)
+  return {
+    write: (from?: string) =>
+      asToken("POST", "/v1/consents/events", {
+        body: { organization_id: t.org.id, user: { organization_user_id: organizationUserId }, consents: { purposes: [{ id: "analytics", enabled: true }] } },
+        headers: from === undefined ? {} : { "x-forwarded-for": from }
+      }),
+    read: () => asToken("GET", "/v1/consents/events")
+  }
+}
 
 describe("per client address (the socket's)", () => {
   const fixture = useServer({ trustProxy: false, ...limits })
@@ -98,6 +117,18 @@ describe("per client address (the socket's)", () => {
     expectLimited(await write(t, { from: "198.51.100.7" }), "a new forwarded address")
   })
 
+  it("consent-token writes count against the address as public writes do: 429 past it; the token's reads are not limited", async () => {
+    const t = await tenant(TOKEN_FEATURES)
+    const token = await tokenWriterOf(fixture)(t)
+    for (let i = 0; i < PER_ADDRESS; i++) expectCreated(await token.write(), `token write ${i}`)
+    const retryAfter = expectLimited(await token.write(), "token write, over")
+    for (let i = 0; i < PER_ADDRESS + 1; i++) expect((await token.read()).status).toBe(200)
+    // One allowance per address, whichever credential the device holds.
+    expectLimited(await write(t), "public write from the same address")
+    server.clock.advance(retryAfter * 1000)
+    expectCreated(await token.write(), "token write after Retry-After")
+  })
+
   it("a backend's bearer writes are not limited", async () => {
     const t = await tenant(FEATURES)
     for (let i = 0; i < PER_ADDRESS; i++) expectCreated(await write(t), `write ${i}`)
@@ -109,8 +140,23 @@ describe("per client address (the socket's)", () => {
   })
 })
 
+describe("behind two trusted proxies", () => {
+  const fixture = useServer({ ...limits, trustProxy: 2 })
+  const { server, tenant } = fixture
+  const write = writeOf(fixture)
+  beforeEach(() => server.clock.advance(61_000))
+
+  it("the address is the second from the right; with one value only (a proxy skipped), that value", async () => {
+    const t = await tenant(FEATURES)
+    for (let i = 0; i < PER_ADDRESS; i++) expectCreated(await write(t, { from: `198.51.100.${i + 1}, 203.0.113.30, 10.0.0.${i + 1}` }), `write ${i}`)
+    expectLimited(await write(t, { from: "192.0.2.1, 203.0.113.30, 10.0.0.9" }), "rotated, same client")
+    expectLimited(await write(t, { from: "203.0.113.30" }), "a proxy skipped")
+    expectCreated(await write(t, { from: "203.0.113.30, 203.0.113.31, 10.0.0.1" }), "another client")
+  })
+})
+
 describe("behind a trusted proxy: per forwarded address, and per key", () => {
-  const fixture = useServer({ ...limits, trustProxy: true })
+  const fixture = useServer({ ...limits, trustProxy: 1 })
   const { server, tenant } = fixture
   const write = writeOf(fixture)
   beforeEach(() => server.clock.advance(61_000))
@@ -119,9 +165,39 @@ describe("behind a trusted proxy: per forwarded address, and per key", () => {
     const t = await tenant(FEATURES)
     for (let i = 0; i < PER_ADDRESS; i++) expectCreated(await write(t, { from: "203.0.113.10" }), `first ${i}`)
     expectLimited(await write(t, { from: "203.0.113.10" }), "first, over")
-    // The left-most address is the client's: the proxies after it are the same for everyone.
-    expectLimited(await write(t, { from: "203.0.113.10, 10.0.0.1" }), "first, through two proxies")
     expectCreated(await write(t, { from: "203.0.113.11" }), "second")
+  })
+
+  it("the address is the one the proxy appended: values the client wrote left of it do not dodge the limit", async () => {
+    const t = await tenant(FEATURES)
+    // The client writes its own X-Forwarded-For; the proxy appends the address it was reached from.
+    for (let i = 0; i < PER_ADDRESS; i++) expectCreated(await write(t, { from: `198.51.100.${i + 1}, 203.0.113.20` }), `write ${i}`)
+    for (let i = 0; i < 3; i++) expectLimited(await write(t, { from: `192.0.2.${i + 1}, 203.0.113.20` }), `rotated ${i}`)
+    expectLimited(await write(t, { from: "203.0.113.20" }), "nothing written by the client")
+    expectCreated(await write(t, { from: "203.0.113.20, 203.0.113.21" }), "another client, the first one's address written in front")
+  })
+
+  it("two IPv6 addresses of one /64 share an allowance; another /64 has its own; an IPv4-mapped address is its IPv4 address", async () => {
+    const t = await tenant(FEATURES)
+    const sameNetwork = ["2001:db8:a:b::1", "2001:db8:a:b:ffff:ffff:ffff:ffff", "2001:DB8:A:B:0:0:0:7"]
+    for (const [i, from] of sameNetwork.entries()) expectCreated(await write(t, { from }), `write ${i}`)
+    expectLimited(await write(t, { from: "2001:db8:a:b:1234::5" }), "a fourth address of the /64")
+    expectCreated(await write(t, { from: "2001:db8:a:c::1" }), "another /64")
+    // Another key, so its own allowance does not run out first.
+    const other = await tenant(FEATURES)
+    for (let i = 0; i < PER_ADDRESS; i++) expectCreated(await write(other, { from: "203.0.113.50" }), `IPv4 ${i}`)
+    expectLimited(await write(other, { from: "::ffff:203.0.113.50" }), "the same, IPv4-mapped")
+  })
+
+  it("consent-token writes: the address they come from, and the organization's own allowance for its tokens", async () => {
+    const t = await tenant(TOKEN_FEATURES)
+    const token = await tokenWriterOf(fixture)(t)
+    for (let i = 0; i < PER_ADDRESS; i++) expectCreated(await token.write(`192.0.2.9, 203.0.113.60`), `write ${i}`)
+    expectLimited(await token.write("192.0.2.10, 203.0.113.60"), "rotated in front of the same address")
+    for (let i = 0; i < PER_KEY - PER_ADDRESS; i++) expectCreated(await token.write(`203.0.113.${70 + i}`), `new address ${i}`)
+    expectLimited(await token.write("203.0.113.90"), "the organization's tokens, from a new address")
+    // Its public key's allowance is its own.
+    expectCreated(await write(t, { from: "203.0.113.91" }), "a public write of the same organization")
   })
 
   it("one key has its own allowance, whatever addresses it comes from; another key has its own", async () => {

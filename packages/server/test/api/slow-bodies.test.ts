@@ -124,7 +124,7 @@ describe("routes whose credential is in the body", () => {
 
   it("sessions and invitations/accept take at most 16 KiB (413 past it, declared or streamed)", async () => {
     const big = JSON.stringify({ type: "api-key", key: "admin", secret: "s".repeat(16 * 1024) })
-    for (const path of ["/v1/sessions", "/v1/invitations/accept", "/v1/platform-integrations/sessions"]) {
+    for (const path of ["/v1/sessions", "/v1/invitations/accept"]) {
       const declared = await open(server.url)
       await declared.write(head("POST", path, { "content-length": Buffer.byteLength(big) }))
       expectContractError(await declared.response(), 413, "PayloadTooLarge", "payload-too-large")
@@ -141,6 +141,47 @@ describe("routes whose credential is in the body", () => {
     const r = await c.response()
     // The session's own validation decides; the size does not.
     expect(r.status).not.toBe(413)
+  })
+})
+
+describe("platform-integration sessions: the token in x-platform-authorization is checked before the body is read", () => {
+  const { server, op } = useServer()
+  afterAll(closeOpened)
+  const path = "/v1/platform-integrations/sessions"
+
+  it("a wrong or missing token is answered 400 without its body: declared large, streamed, or never finished", async () => {
+    const cases: Array<[string, Record<string, string | number>, string]> = [
+      ["a wrong token, 1 MiB declared, nothing sent", { "x-platform-authorization": "pit_made-up.wrong", "content-length": 1024 * 1024 }, ""],
+      ["no token, a body that stops half-way", { "content-length": 100 }, "{\"a\":"],
+      ["a wrong token, a chunked body that never ends", { "x-platform-authorization": "pit_made-up.wrong", "transfer-encoding": "chunked" }, chunk("{")]
+    ]
+    for (const [what, headers, data] of cases) {
+      const c = await open(server.url)
+      await c.write(head("POST", path, headers) + data)
+      const r = await c.response()
+      expect(r.status, what).toBe(400)
+      expectContractError(r, 400, "BadRequest", "bad-request")
+      expect(r.body.errors, what).toHaveProperty("x-platform-authorization")
+    }
+  })
+
+  it("a valid token's body is read then: empty opens the session, past 16 KiB is 413, anything else 400", async () => {
+    const org = await op.createOrg()
+    const registered = await op.call("POST", "/v1/platform-integrations", { body: { name: "Plugin", organization_id: org.id } })
+    expect(registered.status, registered.text).toBe(201)
+    const token = registered.body.token as string
+    const send = async (body: string) => {
+      const c = await open(server.url)
+      await c.write(head("POST", path, { "x-platform-authorization": token, "content-length": Buffer.byteLength(body) }) + body)
+      return c.response()
+    }
+    const opened = await send("{}")
+    expect(opened.status, JSON.stringify(opened.body)).toBe(201)
+    expect(opened.body.platform_integration_id).toBe(registered.body.id)
+    expectContractError(await send(JSON.stringify({ padding: "x".repeat(16 * 1024) })), 413, "PayloadTooLarge", "payload-too-large")
+    const notEmpty = await send("{\"a\":1}")
+    expectContractError(notEmpty, 400, "BadRequest", "bad-request")
+    expect(notEmpty.body.errors).toHaveProperty("body")
   })
 })
 
