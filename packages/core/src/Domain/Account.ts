@@ -241,9 +241,16 @@ export const Secret = Schema.Struct({
   /** The value, shown once in the response to its creation; kept hashed. */
   secret: Schema.optional(Schema.String),
   organization_id: Id,
+  /** Signatures of user ids made with this secret must carry an expiration; set when it is created. */
+  require_expiration: Schema.Boolean,
   ...Audit
 })
-export const SecretCreate = Schema.Struct({ name: Name, organization_id: Id, description: opt(Text) })
+export const SecretCreate = Schema.Struct({
+  name: Name,
+  organization_id: Id,
+  description: opt(Text),
+  require_expiration: Schema.optional(Schema.Boolean)
+})
 export const SecretUpdate = Schema.Struct({ name: Name, description: opt(Text) })
 
 // ---------------------------------------------------------------- members

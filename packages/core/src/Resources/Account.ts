@@ -275,6 +275,7 @@ export const SecretsResource = defineResource({
   // Secrets made before then hold no sealed value and cannot sign.
   privateFields: { secret_hash: field.string, secret_sealed: field.optionalString },
   quota: "secrets",
+  defaults: { require_expiration: false },
   hooks: {
     // A removed secret stops signing user ids now in this process, not when its kept value ages.
     afterCommit: (output) => forgetSigningKey(output.id),

@@ -13,6 +13,7 @@ import consentCollection from "./0012_consent_collection.js"
 import proofOfConsent from "./0013_proof_of_consent.js"
 import traceContext from "./0014_trace_context.js"
 import consentLogAppend from "./0015_consent_log_append.js"
+import consentTokenRevocation from "./0018_consent_token_revocation.js"
 
 /**
  * Versioned migrations of both stores: a new change is a new entry, never an edit of an old
@@ -33,5 +34,6 @@ export const migrations = {
   "0012_consent_collection": consentCollection,
   "0013_proof_of_consent": proofOfConsent,
   "0014_trace_context": traceContext,
-  "0015_consent_log_append": consentLogAppend
+  "0015_consent_log_append": consentLogAppend,
+  "0018_consent_token_revocation": consentTokenRevocation
 }
