@@ -4,6 +4,7 @@ import type { CredentialCache } from "./CredentialCache.js"
 import type { OriginCache } from "./Consents/OriginCache.js"
 import type { PublicRateLimit } from "./Consents/PublicRateLimit.js"
 import type { SigningKeys } from "./Consents/SigningKeys.js"
+import type { ConsentTokenStates } from "./Consents/TokenStates.js"
 import type { FeatureCache } from "./FeatureCache.js"
 import type { LoginThrottle } from "./LoginThrottle.js"
 import type { Metrics } from "./Metrics.js"
@@ -74,6 +75,7 @@ export type PlatformServices =
   | LoginThrottle
   | OriginCache
   | SigningKeys
+  | ConsentTokenStates
   | PublicRateLimit
   | Metrics
   | Readiness

@@ -1,6 +1,7 @@
 import * as Layer from "effect/Layer"
 import type { ActionPorts, AnyAction } from "./Action.js"
 import { ApiUsageTable, InvitationsTable, PersonsTable, SettingsTable } from "./InternalTables.js"
+import { ConsentUserErasuresTable } from "./Consents/TokenStates.js"
 import type { TableDef } from "./Ports.js"
 import { Relations } from "./Relations.js"
 import type { AnyShape, CoreServices, PortsOf, ResourceDef } from "./Resource.js"
@@ -128,7 +129,8 @@ export const tables: ReadonlyArray<TableDef<any>> = [
       EventProofsTable,
       ProofFilesTable,
       ConsentLogTable,
-      ConsentLogHeadsTable
+      ConsentLogHeadsTable,
+      ConsentUserErasuresTable
     ]
       .map((t) => [t.table, t] as const)
   ).values()

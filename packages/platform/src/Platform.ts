@@ -15,6 +15,7 @@ import {
   OriginCache,
   PublicRateLimit,
   SigningKeys,
+  ConsentTokenStates,
   Settings,
   type PlatformRuntime,
   type PlatformServices
@@ -63,6 +64,7 @@ export const layer = (options: PlatformOptions): Layer.Layer<PlatformServices, u
     CredentialCache.layer(),
     OriginCache.layer(),
     SigningKeys.layer(),
+    ConsentTokenStates.layer(),
     PublicRateLimit.layer,
     Settings.layer({
       ...options.settings,

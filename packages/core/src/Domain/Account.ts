@@ -106,6 +106,8 @@ export const Organization = Schema.Struct({
   organization_group_name: opt(Schema.String),
   iab_tcf_cmp_id: opt(TcfCmpId),
   allow_chat_support: Schema.Boolean,
+  /** Consent tokens issued before this date are refused; `null`: none. */
+  consent_tokens_revoked_before: opt(Timestamp),
   ...Audit
 })
 export type Organization = typeof Organization.Type
@@ -124,7 +126,11 @@ const organizationInputFields = {
 }
 
 export const OrganizationCreate = Schema.Struct(organizationInputFields)
-export const OrganizationUpdate = Schema.Struct(organizationInputFields)
+export const OrganizationUpdate = Schema.Struct({
+  ...organizationInputFields,
+  /** Refuses the consent tokens issued before it; a date ahead of the server's is taken as now. */
+  consent_tokens_revoked_before: opt(Timestamp)
+})
 
 /** Output-only flags the operator (and nobody else) may set. */
 export const OrganizationOperatorFields = Schema.Struct({
