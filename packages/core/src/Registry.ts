@@ -1,7 +1,7 @@
 import * as Layer from "effect/Layer"
 import type { ActionPorts, AnyAction } from "./Action.js"
 import { ApiUsageTable, InvitationsTable, PersonsTable, SettingsTable } from "./InternalTables.js"
-import { ConsentUserErasuresTable } from "./Consents/TokenStates.js"
+import { ConsentUserErasuresTable } from "./Consents/UserErasures.js"
 import type { TableDef } from "./Ports.js"
 import { Relations } from "./Relations.js"
 import type { AnyShape, CoreServices, PortsOf, ResourceDef } from "./Resource.js"

@@ -6,7 +6,8 @@ import type { Principal } from "../Principal.js"
 import { membershipsOf, Tables } from "../Resources/Account.js"
 import { PlatformIntegrationsResource } from "../Resources/PlatformIntegrations.js"
 import { Settings } from "../Settings.js"
-import { ConsentTokenStates, ConsentUserErasuresTable, userDigestOf } from "./TokenStates.js"
+import { ConsentTokenStates } from "./TokenStates.js"
+import { ConsentUserErasuresTable, userDigestOf } from "./UserErasures.js"
 
 /**
  * A consent token dies with whoever minted it: checked like an access token on every request,

@@ -19,7 +19,7 @@ import {
 } from "../Domain/Consent.js"
 import { type DomainError, Forbidden, InvalidInput, NotFound } from "../Domain/Errors.js"
 import { verifyUserIdAuth } from "../Consents/VouchedUsers.js"
-import { recordUserErasure } from "../Consents/TokenStates.js"
+import { recordUserErasure } from "../Consents/UserErasures.js"
 import { emptyState, mergeAll, mergeEvent, sameConsents } from "../Consents/Merge.js"
 import { Ids, keyOf, Storage, type TableDef } from "../Ports.js"
 import { Relations } from "../Relations.js"

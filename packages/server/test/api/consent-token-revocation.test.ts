@@ -1,7 +1,7 @@
 import { SignJWT } from "jose"
 import { beforeAll, describe, expect, it } from "vitest"
-import { as, type Caller, client, expect400, expect401, JWT_SECRET, memberOf, unique } from "./helpers.js"
-import { type TestTenant, useServer } from "./fixture.js"
+import { as, client, expect400, expect401, JWT_SECRET, memberOf, unique } from "./helpers.js"
+import { type Caller, type TestTenant, useServer } from "./fixture.js"
 
 /**
  * A consent token names who minted it and dies with them: a key deleted or disabled, an
