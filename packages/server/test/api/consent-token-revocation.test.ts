@@ -1,6 +1,9 @@
+import { type RunningServer, type ServerOptions, startServer } from "@cmp/http-express"
+import { PgStore } from "@cmp/store-postgres"
+import { createTestDatabase, type TestDatabase } from "@cmp/test-support/database"
 import { SignJWT } from "jose"
-import { beforeAll, describe, expect, it } from "vitest"
-import { as, client, expect400, expect401, JWT_SECRET, memberOf, unique } from "./helpers.js"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { ADMIN, as, client, expect400, expect401, JWT_SECRET, memberOf, operatorOf, storeKind, unique } from "./helpers.js"
 import { type Caller, type TestTenant, useServer } from "./fixture.js"
 
 /**
@@ -205,4 +208,84 @@ describe("an erased user", () => {
     await expectWorks(again, t)
     expect((await t.call("GET", byOuid)).status).toBe(200)
   })
+})
+
+describe.runIf(storeKind === "postgres")("two servers on one PostgreSQL database", () => {
+  let db: TestDatabase
+  const servers: Array<RunningServer> = []
+
+  const open = (overrides: Partial<ServerOptions> = {}) =>
+    startServer({
+      store: PgStore.layer({ url: db.url, maxConnections: db.maxConnections }),
+      port: 0,
+      allowHttp: true,
+      hashCost: 1024,
+      admin: ADMIN,
+      jwtSecret: JWT_SECRET,
+      dispatcher: false,
+      logLevel: (process.env.TEST_LOG_LEVEL as ServerOptions["logLevel"]) ?? "None",
+      ...overrides
+    })
+
+  beforeAll(async () => {
+    db = await createTestDatabase({ clients: 2 })
+    servers.push(await open())
+    servers.push(await open())
+  }, 60_000)
+  afterAll(async () => {
+    for (const s of servers) await s.close()
+    await db?.close()
+  })
+
+  /** Polls until `refused` holds; fails when it still does not after `limitMs`. */
+  const refusedWithin = async (limitMs: number, refused: () => Promise<boolean>) => {
+    const started = performance.now()
+    for (;;) {
+      if (await refused()) return
+      if (performance.now() - started > limitMs) throw new Error(`still accepted after ${limitMs} ms`)
+      await new Promise((resolve) => setTimeout(resolve, 25))
+    }
+  }
+
+  it("a key disabled, a revocation date or an erasure through one server is refused by the other within a second", async () => {
+    const [a, b] = servers as [RunningServer, RunningServer]
+    const opA = await operatorOf(a.url)
+    const t = await opA.tenant()
+    const flags = await opA.call("GET", `/v1/premium-features?organization_id=${t.org.id}`)
+    expect((await opA.call("PATCH", `/v1/premium-features/${flags.body.data[0].id}`, { body: FULL })).status).toBe(200)
+    const mint = async (minter: string) => {
+      const r = await as(a.url, minter)("POST", "/v1/consents/tokens", { body: { organization_id: t.org.id, organization_user_id: unique("crm") } })
+      expect(r.status, r.text).toBe(201)
+      return { ouid: r.body.organization_user_id as string, onB: as(b.url, r.body.id_token as string) }
+    }
+    const readOnB = async (tk: Awaited<ReturnType<typeof mint>>) =>
+      (await tk.onB("GET", `/v1/consents/users/${encodeURIComponent(tk.ouid)}?$by_organization_user_id=true`)).status
+    const writeOnB = async (tk: Awaited<ReturnType<typeof mint>>) =>
+      (await tk.onB("POST", "/v1/consents/events", {
+        body: { organization_id: t.org.id, user: { organization_user_id: tk.ouid }, consents: { purposes: purposes(["analytics", true]) } }
+      })).status
+
+    // A key disabled through A: B's kept answer for it is warm when it happens.
+    const key = await opA.createKey(t.org.id)
+    const byKey = await mint(await client(a.url).login(key.id, key.secret))
+    expect(await writeOnB(byKey)).toBe(201)
+    expect((await opA.call("PATCH", `/v1/keys/${key.id}`, { body: { enabled: false } })).status).toBe(200)
+    await refusedWithin(1500, async () => (await readOnB(byKey)) === 401)
+
+    // An erasure through A.
+    const erased = await mint(t.token)
+    expect(await writeOnB(erased)).toBe(201)
+    const user = await as(a.url, t.token)("GET", `/v1/consents/users/${encodeURIComponent(erased.ouid)}?$by_organization_user_id=true`)
+    expect((await as(a.url, t.token)("DELETE", `/v1/consents/users/${user.body.id}`)).status).toBe(200)
+    await refusedWithin(1500, async () => (await writeOnB(erased)) === 401)
+
+    // A revocation date set through A.
+    const revoked = await mint(t.token)
+    expect(await writeOnB(revoked)).toBe(201)
+    expect(await readOnB(revoked)).toBe(200)
+    await new Promise((resolve) => setTimeout(resolve, 1100))
+    const at = new Date().toISOString()
+    expect((await as(a.url, t.token)("PATCH", `/v1/organizations/${t.org.id}`, { body: { consent_tokens_revoked_before: at } })).status).toBe(200)
+    await refusedWithin(1500, async () => (await readOnB(revoked)) === 401)
+  }, 30_000)
 })
