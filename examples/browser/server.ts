@@ -40,7 +40,9 @@ await cmp.premiumFeatures.patch(
 const shop = cmp.forOrganization(org.id)
 await shop.properties.create({ organization_id: org.id, name: "Shop", website: site })
 // Signs the ids of signed-in visitors. Its value is shown this once: a real backend keeps it in its secret store.
-const signing = await shop.secrets.create({ organization_id: org.id, name: "signed user ids" })
+// Its signatures (hmac-sha256-v2, from organizationUserIdAuth) always carry an expiration;
+// `require_expiration` makes the secret refuse the reference SDK's form without one too.
+const signing = await shop.secrets.create({ organization_id: org.id, name: "signed user ids", require_expiration: true })
 
 /** The signed-in visitor: a stand-in for the host's own sign-in (a cookie it checks). */
 const signedIn = (req: express.Request) => (typeof req.query.user === "string" && req.query.user !== "" ? req.query.user : undefined)

@@ -32,6 +32,7 @@ export const ensureOperatorOrganization = Effect.gen(function*() {
     organization_group_name: null,
     iab_tcf_cmp_id: null,
     allow_chat_support: false,
+    consent_tokens_revoked_before: null,
     crm_account_id: null,
     created_by_person_id: null,
     created_at: now,

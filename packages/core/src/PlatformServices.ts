@@ -5,6 +5,7 @@ import type { OriginCache } from "./Consents/OriginCache.js"
 import type { PublicRateLimit } from "./Consents/PublicRateLimit.js"
 import type { RunningVerifications } from "./Consents/LogVerify.js"
 import type { SigningKeys } from "./Consents/SigningKeys.js"
+import type { ConsentTokenStates } from "./Consents/TokenStates.js"
 import type { FeatureCache } from "./FeatureCache.js"
 import type { LoginThrottle } from "./LoginThrottle.js"
 import type { Metrics } from "./Metrics.js"
@@ -79,6 +80,7 @@ export type PlatformServices =
   | LoginThrottle
   | OriginCache
   | SigningKeys
+  | ConsentTokenStates
   | PublicRateLimit
   | RunningVerifications
   | Metrics

@@ -170,8 +170,19 @@ export interface TokenClaims {
 }
 
 /**
+ * Who minted a consent token: a client's API key, an operator's, a platform integration, a
+ * member (its person), or the host's own in-process calls. The token dies with it.
+ */
+export type ConsentTokenIssuerKind = "client" | "operator" | "integration" | "member" | "host"
+export interface ConsentTokenIssuer {
+  readonly kind: ConsentTokenIssuerKind
+  readonly id: string
+}
+
+/**
  * What a consent token says: one end user (`sub`, the organization's own user id) of one
- * organization, what its events carry, and its id (`jti`, named as the source of its events).
+ * organization, what its events carry, its id (`jti`, named as the source of its events) and
+ * who minted it (`issuer`; absent from tokens minted before tokens named it, which are refused).
  */
 export interface ConsentTokenClaims {
   readonly jti: string
@@ -179,6 +190,7 @@ export interface ConsentTokenClaims {
   readonly sub: string
   readonly iat: number
   readonly exp: number
+  readonly issuer?: ConsentTokenIssuer | undefined
   readonly metadata?: Readonly<Record<string, unknown>> | undefined
   readonly delegate?: Readonly<Record<string, unknown>> | undefined
 }

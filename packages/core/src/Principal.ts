@@ -7,9 +7,9 @@ import { Forbidden, NotFound } from "./Domain/Errors.js"
  */
 export type Principal =
   /** An internal key of the operator organization: may act in every organization. */
-  | { readonly _tag: "Operator"; readonly keyId: string; readonly organizationId: string }
+  | { readonly _tag: "Operator"; readonly keyId: string; readonly organizationId: string; readonly via?: Via }
   /** A key of one organization (an internal one is managed by the operator but stays scoped). */
-  | { readonly _tag: "Client"; readonly keyId: string; readonly organizationId: string }
+  | { readonly _tag: "Client"; readonly keyId: string; readonly organizationId: string; readonly via?: Via }
   /** A person with an email session, acting in the organizations it is a member of. */
   | {
     readonly _tag: "Member"
@@ -30,6 +30,12 @@ export type Principal =
     readonly metadata?: Readonly<Record<string, unknown>> | undefined
     readonly delegate?: Readonly<Record<string, unknown>> | undefined
   }
+
+/**
+ * What stands behind an operator's or a client's `keyId` when it is not an API key: a platform
+ * integration, or the host's own calls in its process. Consent tokens name it as their issuer.
+ */
+export type Via = "integration" | "in-process"
 
 /** The credentials an end user's device holds, which reach only what a declaration opens to them. */
 export type EndUserPrincipal = Extract<Principal, { readonly _tag: "PublicKey" | "ConsentToken" }>

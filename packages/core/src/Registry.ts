@@ -1,6 +1,7 @@
 import * as Layer from "effect/Layer"
 import type { ActionPorts, AnyAction } from "./Action.js"
 import { ApiUsageTable, InvitationsTable, PersonsTable, SettingsTable } from "./InternalTables.js"
+import { ConsentUserErasuresTable } from "./Consents/UserErasures.js"
 import type { TableDef } from "./Ports.js"
 import { MailOutboxTable } from "./MailOutbox.js"
 import { Relations } from "./Relations.js"
@@ -132,7 +133,8 @@ export const tables: ReadonlyArray<TableDef<any>> = [
       ProofFilesTable,
       ReportPdfsTable,
       ConsentLogTable,
-      ConsentLogHeadsTable
+      ConsentLogHeadsTable,
+      ConsentUserErasuresTable
     ]
       .map((t) => [t.table, t] as const)
   ).values()

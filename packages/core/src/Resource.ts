@@ -11,6 +11,7 @@ import type { OutboxSignal, SecretBox } from "./Webhooks/Ports.js"
 import type { FeatureCache } from "./FeatureCache.js"
 import type { OriginCache } from "./Consents/OriginCache.js"
 import type { SigningKeys } from "./Consents/SigningKeys.js"
+import type { ConsentTokenStates } from "./Consents/TokenStates.js"
 import type { OrganizationLimits } from "./OrganizationLimits.js"
 import type { EndUserCredential, Principal } from "./Principal.js"
 import type { FindQuery, SortKey } from "./Query.js"
@@ -56,6 +57,7 @@ export type CoreServices =
   | FeatureCache
   | OriginCache
   | SigningKeys
+  | ConsentTokenStates
   | OrganizationLimits
   | OutboxSignal
 

@@ -13,6 +13,7 @@ import { PlatformIntegrationsResource } from "./Resources/PlatformIntegrations.j
 import { addressKeys, throttled } from "./LoginThrottle.js"
 import { decode } from "./Service.js"
 import { consentTokenPrincipal } from "./Consents/ConsentTokens.js"
+import { requireLiveConsentToken } from "./Consents/TokenRevocation.js"
 import { Settings } from "./Settings.js"
 
 /** One message for every failed login, so a caller cannot tell which part was wrong. */
@@ -75,6 +76,7 @@ const credentialTables: Record<Exclude<CredentialTable, "public_keys">, TableDef
 /**
  * A deleted key's or integration's tokens end with it (a disabled one's run until they expire:
  * disabling only stops new sessions). Asked on every request, so it goes through the cache.
+ * Answers the table the credential was found in.
  */
 const requireCredential = (organizationId: string, tables: ReadonlyArray<keyof typeof credentialTables>, id: string) =>
   Effect.gen(function*() {
@@ -90,7 +92,7 @@ const requireCredential = (organizationId: string, tables: ReadonlyArray<keyof t
         )
       )
       if (owner !== undefined) {
-        if (owner === organizationId) return
+        if (owner === organizationId) return table
         break
       }
     }
@@ -107,7 +109,10 @@ export const authenticate = (token: string | undefined) =>
     if (Either.isLeft(access)) {
       // Not an access token: perhaps an end user's consent token, which reaches only its own consent.
       const consent = yield* Effect.either(tokens.verifyConsent(token, now))
-      if (Either.isRight(consent)) return consentTokenPrincipal(consent.right)
+      if (Either.isRight(consent)) {
+        yield* requireLiveConsentToken(consent.right)
+        return consentTokenPrincipal(consent.right)
+      }
       return yield* Effect.fail(access.left)
     }
     const claims = access.right
@@ -116,15 +121,18 @@ export const authenticate = (token: string | undefined) =>
         if (!claims.org) break
         yield* requireCredential(claims.org, ["api_keys"], claims.sub)
         return { _tag: "Operator", keyId: claims.sub, organizationId: claims.org } satisfies Principal
-      case "client":
+      case "client": {
         if (!claims.org) break
         // Integration tokens issued before they had their own kind said `client` too.
-        yield* requireCredential(claims.org, ["api_keys", "platform_integrations"], claims.sub)
-        return { _tag: "Client", keyId: claims.sub, organizationId: claims.org } satisfies Principal
+        const table = yield* requireCredential(claims.org, ["api_keys", "platform_integrations"], claims.sub)
+        return table === "api_keys"
+          ? { _tag: "Client", keyId: claims.sub, organizationId: claims.org } satisfies Principal
+          : { _tag: "Client", keyId: claims.sub, organizationId: claims.org, via: "integration" } satisfies Principal
+      }
       case "integration":
         if (!claims.org) break
         yield* requireCredential(claims.org, ["platform_integrations"], claims.sub)
-        return { _tag: "Client", keyId: claims.sub, organizationId: claims.org } satisfies Principal
+        return { _tag: "Client", keyId: claims.sub, organizationId: claims.org, via: "integration" } satisfies Principal
       case "member":
         return {
           _tag: "Member",

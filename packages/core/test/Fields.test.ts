@@ -68,8 +68,12 @@ describe("fieldsOf(Organization)", () => {
     expect(f.version).toEqual({ kind: "number", nullable: false })
   })
 
-  it("has 20 fields", () => {
-    expect(Object.keys(f)).toHaveLength(20)
+  it("an optional date-time is a nullable timestamp", () => {
+    expect(f.consent_tokens_revoked_before).toEqual({ kind: "timestamp", nullable: true })
+  })
+
+  it("has 21 fields", () => {
+    expect(Object.keys(f)).toHaveLength(21)
   })
 })
 

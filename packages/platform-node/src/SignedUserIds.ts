@@ -1,4 +1,4 @@
-import { Hmac, USER_ID_AUTH_ALGORITHM } from "@cmp/core"
+import { Hmac, signedUserIdText, USER_ID_AUTH_ALGORITHM } from "@cmp/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as crypto from "node:crypto"
@@ -8,10 +8,6 @@ import * as crypto from "node:crypto"
  * records consent for through the public key, without handing it a credential.
  */
 
-/** The text that is signed: the user id, then the salt, then the expiration, with no separator. */
-const signedText = (organizationUserId: string, salt: string | undefined, expiration: number | undefined) =>
-  `${organizationUserId}${salt ?? ""}${expiration === undefined ? "" : String(expiration)}`
-
 const digestOf = (key: string, message: string) => crypto.createHmac("sha256", key).update(message, "utf8").digest("hex")
 
 export interface OrganizationUserIdAuthOptions {
@@ -20,10 +16,10 @@ export interface OrganizationUserIdAuthOptions {
   /** That Secret's value, as shown once when it was created. */
   readonly secret: string
   readonly organizationUserId: string
-  /** Any text, so that two signatures of one user id differ. */
+  /** Any text without a newline, so that two signatures of one user id differ. */
   readonly salt?: string | undefined
-  /** Unix seconds after which the signature is refused. */
-  readonly expiration?: number | undefined
+  /** Unix seconds after which the signature is refused; `hmac-sha256-v2` signatures always carry one. */
+  readonly expiration: number
 }
 
 /** What a page sends as `user.organization_user_id_auth` beside `user.organization_user_id`. */
@@ -32,20 +28,24 @@ export interface OrganizationUserIdAuth {
   readonly secret_id: string
   readonly digest: string
   readonly salt?: string
-  readonly expiration?: number
+  readonly expiration: number
 }
 
-/** Signs a user id for a page that records its user's consent through the public key. */
+/** Signs a user id (`hmac-sha256-v2`) for a page that records its user's consent through the public key. */
 export const organizationUserIdAuth = (options: OrganizationUserIdAuthOptions): OrganizationUserIdAuth => {
-  if (options.expiration !== undefined && (!Number.isInteger(options.expiration) || options.expiration < 0)) {
+  if (!Number.isInteger(options.expiration) || options.expiration < 0) {
     throw new TypeError("expiration must be a whole number of unix seconds")
   }
+  if (options.organizationUserId.includes("\n") || options.salt?.includes("\n")) {
+    throw new TypeError("the user id and the salt must not hold a newline")
+  }
+  const auth = { algorithm: USER_ID_AUTH_ALGORITHM, salt: options.salt, expiration: options.expiration }
   return {
     algorithm: USER_ID_AUTH_ALGORITHM,
     secret_id: options.secretId,
-    digest: digestOf(options.secret, signedText(options.organizationUserId, options.salt, options.expiration)),
+    digest: digestOf(options.secret, signedUserIdText(options.organizationUserId, auth)),
     ...(options.salt !== undefined ? { salt: options.salt } : {}),
-    ...(options.expiration !== undefined ? { expiration: options.expiration } : {})
+    expiration: options.expiration
   }
 }
 

@@ -1,4 +1,4 @@
-import { type ConsentTokenClaims, Ids, NotAuthenticated, type TokenClaims, TokenIssuer } from "@cmp/core"
+import { type ConsentTokenClaims, type ConsentTokenIssuer, Ids, NotAuthenticated, type TokenClaims, TokenIssuer } from "@cmp/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { jwtVerify, SignJWT } from "jose"
@@ -24,6 +24,11 @@ export const CONSENT_TOKEN_AUDIENCE = "urn:cmp:consent-token"
 
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
+const issuerKinds = new Set(["client", "operator", "integration", "member", "host"])
+
+const isIssuer = (u: unknown): u is ConsentTokenIssuer =>
+  isRecord(u) && typeof u.kind === "string" && issuerKinds.has(u.kind) && typeof u.id === "string"
+
 /** HS256 tokens via `jose`; only HS256 is accepted, so `alg: none` and other algorithms fail. */
 export const JoseTokensLive = (secret?: string) =>
   Layer.effect(
@@ -44,6 +49,7 @@ export const JoseTokensLive = (secret?: string) =>
           Effect.promise(() =>
             new SignJWT({
               org: claims.org,
+              ...(claims.issuer ? { issuer: claims.issuer } : {}),
               ...(claims.metadata ? { metadata: claims.metadata } : {}),
               ...(claims.delegate ? { delegate: claims.delegate } : {})
             })
@@ -67,13 +73,16 @@ export const JoseTokensLive = (secret?: string) =>
             catch: () => invalidConsent
           }).pipe(
             Effect.flatMap(({ payload }) => {
-              const { delegate, exp, iat, jti, metadata, org, sub } = payload as Record<string, unknown>
+              const { delegate, exp, iat, issuer, jti, metadata, org, sub } = payload as Record<string, unknown>
               if (
                 typeof sub !== "string" || typeof org !== "string" || typeof jti !== "string" ||
                 typeof exp !== "number" || typeof iat !== "number" ||
-                (metadata !== undefined && !isRecord(metadata)) || (delegate !== undefined && !isRecord(delegate))
+                (metadata !== undefined && !isRecord(metadata)) || (delegate !== undefined && !isRecord(delegate)) ||
+                (issuer !== undefined && !isIssuer(issuer))
               ) return Effect.fail(invalidConsent)
-              return Effect.succeed<ConsentTokenClaims>({ jti, org, sub, iat, exp, metadata, delegate })
+              // A token without an issuer was minted before tokens named one: the core refuses it.
+              const named = issuer === undefined ? undefined : { kind: issuer.kind, id: issuer.id }
+              return Effect.succeed<ConsentTokenClaims>({ jti, org, sub, iat, exp, metadata, delegate, issuer: named })
             })
           ),
         issue: (claims: TokenClaims) =>

@@ -389,7 +389,7 @@ export const createPlatform = async (options: PlatformOptions): Promise<ConsentP
   const run: Run = (effect) =>
     runtime.runPromiseExit(effect).then((exit) => (Exit.isSuccess(exit) ? exit.value : Promise.reject(fromCause(exit.cause))))
   const effects = effectsTree(provide, (o) => o)
-  const asOrganization = (organizationId: string) => actor({ _tag: "Client", keyId: HOST_KEY_ID, organizationId })
+  const asOrganization = (organizationId: string) => actor({ _tag: "Client", keyId: HOST_KEY_ID, organizationId, via: "in-process" })
   const forOrganization = (organizationId: string): OrganizationClient => {
     const as = asOrganization(organizationId)
     // The options may be left out since the bind completes them; its `as` comes last, so an `as`
@@ -403,7 +403,7 @@ export const createPlatform = async (options: PlatformOptions): Promise<ConsentP
     effect: effects,
     asOrganization,
     forOrganization,
-    asOperator: () => actor({ _tag: "Operator", keyId: HOST_KEY_ID, organizationId: settings.operatorOrganizationId }),
+    asOperator: () => actor({ _tag: "Operator", keyId: HOST_KEY_ID, organizationId: settings.operatorOrganizationId, via: "in-process" }),
     runtime,
     ...(await subscriberMethods(runtime, (effect) => run(provide(effect)))),
     dispose: () => runtime.dispose()

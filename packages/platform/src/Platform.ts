@@ -18,6 +18,7 @@ import {
   PublicRateLimit,
   RunningVerifications,
   SigningKeys,
+  ConsentTokenStates,
   Settings,
   type PlatformRuntime,
   type PlatformServices
@@ -66,6 +67,7 @@ export const layer = (options: PlatformOptions): Layer.Layer<PlatformServices, u
     CredentialCache.layer(),
     OriginCache.layer(),
     SigningKeys.layer(),
+    ConsentTokenStates.layer(),
     PublicRateLimit.layer,
     RunningVerifications.layer,
     Settings.layer({

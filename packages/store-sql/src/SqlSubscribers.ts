@@ -10,6 +10,9 @@ import { decodeValue, dialectOf, encodeValue } from "./SqlValues.js"
  * is one upsert, the same SQL on both dialects, so two processes registering one name at once
  * both succeed and the last one's filters stay.
  */
+/** Rows per query of `list`. */
+const LIST_PAGE = 1000
+
 export const make = Effect.gen(function*() {
   const sql = (yield* SqlClient.SqlClient).withoutTransforms()
   const dialect = dialectOf(sql)
@@ -21,11 +24,19 @@ export const make = Effect.gen(function*() {
     return out as SubscriberRegistration
   }
   return SubscriberRegistrations.of({
-    // Registrations are made by hosts in code, a handful per deployment: the first thousand is all.
-    list: sql<Record<string, unknown>>`SELECT * FROM subscribers ORDER BY id LIMIT 1000`.pipe(
-      Effect.map((rows) => rows.map(decode)),
-      Unavailable.orDie
-    ),
+    // Read by pages of the name's order, every one: a registration past the first page would
+    // silently get no message.
+    list: Effect.gen(function*() {
+      const all: Array<SubscriberRegistration> = []
+      for (;;) {
+        const after = all.length === 0 ? undefined : all[all.length - 1]!.id
+        const rows = yield* (after === undefined
+          ? sql<Record<string, unknown>>`SELECT * FROM subscribers ORDER BY id LIMIT ${LIST_PAGE}`
+          : sql<Record<string, unknown>>`SELECT * FROM subscribers WHERE id > ${after} ORDER BY id LIMIT ${LIST_PAGE}`)
+        for (const row of rows) all.push(decode(row))
+        if (rows.length < LIST_PAGE) return all
+      }
+    }).pipe(Unavailable.orDie),
     save: ({ event_types, flatten, name, now, regulations }) =>
       sql<Record<string, unknown>>`INSERT INTO subscribers (id, event_types, regulations, flatten, created_at, updated_at, version)
         VALUES (${name}, ${encode("event_types", event_types)}, ${encode("regulations", regulations)}, ${encode("flatten", flatten)},

@@ -1597,6 +1597,22 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
           assert.deepStrictEqual([back?.created_at, back?.version], [at(2), 1])
         })))
 
+      it.effect("list answers every registration in the order of their names, past any page size", () =>
+        run(Effect.gen(function*() {
+          const count = 2_345
+          const rows = Array.from({ length: count }, (_, i) => ({
+            id: `s${String(count - i).padStart(5, "0")}`,
+            ...filters,
+            created_at: at(1),
+            updated_at: at(1),
+            version: 1
+          }))
+          yield* Effect.orDie((yield* Storage).repository(SubscribersTable).insert(rows))
+          const listed = yield* (yield* SubscriberRegistrations).list
+          assert.strictEqual(listed.length, count)
+          assert.deepStrictEqual(listed.map((r) => r.id), rows.map((r) => r.id).sort())
+        })))
+
       it.effect("concurrent saves of one name all succeed, and one registration remains", () =>
         run(Effect.gen(function*() {
           const registrations = yield* SubscriberRegistrations

@@ -12,11 +12,13 @@ import { Forbidden, InvalidInput } from "../Domain/Errors.js"
 import { Ids, type ConsentTokenClaims, TokenIssuer } from "../Ports.js"
 import { isEndUser, isOperator, type Principal, requireOrganization } from "../Principal.js"
 import { decode, requireExistingOrganization, requireFlag } from "../Service.js"
+import { issuerOf } from "./TokenRevocation.js"
 
 /**
  * Consent tokens: a backend (a client key, a member, the operator) hands one end user a
  * credential for its own consent, for a preference center or a link in an e-mail. It is a
- * signed token, kept nowhere: it lives until it expires.
+ * signed token, kept nowhere: it lives until it expires, unless its issuer, its organization or
+ * its user goes first (`TokenRevocation`).
  */
 
 const FEATURE = "consents_api" as const
@@ -26,7 +28,10 @@ const MAX_CARRIED_BYTES = 4096
 
 export const createConsentToken = (principal: Principal, body: unknown) =>
   Effect.gen(function*() {
-    if (isEndUser(principal)) return yield* Effect.fail(new Forbidden({ message: "Consent tokens are made by the organization's backend" }))
+    const issuer = issuerOf(principal)
+    if (isEndUser(principal) || issuer === undefined) {
+      return yield* Effect.fail(new Forbidden({ message: "Consent tokens are made by the organization's backend" }))
+    }
     const decoded = decode(ConsentTokenInput, body)
     if (Either.isLeft(decoded)) return yield* Effect.fail(decoded.left)
     const input = decoded.right
@@ -48,6 +53,7 @@ export const createConsentToken = (principal: Principal, body: unknown) =>
       sub: input.organization_user_id,
       iat,
       exp: iat + lifetime,
+      issuer,
       ...(input.metadata != null ? { metadata: input.metadata } : {}),
       ...(input.delegate != null ? { delegate: input.delegate } : {})
     }

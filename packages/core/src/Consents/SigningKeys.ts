@@ -14,6 +14,8 @@ export interface SigningKey {
   readonly organizationId: string
   /** `null`: a secret made before secrets were sealed, which cannot sign. */
   readonly value: string | null
+  /** The secret refuses signatures without an expiration (`require_expiration`). */
+  readonly requireExpiration: boolean
 }
 
 export interface SigningKeysService {

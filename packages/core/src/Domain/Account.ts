@@ -106,6 +106,8 @@ export const Organization = Schema.Struct({
   organization_group_name: opt(Schema.String),
   iab_tcf_cmp_id: opt(TcfCmpId),
   allow_chat_support: Schema.Boolean,
+  /** Consent tokens issued before this date are refused; `null`: none. */
+  consent_tokens_revoked_before: opt(Timestamp),
   ...Audit
 })
 export type Organization = typeof Organization.Type
@@ -124,7 +126,11 @@ const organizationInputFields = {
 }
 
 export const OrganizationCreate = Schema.Struct(organizationInputFields)
-export const OrganizationUpdate = Schema.Struct(organizationInputFields)
+export const OrganizationUpdate = Schema.Struct({
+  ...organizationInputFields,
+  /** Refuses the consent tokens issued before it; a date ahead of the server's is taken as now. */
+  consent_tokens_revoked_before: opt(Timestamp)
+})
 
 /** Output-only flags the operator (and nobody else) may set. */
 export const OrganizationOperatorFields = Schema.Struct({
@@ -241,9 +247,16 @@ export const Secret = Schema.Struct({
   /** The value, shown once in the response to its creation; kept hashed. */
   secret: Schema.optional(Schema.String),
   organization_id: Id,
+  /** Signatures of user ids made with this secret must carry an expiration; set when it is created. */
+  require_expiration: Schema.Boolean,
   ...Audit
 })
-export const SecretCreate = Schema.Struct({ name: Name, organization_id: Id, description: opt(Text) })
+export const SecretCreate = Schema.Struct({
+  name: Name,
+  organization_id: Id,
+  description: opt(Text),
+  require_expiration: Schema.optional(Schema.Boolean)
+})
 export const SecretUpdate = Schema.Struct({ name: Name, description: opt(Text) })
 
 // ---------------------------------------------------------------- members

@@ -75,18 +75,28 @@ export const EventUser = Schema.Struct({
 })
 export type EventUser = typeof EventUser.Type
 
-/** The one algorithm a signed user id may use. */
-export const USER_ID_AUTH_ALGORITHM = "hmac-sha256"
+/**
+ * The algorithms a signed user id may use. `hmac-sha256`, the reference SDK's, signs the three
+ * values concatenated, which is ambiguous (a value moved from one to the next signs the same
+ * text); `hmac-sha256-v2` joins them with a newline and always carries an expiration.
+ */
+export const USER_ID_AUTH_ALGORITHMS = ["hmac-sha256", "hmac-sha256-v2"] as const
+export type UserIdAuthAlgorithm = typeof USER_ID_AUTH_ALGORITHMS[number]
+
+/** The algorithm the docs, examples and the signing helper use. */
+export const USER_ID_AUTH_ALGORITHM = "hmac-sha256-v2" as const satisfies UserIdAuthAlgorithm
 
 /**
  * Proof that the organization vouches for `organization_user_id` on a write from a browser or
  * an app: the lowercase hex HMAC-SHA256, keyed with the value of the organization's Secret
- * `secret_id`, of `organization_user_id`, then `salt`, then `expiration` (unix seconds) when
- * given. Checked, never stored.
+ * `secret_id`, of the text `algorithm` builds from `organization_user_id`, `salt` and
+ * `expiration` (unix seconds). Checked, never stored.
  */
 export const OrganizationUserIdAuth = Schema.Struct({
   algorithm: Schema.String.pipe(
-    Schema.filter((a) => a === USER_ID_AUTH_ALGORITHM, { message: () => `must be ${USER_ID_AUTH_ALGORITHM}, the one supported algorithm` })
+    Schema.filter((a): a is UserIdAuthAlgorithm => (USER_ID_AUTH_ALGORITHMS as ReadonlyArray<string>).includes(a), {
+      message: () => `must be one of the supported algorithms: ${USER_ID_AUTH_ALGORITHMS.join(", ")}`
+    })
   ),
   secret_id: Id,
   digest: Schema.String.pipe(Schema.maxLength(128, { message: () => "must be at most 128 characters" })),

@@ -37,6 +37,7 @@ import { InvitationsTable, PersonsTable, SettingsTable } from "../InternalTables
 import { nowIso } from "../Clock.js"
 import { SecretBox } from "../Webhooks/Ports.js"
 import { forgetSigningKey } from "../Consents/SigningKeys.js"
+import { forgetTokenIssuer, forgetTokenOrganization } from "../Consents/TokenStates.js"
 import { type InvitationMail, Mailer } from "../Mailer.js"
 import { enqueueInvitationMail, MailSignal, signalMail } from "../MailOutbox.js"
 
@@ -69,7 +70,8 @@ export const OrganizationsResource = defineResource({
     auth_allow_user_creation: false,
     auth_message_priority: [],
     allow_tcf_with_custom_text: false,
-    allow_chat_support: false
+    allow_chat_support: false,
+    consent_tokens_revoked_before: null
   },
   ports: [CredentialCache],
   hooks: {
@@ -103,10 +105,24 @@ export const OrganizationsResource = defineResource({
         // Everything the organization owns goes with it: every table that refers to it (an
         // `organization_id` owner field does) is cascaded by the engine.
       }),
+    update: (_principal, before, after, input) => Effect.map(nowIso, (now) => ({ ...after, consent_tokens_revoked_before: revokedBefore(before, input, now) })),
     // Its keys and integrations may have gone with it: their sessions end now in this process.
-    afterCommit: (output) => forgetOrganizationCredentials(output.id)
+    afterCommit: (output) => Effect.zipRight(forgetOrganizationCredentials(output.id), forgetTokenOrganization(output.id))
   }
 })
+
+/**
+ * `consent_tokens_revoked_before` as stored: in UTC with milliseconds; a date ahead of the server's
+ * clock is taken as now (tokens not minted yet are not "issued before" anything). An update (PUT)
+ * that leaves it out keeps it: dropping it would bring every revoked token back.
+ */
+const revokedBefore = (before: { readonly consent_tokens_revoked_before?: string | null }, input: { readonly consent_tokens_revoked_before?: string | null }, now: string) => {
+  const given = input.consent_tokens_revoked_before
+  if (given === undefined) return before.consent_tokens_revoked_before ?? null
+  if (given === null) return null
+  const at = new Date(given).toISOString()
+  return at > now ? now : at
+}
 
 /**
  * `ORGANIZATIONS_PER_PERSON`: the organizations a person created and that still exist, whether or
@@ -241,8 +257,9 @@ export const ApiKeysResource = defineResource({
   defaults: { enabled: true, is_internal: false },
   ports: [CredentialCache],
   hooks: {
-    // A deleted key's sessions end now in this process, not when its cached entry ages.
-    afterCommit: (output) => forgetCredential("api_keys", output.id),
+    // A deleted key's sessions end now in this process, not when its cached entry ages; so do
+    // the consent tokens it minted, disabled or deleted.
+    afterCommit: (output) => Effect.zipRight(forgetCredential("api_keys", output.id), forgetTokenIssuer(output.id)),
     find: scopeInternalKeys,
     visible: (principal, row) => row.is_internal !== true || isOperator(principal),
     create: (principal, row) =>
@@ -276,6 +293,7 @@ export const SecretsResource = defineResource({
   // Secrets made before then hold no sealed value and cannot sign.
   privateFields: { secret_hash: field.string, secret_sealed: field.optionalString },
   quota: "secrets",
+  defaults: { require_expiration: false },
   hooks: {
     // A removed secret stops signing user ids now in this process, not when its kept value ages.
     afterCommit: (output) => forgetSigningKey(output.id),
@@ -316,8 +334,9 @@ export const MembersResource = Members.with<Mailer | MailSignal>({
   ports: portList<Mailer | MailSignal>(Mailer, MailSignal),
   hooks: {
     create: (_principal, row, input) => invite(row, input),
-    // The invitation's mail was queued with the invite: the mail dispatcher sends it now.
-    afterCommit: () => signalMail
+    // The invitation's mail was queued with the invite: the mail dispatcher sends it now. A person
+    // removed from the organization: the consent tokens it minted there end now.
+    afterCommit: (output) => Effect.zipRight(signalMail, forgetTokenIssuer(output.user_id))
   }
 })
 

@@ -21,6 +21,7 @@ import {
 } from "../Domain/Consent.js"
 import { type DomainError, Forbidden, InvalidInput, NotFound } from "../Domain/Errors.js"
 import { verifyUserIdAuth } from "../Consents/VouchedUsers.js"
+import { recordUserErasure } from "../Consents/UserErasures.js"
 import { emptyState, mergeAll, mergeEvent, sameConsents } from "../Consents/Merge.js"
 import { Ids, keyOf, Storage, type TableDef } from "../Ports.js"
 import { Relations } from "../Relations.js"
@@ -578,8 +579,8 @@ export interface UserCarry {
   readonly event?: EventRow
 }
 
-export const ConsentUsersResource = Users.with<SubscriberRegistrations | ProofFiles, UserCarry>({
-  ports: portList(SubscriberRegistrations, ProofFiles),
+export const ConsentUsersResource = Users.with<SubscriberRegistrations | ProofFiles | Digests, UserCarry>({
+  ports: portList(SubscriberRegistrations, ProofFiles, Digests),
   // `GET consents/users/:id?$by_organization_user_id=true`: the id is the organization's own user id.
   getBy: { param: "$by_organization_user_id", get: (principal, id, at) => getUserByOrganizationUserId(principal, id, at) },
   hooks: {
@@ -630,8 +631,14 @@ export const ConsentUsersResource = Users.with<SubscriberRegistrations | ProofFi
         for (const regulation of concerned) out.push(userUpdated(regulation, source, before, after))
         yield* enqueue(after.organization_id, out)
       }),
-    // Erasure: the bytes of its proofs go; their rows go with it like its events. Its proof reports are cut down.
-    remove: (_p, row) => Effect.zipRight(forgetProofFilesOf(row.organization_id, row.id), eraseReportsOf(row.organization_id, row.id)),
+    // Erasure: the bytes of its proofs go; their rows go with it like its events. Its proof
+    // reports are cut down, and its consent tokens issued until now are refused from now on.
+    remove: (_p, row) =>
+      Effect.all([
+        forgetProofFilesOf(row.organization_id, row.id),
+        eraseReportsOf(row.organization_id, row.id),
+        recordUserErasure(row.organization_id, row.organization_user_id)
+      ], { discard: true }),
     afterRemove: (_p, removed) =>
       // Erasure: the user's events refer to it and went with it.
       enqueue(

@@ -2,6 +2,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { nowSeconds } from "../Clock.js"
 import { CredentialCache, forgetCredential } from "../CredentialCache.js"
+import { forgetTokenIssuer } from "../Consents/TokenStates.js"
 import { answers, defineAction } from "../Action.js"
 import {
   PlatformIntegration,
@@ -36,7 +37,7 @@ export const PlatformIntegrationsResource = defineResource({
   ports: [CredentialCache],
   hooks: {
     // A deleted integration's sessions end now in this process, not when its cached entry ages.
-    afterCommit: (output) => forgetCredential("platform_integrations", output.id),
+    afterCommit: (output) => Effect.zipRight(forgetCredential("platform_integrations", output.id), forgetTokenIssuer(output.id)),
     create: (_p, row) =>
       Effect.gen(function*() {
         const token = `pit_${row.id}.${randomToken(32)}`

@@ -158,10 +158,19 @@ const quotaToday = (old: any) => ({ ...old, webhooks: 20 })
  */
 const eventToday = (old: any) => ({ ...old, delegate: null, proofs_id: [], notice_text_content_id: null })
 
+/** Organizations gained the date before which they refuse consent tokens, secrets whether they require expirations: none. */
+const addedLater: ReadonlyArray<readonly [string, (old: any) => any]> = [
+  ["/v1/organizations", (old) => ({ ...old, consent_tokens_revoked_before: null })],
+  ["/v1/secrets", (old) => ({ ...old, require_expiration: false })]
+]
+
 /** An old answer in today's contract: consent users changed shape, quotas and events gained a field. */
 const today = (record: any) => {
   if (record.path.startsWith("/v1/quotas")) {
     return Array.isArray(record.body.data) ? { ...record.body, data: record.body.data.map(quotaToday) } : quotaToday(record.body)
+  }
+  for (const [path, added] of addedLater) {
+    if (new RegExp(`^${path}(/|\\?|$)`).test(record.path)) return Array.isArray(record.body.data) ? { ...record.body, data: record.body.data.map(added) } : added(record.body)
   }
   if (record.path.startsWith("/v1/consents/events")) {
     return Array.isArray(record.body.data) ? { ...record.body, data: record.body.data.map(eventToday) } : eventToday(record.body)

@@ -77,9 +77,24 @@ const authOf = (secret: { id: string; secret: string }, organizationUserId: stri
   ...(expiration === undefined ? {} : { expiration })
 })
 
+/** `hmac-sha256-v2`: the id, the salt and the expiration joined by a newline. */
+const digestV2Of = (secret: string, organizationUserId: string, salt?: string, expiration?: number) =>
+  crypto
+    .createHmac("sha256", Buffer.from(secret, "utf8"))
+    .update([organizationUserId, salt ?? "", expiration === undefined ? "" : String(expiration)].join("\n"), "utf8")
+    .digest("hex")
+
+const authV2Of = (secret: { id: string; secret: string }, organizationUserId: string, salt?: string, expiration?: number) => ({
+  algorithm: "hmac-sha256-v2",
+  secret_id: secret.id,
+  digest: digestV2Of(secret.secret, organizationUserId, salt, expiration),
+  ...(salt === undefined ? {} : { salt }),
+  ...(expiration === undefined ? {} : { expiration })
+})
+
 /** A Secret of the organization, with its value as shown once. */
-const secretOf = async (t: TestTenant): Promise<{ id: string; secret: string }> => {
-  const r = await t.call("POST", "/v1/secrets", { body: { organization_id: t.org.id, name: unique("signing") } })
+const secretOf = async (t: TestTenant, extra: Record<string, unknown> = {}): Promise<{ id: string; secret: string }> => {
+  const r = await t.call("POST", "/v1/secrets", { body: { organization_id: t.org.id, name: unique("signing"), ...extra } })
   expect(r.status, r.text).toBe(201)
   expect(r.body.secret).toEqual(expect.any(String))
   return { id: r.body.id, secret: r.body.secret }
@@ -470,7 +485,7 @@ describe("known users (organization_user_id with a signed id)", () => {
       ["salt", (ouid) => authOf(secret, ouid, unique("salt"))],
       ["expiration", (ouid) => authOf(secret, ouid, undefined, later)],
       ["salt and expiration", (ouid) => authOf(secret, ouid, "n0nce-é✓", later)],
-      ["organizationUserIdAuth", (ouid) => organizationUserIdAuth({ secretId: secret.id, secret: secret.secret, organizationUserId: ouid })],
+      ["organizationUserIdAuth", (ouid) => organizationUserIdAuth({ secretId: secret.id, secret: secret.secret, organizationUserId: ouid, expiration: later })],
       [
         "organizationUserIdAuth, salt and expiration",
         (ouid) => organizationUserIdAuth({ secretId: secret.id, secret: secret.secret, organizationUserId: ouid, salt: "s4lt", expiration: later })
@@ -506,8 +521,12 @@ describe("known users (organization_user_id with a signed id)", () => {
 
   it("organizationUserIdAuth of @cmp/platform computes the digest the contract describes", () => {
     const signed = organizationUserIdAuth({ secretId: secret.id, secret: secret.secret, organizationUserId: "u-1", salt: "abc", expiration: 1_900_000_000 })
-    expect(signed).toEqual(authOf(secret, "u-1", "abc", 1_900_000_000))
-    expect(organizationUserIdAuth({ secretId: secret.id, secret: secret.secret, organizationUserId: "u-1" })).toEqual(authOf(secret, "u-1"))
+    expect(signed).toEqual(authV2Of(secret, "u-1", "abc", 1_900_000_000))
+    expect(organizationUserIdAuth({ secretId: secret.id, secret: secret.secret, organizationUserId: "u-1", expiration: 1_900_000_000 }))
+      .toEqual(authV2Of(secret, "u-1", undefined, 1_900_000_000))
+    const unsigned = { secretId: secret.id, secret: secret.secret, organizationUserId: "u-1" }
+    expect(() => organizationUserIdAuth(unsigned as never)).toThrow(TypeError)
+    expect(() => organizationUserIdAuth({ ...unsigned, salt: "a\nb", expiration: 1_900_000_000 })).toThrow(TypeError)
   })
 
   it("the proof is checked, never stored: not in the event, the user, a list or the log", async () => {
@@ -565,12 +584,12 @@ describe("known users (organization_user_id with a signed id)", () => {
     }
   })
 
-  it("another algorithm is a 400 naming hmac-sha256", async () => {
-    for (const algorithm of ["hmac-sha1", "hmac-sha512", "none"]) {
+  it("another algorithm is a 400 naming the supported ones", async () => {
+    for (const algorithm of ["hmac-sha1", "hmac-sha512", "none", "hmac-sha256-v3"]) {
       const ouid = unique("crm")
       const r = await publicWrite(keyOf(t), knownEvent(t, ouid, { ...authOf(secret, ouid), algorithm }))
       expect400(r)
-      expect(r.text).toContain("hmac-sha256")
+      expect(r.text).toContain("hmac-sha256, hmac-sha256-v2")
       await expectNoUser(t, ouid)
     }
   })
@@ -585,6 +604,96 @@ describe("known users (organization_user_id with a signed id)", () => {
       expect([features, r.status], r.text).toEqual([features, 403])
       await expectNoUser(off, ouid)
     }
+  })
+})
+
+describe("signed user ids: the concatenated form's ambiguity, require_expiration and hmac-sha256-v2", () => {
+  let t: TestTenant
+  let plain: { id: string; secret: string }
+  let strict: { id: string; secret: string }
+  beforeAll(async () => {
+    t = await tenant({ ...KNOWN, ...BACKEND })
+    plain = await secretOf(t)
+    strict = await secretOf(t, { require_expiration: true })
+  })
+
+  /** What an attacker holding one signature sends: another reading of the same signed text. */
+  const forgeries = (secret: { id: string; secret: string }, ouid: string, now: number) => [
+    // The backend signed the id with an expiration now past: moved into the salt, it never expires.
+    ["expiration moved into the salt", ouid, { ...authOf(secret, ouid, undefined, now - 60), salt: String(now - 60), expiration: undefined }],
+    // A signature for `<id>4` with salt `2` vouches for `<id>42`.
+    ["the salt's head moved into the id", `${ouid}42`, { ...authOf(secret, `${ouid}4`, "2"), salt: undefined }]
+  ] as const
+
+  it("the Secret says whether it requires an expiration: false unless created with require_expiration: true", async () => {
+    for (const [s, expected] of [[plain, false], [strict, true]] as const) {
+      const r = await t.call("GET", `/v1/secrets/${s.id}`)
+      expect(r.status, r.text).toBe(200)
+      expect(r.body.require_expiration).toBe(expected)
+    }
+    const bad = await t.call("POST", "/v1/secrets", { body: { organization_id: t.org.id, name: unique("signing"), require_expiration: "yes" } })
+    expect400(bad)
+  })
+
+  it("hmac-sha256 stays ambiguous for a Secret that does not require an expiration: the forgeries pass", async () => {
+    for (const [what, ouid, auth] of forgeries(plain, unique("u"), nowSeconds())) {
+      const r = await publicWrite(keyOf(t), knownEvent(t, ouid, auth))
+      expect([what, r.status], r.text).toEqual([what, 201])
+    }
+  })
+
+  it("a Secret created with require_expiration: true refuses hmac-sha256 without an expiration: the forgeries are 403", async () => {
+    for (const [what, ouid, auth] of forgeries(strict, unique("u"), nowSeconds())) {
+      const r = await publicWrite(keyOf(t), knownEvent(t, ouid, auth))
+      expect([what, r.status], r.text).toEqual([what, 403])
+      await expectNoUser(t, ouid)
+    }
+    const ouid = unique("u")
+    expectCreated(await publicWrite(keyOf(t), knownEvent(t, ouid, authOf(strict, ouid, "s", nowSeconds() + 600))))
+  })
+
+  it("hmac-sha256-v2 takes a good signature, with or without salt, by either Secret", async () => {
+    for (const secret of [plain, strict]) {
+      for (const salt of [undefined, "n0nce-é✓"]) {
+        const ouid = unique("u")
+        expectCreated(await publicWrite(keyOf(t), knownEvent(t, ouid, authV2Of(secret, ouid, salt, nowSeconds() + 600))))
+      }
+    }
+  })
+
+  it("hmac-sha256-v2 refuses a missing or past expiration, a moved value and a v1 digest: 403, nothing written", async () => {
+    const now = nowSeconds()
+    for (const secret of [plain, strict]) {
+      const base = unique("u")
+      const cases = [
+        ["no expiration", base, authV2Of(secret, base)],
+        ["no expiration, with salt", base, authV2Of(secret, base, "s")],
+        ["past expiration", base, authV2Of(secret, base, "s", now - 1)],
+        ["expiration moved into the salt", base, { ...authV2Of(secret, base, undefined, now - 60), salt: String(now - 60), expiration: undefined }],
+        ["expiration moved into the salt, a new one added", base, { ...authV2Of(secret, base, undefined, now - 60), salt: String(now - 60), expiration: now + 600 }],
+        ["the salt's head moved into the id", `${base}42`, { ...authV2Of(secret, `${base}4`, "2", now + 600), salt: undefined }],
+        ["the id's tail moved into the salt", base.slice(0, -1), { ...authV2Of(secret, base, undefined, now + 600), salt: base.slice(-1) }],
+        ["a v1 digest", base, { ...authOf(secret, base, "s", now + 600), algorithm: "hmac-sha256-v2" }]
+      ] as const
+      for (const [what, ouid, auth] of cases) {
+        const r = await publicWrite(keyOf(t), knownEvent(t, ouid, auth))
+        expect([what, r.status], r.text).toEqual([what, 403])
+        expect403(r)
+        await expectNoUser(t, ouid)
+      }
+    }
+  })
+
+  it("hmac-sha256-v2: an id or a salt holding a newline is a 400 naming it", async () => {
+    const later = nowSeconds() + 600
+    const ouid = unique("u")
+    const inId = await publicWrite(keyOf(t), knownEvent(t, `${ouid}\n1`, authV2Of(plain, `${ouid}\n1`, undefined, later)))
+    expect400(inId)
+    expect(Object.keys(inId.body.errors)).toEqual(["user.organization_user_id"])
+    const inSalt = await publicWrite(keyOf(t), knownEvent(t, ouid, authV2Of(plain, ouid, "a\nb", later)))
+    expect400(inSalt)
+    expect(Object.keys(inSalt.body.errors)).toEqual(["user.organization_user_id_auth.salt"])
+    await expectNoUser(t, ouid)
   })
 })
 

@@ -15,6 +15,7 @@ import traceContext from "./0014_trace_context.js"
 import consentLogAppend from "./0015_consent_log_append.js"
 import proofReportPdfs from "./0016_proof_report_pdfs.js"
 import mailOutbox from "./0017_mail_outbox.js"
+import consentTokenRevocation from "./0018_consent_token_revocation.js"
 
 /**
  * Versioned migrations of both stores: a new change is a new entry, never an edit of an old
@@ -37,5 +38,6 @@ export const migrations = {
   "0014_trace_context": traceContext,
   "0015_consent_log_append": consentLogAppend,
   "0016_proof_report_pdfs": proofReportPdfs,
-  "0017_mail_outbox": mailOutbox
+  "0017_mail_outbox": mailOutbox,
+  "0018_consent_token_revocation": consentTokenRevocation
 }
