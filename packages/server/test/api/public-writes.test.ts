@@ -325,7 +325,12 @@ describe("what a public write takes and answers", () => {
     }
     const backend = await call(server.url, "POST", "/v1/consents/events", {
       token: t.token,
-      body: { ...guestEvent(t), user: { organization_user_id: unique("crm") }, metadata: { pad: "x".repeat(100 * 1024) } }
+      // The event's own metadata keeps its 64 KiB bound; the user's carries the rest.
+      body: {
+        ...guestEvent(t),
+        user: { organization_user_id: unique("crm"), metadata: { pad: "y".repeat(40 * 1024) } },
+        metadata: { pad: "x".repeat(60 * 1024) }
+      }
     })
     expect(backend.status, backend.text.slice(0, 300)).toBe(201)
   })
