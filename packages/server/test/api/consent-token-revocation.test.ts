@@ -1,10 +1,9 @@
-import { type RunningServer, type ServerOptions, startServer } from "@cmp/http-express"
-import { PgStore } from "@cmp/store-postgres"
-import { createTestDatabase, type TestDatabase } from "@cmp/test-support/database"
+import type { RunningServer } from "@cmp/http-express"
 import { SignJWT } from "jose"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { ADMIN, as, client, expect400, expect401, JWT_SECRET, memberOf, operatorOf, storeKind, unique } from "./helpers.js"
+import { beforeAll, describe, expect, it } from "vitest"
+import { as, client, expect400, expect401, JWT_SECRET, memberOf, operatorOf, storeKind, unique } from "./helpers.js"
 import { type Caller, type TestTenant, useServer } from "./fixture.js"
+import { refusedWithin, useTwoPgServers } from "./two-pg-servers.js"
 
 /**
  * A consent token names who minted it and dies with them: a key deleted or disabled, an
@@ -211,41 +210,7 @@ describe("an erased user", () => {
 })
 
 describe.runIf(storeKind === "postgres")("two servers on one PostgreSQL database", () => {
-  let db: TestDatabase
-  const servers: Array<RunningServer> = []
-
-  const open = (overrides: Partial<ServerOptions> = {}) =>
-    startServer({
-      store: PgStore.layer({ url: db.url, maxConnections: db.maxConnections }),
-      port: 0,
-      allowHttp: true,
-      hashCost: 1024,
-      admin: ADMIN,
-      jwtSecret: JWT_SECRET,
-      dispatcher: false,
-      logLevel: (process.env.TEST_LOG_LEVEL as ServerOptions["logLevel"]) ?? "None",
-      ...overrides
-    })
-
-  beforeAll(async () => {
-    db = await createTestDatabase({ clients: 2 })
-    servers.push(await open())
-    servers.push(await open())
-  }, 60_000)
-  afterAll(async () => {
-    for (const s of servers) await s.close()
-    await db?.close()
-  })
-
-  /** Polls until `refused` holds; fails when it still does not after `limitMs`. */
-  const refusedWithin = async (limitMs: number, refused: () => Promise<boolean>) => {
-    const started = performance.now()
-    for (;;) {
-      if (await refused()) return
-      if (performance.now() - started > limitMs) throw new Error(`still accepted after ${limitMs} ms`)
-      await new Promise((resolve) => setTimeout(resolve, 25))
-    }
-  }
+  const servers = useTwoPgServers({ jwtSecret: JWT_SECRET })
 
   it("a key disabled, a revocation date or an erasure through one server is refused by the other within a second", async () => {
     const [a, b] = servers as [RunningServer, RunningServer]

@@ -1,9 +1,8 @@
-import { type RunningServer, type ServerOptions, startServer } from "@cmp/http-express"
-import { PgStore } from "@cmp/store-postgres"
-import { createTestDatabase, type TestDatabase } from "@cmp/test-support/database"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { ADMIN, as, call, client, expect401, expect403, memberOf, operatorOf, start, storeKind, unique } from "./helpers.js"
+import type { RunningServer } from "@cmp/http-express"
+import { describe, expect, it } from "vitest"
+import { as, call, client, expect401, expect403, memberOf, operatorOf, start, storeKind, unique } from "./helpers.js"
 import { useServer } from "./fixture.js"
+import { refusedWithin, useTwoPgServers } from "./two-pg-servers.js"
 
 /**
  * Deleting a key or a platform integration ends the sessions it opened, on every server of the
@@ -140,40 +139,7 @@ describe("ORGANIZATIONS_PER_PERSON", () => {
 })
 
 describe.runIf(storeKind === "postgres")("two servers on one PostgreSQL database", () => {
-  let db: TestDatabase
-  const servers: Array<RunningServer> = []
-
-  const open = (overrides: Partial<ServerOptions> = {}) =>
-    startServer({
-      store: PgStore.layer({ url: db.url, maxConnections: db.maxConnections }),
-      port: 0,
-      allowHttp: true,
-      hashCost: 1024,
-      admin: ADMIN,
-      dispatcher: false,
-      logLevel: (process.env.TEST_LOG_LEVEL as ServerOptions["logLevel"]) ?? "None",
-      ...overrides
-    })
-
-  beforeAll(async () => {
-    db = await createTestDatabase({ clients: 2 })
-    servers.push(await open())
-    servers.push(await open())
-  }, 60_000)
-  afterAll(async () => {
-    for (const s of servers) await s.close()
-    await db?.close()
-  })
-
-  /** Polls until `refused` holds; fails when it still does not after `limitMs`. */
-  const refusedWithin = async (limitMs: number, refused: () => Promise<boolean>) => {
-    const started = performance.now()
-    for (;;) {
-      if (await refused()) return performance.now() - started
-      if (performance.now() - started > limitMs) throw new Error(`still accepted after ${limitMs} ms`)
-      await new Promise((resolve) => setTimeout(resolve, 25))
-    }
-  }
+  const servers = useTwoPgServers()
 
   it("a key or an integration deleted through one server is refused by the other within a second", async () => {
     const [a, b] = servers as [RunningServer, RunningServer]
