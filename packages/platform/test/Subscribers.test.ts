@@ -158,6 +158,30 @@ describe.each(stores)("subscribe on %s", (kind) => {
     expect(brokenAttempts.map((a) => a.error)).toEqual(["always broken", "always broken", "always broken"])
   })
 
+  it("logs a handler's failure without what it threw, which may name a person; the delivery log keeps it for the organization", async () => {
+    const lines: Array<string> = []
+    const spy = vi.spyOn(console, "log").mockImplementation((...args: Array<unknown>) => void lines.push(args.map(String).join(" ")))
+    cleanups.push(async () => spy.mockRestore())
+    const cmp = await createPlatform({
+      store: await database(kind),
+      hashCost: 1024,
+      logLevel: "Info",
+      dispatcher: { retrySchedule: [0.05], pollIntervalMs: 20 }
+    })
+    cleanups.push(() => cmp.dispose())
+    const org = await organization(cmp, "Telling")
+    await cmp.subscribe("telling", { event_types: ["event.created"] }, () => {
+      throw new Error("no CRM contact for ada.lovelace@example.com")
+    })
+    await consent(cmp, org.id, "u-1")
+    const [failed] = await settled(cmp, "subscriber:telling", 1)
+    expect(failed).toMatchObject({ status: "failed", attempts_count: 2 })
+    const attempts = (await cmp.webhooks.deliveries.get(failed!.id, { as: cmp.asOperator() })).attempts ?? []
+    expect(attempts.map((a) => a.error)).toEqual(["no CRM contact for ada.lovelace@example.com", "no CRM contact for ada.lovelace@example.com"])
+    expect(lines.filter((l) => l.includes("webhook attempt failed"))).toHaveLength(2)
+    expect(lines.join("\n")).not.toContain("ada.lovelace")
+  })
+
   it("writes the messages of a registered subscriber that no process handles, and handles them once one does", async () => {
     const store = await database(kind)
     const first = await open(store)

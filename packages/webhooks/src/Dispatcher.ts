@@ -266,8 +266,11 @@ const build = (config: DispatcherConfig, subscribers: SubscribersService | undef
         yield* metrics.deliveryAttempt(settled === "pending" ? "retry" : settled, result.durationMs / 1000)
         if (!applied) yield* Effect.logWarning("lease lost during the attempt; only the attempt was logged")
         else if (decision.outcome.status !== "delivered") {
+          // What a host's handler threw is its own text, which may name a person: the delivery log
+          // keeps it for the organization, the server log only that the handler failed.
+          const error = subscriber !== undefined && result.error !== null ? "handler failed" : result.error ?? ""
           yield* Effect.logInfo("webhook attempt failed").pipe(
-            Effect.annotateLogs({ status: result.status ?? "none", error: result.error ?? "", next: decision.outcome.status })
+            Effect.annotateLogs({ status: result.status ?? "none", error, next: decision.outcome.status })
           )
         }
       }).pipe(
