@@ -4,7 +4,6 @@ import {
   DeliveryQueue,
   type DeliveryRecord,
   field,
-  type Row,
   Storage,
   SUBSCRIBER_PREFIX,
   subscriberOf,
@@ -20,7 +19,7 @@ import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import { drainInBatches } from "./Batches.js"
 import * as Unavailable from "./Unavailable.js"
-import { decodeValue, dialectOf } from "./SqlValues.js"
+import { decodeRow, decodeValue, dialectOf } from "./SqlValues.js"
 
 /**
  * The webhook delivery queue over `SqlClient`: leases due messages of the outbox table
@@ -34,11 +33,7 @@ export const make = Effect.gen(function*() {
   const unitOfWork = yield* UnitOfWork
 
   const attempts = storage.repository(AttemptsTable)
-  const deliveryRow = (raw: Record<string, unknown>) => {
-    const out: Row = {}
-    for (const [k, info] of Object.entries(DeliveriesTable.fields)) out[k] = decodeValue(dialect, info, raw[k])
-    return out as unknown as DeliveryRecord
-  }
+  const deliveryRow = (raw: Record<string, unknown>) => decodeRow(dialect, DeliveriesTable.fields, raw) as unknown as DeliveryRecord
   // Concurrent claimers on PostgreSQL skip each other's rows instead of waiting or doubling up;
   // SQLite has one writer at a time already.
   const skipLocked = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE SKIP LOCKED"), orElse: () => sql.literal("") })

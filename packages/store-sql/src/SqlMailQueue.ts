@@ -1,10 +1,10 @@
-import { field, MailOutboxTable, MailQueue, type MailRecord, type Row } from "@cmp/core"
+import { field, MailOutboxTable, MailQueue, type MailRecord } from "@cmp/core"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Unavailable from "./Unavailable.js"
-import { decodeValue, dialectOf } from "./SqlValues.js"
+import { decodeRow, decodeValue, dialectOf } from "./SqlValues.js"
 
 /**
  * The mail queue over `SqlClient`: leases due mails of the mail outbox (`mail_outbox`) to a
@@ -14,11 +14,7 @@ import { decodeValue, dialectOf } from "./SqlValues.js"
 export const make = Effect.gen(function*() {
   const sql = (yield* SqlClient.SqlClient).withoutTransforms()
   const dialect = dialectOf(sql)
-  const mailRow = (raw: Record<string, unknown>) => {
-    const out: Row = {}
-    for (const [k, info] of Object.entries(MailOutboxTable.fields)) out[k] = decodeValue(dialect, info, raw[k])
-    return out as unknown as MailRecord
-  }
+  const mailRow = (raw: Record<string, unknown>) => decodeRow(dialect, MailOutboxTable.fields, raw) as unknown as MailRecord
   // Concurrent claimers on PostgreSQL skip each other's rows; SQLite has one writer at a time already.
   const skipLocked = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE SKIP LOCKED"), orElse: () => sql.literal("") })
 

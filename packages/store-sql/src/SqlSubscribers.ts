@@ -1,9 +1,9 @@
-import { keepingList, type Row, type SubscriberRegistration, SubscriberRegistrations, SubscribersTable } from "@cmp/core"
+import { keepingList, type SubscriberRegistration, SubscriberRegistrations, SubscribersTable } from "@cmp/core"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Unavailable from "./Unavailable.js"
-import { decodeValue, dialectOf, encodeValue } from "./SqlValues.js"
+import { decodeRow, dialectOf, encodeValue } from "./SqlValues.js"
 
 /**
  * The registrations of in-process subscribers over `SqlClient` (the `subscribers` table): a save
@@ -18,11 +18,7 @@ export const make = Effect.gen(function*() {
   const dialect = dialectOf(sql)
   const fields = SubscribersTable.fields
   const encode = (column: keyof SubscriberRegistration, value: unknown) => encodeValue(dialect, fields[column], value)
-  const decode = (raw: Record<string, unknown>) => {
-    const out: Row = {}
-    for (const [k, info] of Object.entries(fields)) out[k] = decodeValue(dialect, info, raw[k])
-    return out as SubscriberRegistration
-  }
+  const decode = (raw: Record<string, unknown>) => decodeRow(dialect, fields, raw) as SubscriberRegistration
   return SubscriberRegistrations.of({
     // Read by pages of the name's order, every one: a registration past the first page would
     // silently get no message.

@@ -1,6 +1,6 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Conflict, type FieldInfo, type TableDef } from "@cmp/core"
+import { Conflict, type FieldInfo, type Row, type TableDef } from "@cmp/core"
 import * as Effect from "effect/Effect"
 import * as Unavailable from "./Unavailable.js"
 
@@ -54,6 +54,13 @@ export const decodeValue = (dialect: Dialect, info: FieldInfo, v: unknown): unkn
       // A Buffer from either driver: handed on as the bytes it views, without a copy.
       return v instanceof Uint8Array ? v : new Uint8Array(v as ArrayBuffer)
   }
+}
+
+/** A row read by a statement of its own, every declared field decoded (the repository decodes the columns it selects). */
+export const decodeRow = (dialect: Dialect, fields: Readonly<Record<string, FieldInfo>>, raw: Record<string, unknown>): Row => {
+  const out: Row = {}
+  for (const [k, info] of Object.entries(fields)) out[k] = decodeValue(dialect, info, raw[k])
+  return out
 }
 
 const uniqueColumns = (error: SqlError): ReadonlyArray<string> | undefined => {
