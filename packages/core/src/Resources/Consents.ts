@@ -454,8 +454,8 @@ export const ConsentEventsResource = Events.with<SubscriberRegistrations | Media
           ...(u.country != null ? { country: u.country } : {})
         }
         const fields = tokenFields(p, row)
-        // A consent token's metadata merged in counts too.
-        if (fields.metadata !== null && !withinEventMetadata(fields.metadata)) {
+        // A consent token's metadata merged in counts too (the body's own was measured when decoded).
+        if (fields.metadata !== row.metadata && fields.metadata !== null && !withinEventMetadata(fields.metadata)) {
           return yield* Effect.fail(new InvalidInput({
             message: `Invalid metadata: ${EVENT_METADATA_TOO_LARGE}`,
             errors: { metadata: EVENT_METADATA_TOO_LARGE }
