@@ -20,6 +20,9 @@ export interface ThrottleOptions {
   readonly forgetAfterSeconds: number
 }
 
+/** Keys held at most. */
+const MAX_KEYS = 100_000
+
 interface Entry {
   failures: number
   last: number
@@ -48,6 +51,24 @@ export class LoginThrottle extends Context.Tag("@cmp/core/LoginThrottle")<
         }
         return e
       }
+      /**
+       * Bounds the memory made-up keys can take without ever clearing a blocked key to make room
+       * (clearing everything freed the key a guesser was blocked on): the forgotten entries go
+       * first, then those blocked least long, down to nine tenths.
+       */
+      const makeRoom = (now: number) => {
+        for (const k of entries.keys()) live(k, now)
+        let over = entries.size - Math.floor(MAX_KEYS * 0.9)
+        if (over <= 0) return
+        const last = Float64Array.from(entries.values(), (e) => e.blockedUntil).sort()[over - 1]!
+        for (const [k, e] of entries) {
+          if (over === 0) break
+          if (e.blockedUntil <= last) {
+            entries.delete(k)
+            over--
+          }
+        }
+      }
       return LoginThrottle.of({
         check: (keys) =>
           Effect.flatMap(nowMillis, (now) => {
@@ -64,8 +85,7 @@ export class LoginThrottle extends Context.Tag("@cmp/core/LoginThrottle")<
           }),
         failed: (keys) =>
           Effect.map(nowMillis, (now) => {
-            // Bound the memory an attacker can make us hold with made-up keys.
-            if (entries.size > 100_000) entries.clear()
+            if (entries.size >= MAX_KEYS) makeRoom(now)
             for (const k of keys) {
               const e = live(k, now) ?? { failures: 0, last: now, blockedUntil: 0 }
               e.failures++

@@ -42,6 +42,15 @@ describe("LoginThrottle", () => {
         yield* t.check(["key:a"])
       })))
 
+  it.effect("made-up keys past the table's size never free a blocked key: the least blocked are forgotten first", () =>
+    Effect.gen(function*() {
+      const t = yield* LoginThrottle.make({ freeFailures: 3, maxDelaySeconds: 8, forgetAfterSeconds: 60 })
+      for (let i = 0; i < 4; i++) yield* t.failed(["key:victim"])
+      // An attacker's own addresses, each failing once: more than the table holds.
+      for (let i = 0; i < 100_001; i++) yield* t.failed([`addr:session:10.${i >> 16}.${(i >> 8) & 255}.${i & 255}`])
+      assert.instanceOf(yield* Effect.flip(t.check(["key:victim"])), TooManyRequests)
+    }))
+
   it.effect("failures are forgotten after a quiet period", () =>
     run((t) =>
       Effect.gen(function*() {
