@@ -1,11 +1,11 @@
 import * as Layer from "effect/Layer"
-import type { ActionPorts, AnyAction } from "./Action.js"
-import { ApiUsageTable, InvitationsTable, PersonsTable, SettingsTable } from "./InternalTables.js"
+import type { ActionPorts, AnyAction } from "./Engine/Action.js"
+import { ApiUsageTable, InvitationsTable, PersonsTable, SettingsTable } from "./Accounts/InternalTables.js"
 import { ConsentUserErasuresTable } from "./Consents/UserErasures.js"
-import type { TableDef } from "./Ports.js"
-import { MailOutboxTable } from "./MailOutbox.js"
-import { Relations } from "./Relations.js"
-import type { AnyShape, CoreServices, PortsOf, ResourceDef } from "./Resource.js"
+import type { TableDef } from "./Engine/Ports.js"
+import { MailOutboxTable } from "./Accounts/MailOutbox.js"
+import { Relations } from "./Engine/Relations.js"
+import type { AnyShape, CoreServices, PortsOf, ResourceDef } from "./Engine/Resource.js"
 import {
   ApiKeysResource,
   MembersResource,
@@ -13,11 +13,11 @@ import {
   PremiumFeaturesResource,
   QuotasResource,
   SecretsResource
-} from "./Resources/Account.js"
-import { ConsentEventsResource, ConsentUsersResource } from "./Resources/Consents.js"
-import { EventProofsTable, ProofFileAction, ProofFilesTable, ProofsResource } from "./Resources/Proofs.js"
-import { ProofReportPdfAction, ProofReportsResource } from "./Resources/ProofReports.js"
-import { ReportPdfsTable } from "./Resources/ProofReportRecords.js"
+} from "./Accounts/Account.js"
+import { ConsentEventsResource, ConsentUsersResource } from "./Consents/Consents.js"
+import { EventProofsTable, ProofFileAction, ProofFilesTable, ProofsResource } from "./Consents/Proofs.js"
+import { ProofReportPdfAction, ProofReportsResource } from "./Consents/ProofReports.js"
+import { ReportPdfsTable } from "./Consents/ProofReportRecords.js"
 import { ConsentLogHeadsTable, ConsentLogTable } from "./Consents/ConsentLog.js"
 import { VerifyLogAction } from "./Consents/LogVerify.js"
 import {
@@ -26,19 +26,19 @@ import {
   ReplayDeliveryAction,
   ReplayFailedAction,
   WebhooksResource
-} from "./Resources/Webhooks.js"
-import { AcceptInvitationAction, CreateSessionAction } from "./Sessions.js"
+} from "./Webhooks/Webhooks.js"
+import { AcceptInvitationAction, CreateSessionAction } from "./Sessions/Sessions.js"
 import { CreateConsentTokenAction } from "./Consents/ConsentTokens.js"
 import { AttemptsTable, SubscribersTable } from "./Webhooks/Tables.js"
-import { CookiesResource } from "./Resources/Cookies.js"
-import { DashboardsResource, DashboardUrlsAction, DashboardUrlsResource, LanguagesAction } from "./Resources/Dashboards.js"
-import { DomainsResource } from "./Resources/Domains.js"
-import { PlatformIntegrationSessionAction, PlatformIntegrationsResource } from "./Resources/PlatformIntegrations.js"
-import { PrivacyCentersResource } from "./Resources/PrivacyCenters.js"
-import { PropertiesResource } from "./Resources/Properties.js"
-import { OrganizationSourceSystemsResource } from "./Resources/SourceSystems.js"
-import { SsoConnectionsResource } from "./Resources/SsoConnections.js"
-import { VendorsResource } from "./Resources/Vendors.js"
+import { CookiesResource } from "./Properties/Cookies.js"
+import { DashboardsResource, DashboardUrlsAction, DashboardUrlsResource, LanguagesAction } from "./Analytics/Dashboards.js"
+import { DomainsResource } from "./Properties/Domains.js"
+import { PlatformIntegrationSessionAction, PlatformIntegrationsResource } from "./Accounts/PlatformIntegrations.js"
+import { PrivacyCentersResource } from "./Properties/PrivacyCenters.js"
+import { PropertiesResource } from "./Properties/Properties.js"
+import { OrganizationSourceSystemsResource } from "./Accounts/SourceSystems.js"
+import { SsoConnectionsResource } from "./Accounts/SsoConnections.js"
+import { VendorsResource } from "./Properties/Vendors.js"
 import {
   NoticeConfigsResource,
   NoticeTemplateConfigsResource,
@@ -46,8 +46,8 @@ import {
   NoticeTextsResource,
   SdkGeneratorAction,
   TcStringAction
-} from "./Resources/Notices.js"
-import { ExecuteExportAction, ExportConfigsResource, ExportRunsResource } from "./Resources/Exports.js"
+} from "./Notices/Notices.js"
+import { ExecuteExportAction, ExportConfigsResource, ExportRunsResource } from "./Exports/Exports.js"
 
 const declared = [
   OrganizationsResource,

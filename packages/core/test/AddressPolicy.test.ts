@@ -11,8 +11,8 @@ import {
   normalizeHost,
   parseIPv4,
   parseIPv6
-} from "../src/AddressPolicy.js"
-import { checkReceiverUrl } from "../src/Resources/Webhooks.js"
+} from "../src/Operations/AddressPolicy.js"
+import { checkReceiverUrl } from "../src/Webhooks/Webhooks.js"
 
 // Pure classification only: nothing here opens a socket.
 

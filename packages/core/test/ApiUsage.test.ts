@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { periodOf } from "../src/ApiUsage.js"
+import { periodOf } from "../src/Accounts/ApiUsage.js"
 
 /** The counting periods of the `api_requests` quota; counting itself needs a store (the engine suites of test-support). */
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import { limitingKey } from "../src/ClientAddress.js"
+import { limitingKey } from "../src/Operations/ClientAddress.js"
 
 describe("limitingKey", () => {
   it.each([

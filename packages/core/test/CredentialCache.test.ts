@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
-import { CredentialCache } from "../src/CredentialCache.js"
+import { CredentialCache } from "../src/Accounts/CredentialCache.js"
 
 /** A cache on a hand-set monotonic clock, and a store read that counts its calls. */
 const setup = Effect.gen(function*() {

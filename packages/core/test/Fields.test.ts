@@ -1,8 +1,8 @@
 import * as Schema from "effect/Schema"
 import { describe, expect, it } from "vitest"
 import { ApiKey, Member, Organization, premiumFeatureFlags, PremiumFeature, Quota, quotaFields } from "../src/Domain/Account.js"
-import { fieldsOf } from "../src/Fields.js"
-import { ApiKeysResource, OrganizationsResource, SecretsResource } from "../src/Resources/Account.js"
+import { fieldsOf } from "../src/Engine/Fields.js"
+import { ApiKeysResource, OrganizationsResource, SecretsResource } from "../src/Accounts/Account.js"
 
 describe("fieldsOf(ApiKey)", () => {
   const f = fieldsOf(ApiKey)

@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as TestClock from "effect/TestClock"
 import { TooManyRequests } from "../src/Domain/Errors.js"
-import { addressKeys, LoginThrottle, throttled } from "../src/LoginThrottle.js"
+import { addressKeys, LoginThrottle, throttled } from "../src/Accounts/LoginThrottle.js"
 
 const run = <A, E>(f: (t: LoginThrottle["Type"]) => Effect.Effect<A, E>) =>
   Effect.flatMap(LoginThrottle.make({ freeFailures: 3, maxDelaySeconds: 8, forgetAfterSeconds: 60 }), f)

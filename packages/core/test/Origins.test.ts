@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import { OriginCache } from "../src/Consents/OriginCache.js"
+import { OriginCache } from "../src/Properties/OriginCache.js"
 import { originHost } from "../src/Consents/Origins.js"
 
 describe("originHost", () => {

@@ -5,9 +5,9 @@ import qs from "qs"
 import { describe, expect, it } from "vitest"
 import { JsonObject, opt, Text, Timestamp } from "../src/Domain/Common.js"
 import type { InvalidInput } from "../src/Domain/Errors.js"
-import { fieldsOf } from "../src/Fields.js"
-import { conditionFields, type ParsedQuery, parseFindQuery, type ParseOptions } from "../src/Query.js"
-import { ApiKeysResource } from "../src/Resources/Account.js"
+import { fieldsOf } from "../src/Engine/Fields.js"
+import { conditionFields, type ParsedQuery, parseFindQuery, type ParseOptions } from "../src/Engine/Query.js"
+import { ApiKeysResource } from "../src/Accounts/Account.js"
 
 /** A resource with every field kind: what a real one would declare. */
 const Thing = Schema.Struct({

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import { Ids } from "../src/Ports.js"
-import { uuidV7 } from "../src/Random.js"
+import { Ids } from "../src/Engine/Ports.js"
+import { uuidV7 } from "../src/Engine/Random.js"
 
 describe("ids", () => {
   it("uuidV7: a version 7, RFC 9562 variant UUID whose first 48 bits are the milliseconds", () => {

@@ -1,7 +1,7 @@
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import { answers, defineAction } from "../Action.js"
-import { nowSeconds } from "../Clock.js"
+import { answers, defineAction } from "../Engine/Action.js"
+import { nowSeconds } from "../Engine/Clock.js"
 import {
   type ConsentToken,
   ConsentToken as ConsentTokenSchema,
@@ -9,9 +9,9 @@ import {
   DEFAULT_CONSENT_TOKEN_LIFETIME
 } from "../Domain/Consent.js"
 import { Forbidden, InvalidInput } from "../Domain/Errors.js"
-import { Ids, type ConsentTokenClaims, TokenIssuer } from "../Ports.js"
-import { isEndUser, isOperator, type Principal, requireOrganization } from "../Principal.js"
-import { decode, requireExistingOrganization, requireFlag } from "../Service.js"
+import { Ids, type ConsentTokenClaims, TokenIssuer } from "../Engine/Ports.js"
+import { isEndUser, isOperator, type Principal, requireOrganization } from "../Engine/Principal.js"
+import { decode, requireExistingOrganization, requireFlag } from "../Engine/Service.js"
 import { issuerOf } from "./TokenRevocation.js"
 
 /**

@@ -1,12 +1,12 @@
 import * as Effect from "effect/Effect"
 import { Forbidden } from "../Domain/Errors.js"
-import { Storage } from "../Ports.js"
-import type { EndUserPrincipal } from "../Principal.js"
-import { OriginCache } from "./OriginCache.js"
-import { eq } from "../Query.js"
-import { DomainsResource } from "../Resources/Domains.js"
-import { PrivacyCentersResource } from "../Resources/PrivacyCenters.js"
-import { PropertiesResource } from "../Resources/Properties.js"
+import { Storage } from "../Engine/Ports.js"
+import type { EndUserPrincipal } from "../Engine/Principal.js"
+import { OriginCache } from "../Properties/OriginCache.js"
+import { eq } from "../Engine/Query.js"
+import { DomainsResource } from "../Properties/Domains.js"
+import { PrivacyCentersResource } from "../Properties/PrivacyCenters.js"
+import { PropertiesResource } from "../Properties/Properties.js"
 
 /**
  * The web origins that are an organization's own: a browser page at one of them may record

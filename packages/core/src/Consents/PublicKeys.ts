@@ -1,10 +1,10 @@
 import * as Effect from "effect/Effect"
-import { CredentialCache } from "../CredentialCache.js"
+import { CredentialCache } from "../Accounts/CredentialCache.js"
 import { NotAuthenticated } from "../Domain/Errors.js"
-import { Storage } from "../Ports.js"
-import type { Principal } from "../Principal.js"
-import { eq } from "../Query.js"
-import { OrganizationsResource } from "../Resources/Account.js"
+import { Storage } from "../Engine/Ports.js"
+import type { Principal } from "../Engine/Principal.js"
+import { eq } from "../Engine/Query.js"
+import { OrganizationsResource } from "../Accounts/Account.js"
 
 /**
  * The organization a public key (`public_api_key`) belongs to. Every public write asks, so the

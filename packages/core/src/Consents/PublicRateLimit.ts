@@ -1,11 +1,11 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { limitingKey } from "../ClientAddress.js"
-import { nowMillis } from "../Clock.js"
+import { limitingKey } from "../Operations/ClientAddress.js"
+import { nowMillis } from "../Engine/Clock.js"
 import { TooManyRequests } from "../Domain/Errors.js"
-import type { EndUserPrincipal } from "../Principal.js"
-import { Settings } from "../Settings.js"
+import type { EndUserPrincipal } from "../Engine/Principal.js"
+import { Settings } from "../Engine/Settings.js"
 
 /**
  * The rate of end users' consent writes (a public key's, a consent token's), per organization

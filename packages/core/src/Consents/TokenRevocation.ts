@@ -1,12 +1,12 @@
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { NotAuthenticated } from "../Domain/Errors.js"
-import { type ConsentTokenClaims, type ConsentTokenIssuer, Storage } from "../Ports.js"
-import type { Principal } from "../Principal.js"
-import { membershipsOf, Tables } from "../Resources/Account.js"
-import { PlatformIntegrationsResource } from "../Resources/PlatformIntegrations.js"
-import { Settings } from "../Settings.js"
-import { ConsentTokenStates } from "./TokenStates.js"
+import { type ConsentTokenClaims, type ConsentTokenIssuer, Storage } from "../Engine/Ports.js"
+import type { Principal } from "../Engine/Principal.js"
+import { membershipsOf, Tables } from "../Accounts/Account.js"
+import { PlatformIntegrationsResource } from "../Accounts/PlatformIntegrations.js"
+import { Settings } from "../Engine/Settings.js"
+import { ConsentTokenStates } from "../Accounts/TokenStates.js"
 import { ConsentUserErasuresTable, userDigestOf } from "./UserErasures.js"
 
 /**

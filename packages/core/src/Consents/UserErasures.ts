@@ -1,9 +1,9 @@
 import * as Effect from "effect/Effect"
-import { nowIso } from "../Clock.js"
-import { Storage } from "../Ports.js"
-import { defineTable, field, ownedByOrganization } from "../Resource.js"
+import { nowIso } from "../Engine/Clock.js"
+import { Storage } from "../Engine/Ports.js"
+import { defineTable, field, ownedByOrganization } from "../Engine/Resource.js"
 import { Digests } from "./ProofPorts.js"
-import { ConsentTokenStates } from "./TokenStates.js"
+import { ConsentTokenStates } from "../Accounts/TokenStates.js"
 
 /**
  * The erasures of consent users, so that the tokens issued for an erased user before its

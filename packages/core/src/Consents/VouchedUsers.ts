@@ -1,12 +1,12 @@
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import { nowSeconds } from "../Clock.js"
+import { nowSeconds } from "../Engine/Clock.js"
 import { type OrganizationUserIdAuth } from "../Domain/Consent.js"
 import { Forbidden, InvalidInput } from "../Domain/Errors.js"
-import { Hmac, Storage } from "../Ports.js"
-import { SecretsResource } from "../Resources/Account.js"
+import { Hmac, Storage } from "../Engine/Ports.js"
+import { SecretsResource } from "../Accounts/Account.js"
 import { SecretBox } from "../Webhooks/Ports.js"
-import { SigningKeys } from "./SigningKeys.js"
+import { SigningKeys } from "../Accounts/SigningKeys.js"
 
 /**
  * A page that records a known user's consent through the public key shows that the

@@ -1,8 +1,8 @@
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import { nowIso } from "../Clock.js"
-import { Storage } from "../Ports.js"
-import { WebhooksResource } from "../Resources/Webhooks.js"
+import { nowIso } from "../Engine/Clock.js"
+import { Storage } from "../Engine/Ports.js"
+import { WebhooksResource } from "./Webhooks.js"
 import { type Endpoint, Endpoints, SecretBox } from "./Ports.js"
 
 /**

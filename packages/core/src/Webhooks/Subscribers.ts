@@ -1,11 +1,11 @@
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
-import { nowIso } from "../Clock.js"
+import { nowIso } from "../Engine/Clock.js"
 import { Regulation } from "../Domain/Consent.js"
 import { InvalidInput } from "../Domain/Errors.js"
 import { WebhookEventType } from "../Domain/Webhook.js"
-import { decode } from "../Service.js"
+import { decode } from "../Engine/Service.js"
 import { type SubscriberRegistration, SubscriberRegistrations } from "./Ports.js"
 
 /**

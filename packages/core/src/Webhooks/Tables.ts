@@ -1,7 +1,7 @@
 import { WebhookDelivery } from "../Domain/Webhook.js"
-import { fieldsOf } from "../Fields.js"
-import type { TableDef } from "../Ports.js"
-import { defineTable, field, jsonField, ownedByOrganization, type RowOf, type StoredFields } from "../Resource.js"
+import { fieldsOf } from "../Engine/Fields.js"
+import type { TableDef } from "../Engine/Ports.js"
+import { defineTable, field, jsonField, ownedByOrganization, type RowOf, type StoredFields } from "../Engine/Resource.js"
 import type { SubscriberRegistration } from "./Ports.js"
 
 /**

@@ -1,0 +1,91 @@
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import { nowIso } from "../Engine/Clock.js"
+import { Ids, SecretHasher, Storage, UnitOfWork } from "../Engine/Ports.js"
+import { randomToken } from "../Engine/Random.js"
+import { provisionOrganization, Tables } from "./Account.js"
+import { Settings } from "../Engine/Settings.js"
+
+/** Creates the operator organization (with its quota and features) when it is missing. */
+export const ensureOperatorOrganization = Effect.gen(function*() {
+  const storage = yield* Storage
+  const settings = yield* Settings
+  const orgs = storage.repository(Tables.organizations)
+  const existing = yield* orgs.get(settings.operatorOrganizationId)
+  if (Option.isSome(existing)) return
+  const now = yield* nowIso
+  yield* Effect.orDie(orgs.create({
+    id: settings.operatorOrganizationId,
+    name: "Operator",
+    website: null,
+    industry_id: null,
+    analytics_url: null,
+    public_api_key: `pk_${randomToken(24)}`,
+    validate_purpose_id: false,
+    disable_preferences_in_consents: false,
+    auth_enabled: true,
+    auth_allow_user_creation: false,
+    auth_message_priority: [],
+    allow_tcf_with_custom_text: false,
+    self_register: false,
+    organization_group_id: null,
+    organization_group_name: null,
+    iab_tcf_cmp_id: null,
+    allow_chat_support: false,
+    consent_tokens_revoked_before: null,
+    crm_account_id: null,
+    created_by_person_id: null,
+    created_at: now,
+    updated_at: now,
+    version: 1
+  }))
+  yield* provisionOrganization(settings.operatorOrganizationId)
+})
+
+const createOperatorKeyRow = (id: string, secret: string, name: string) =>
+  Effect.gen(function*() {
+    const storage = yield* Storage
+    const settings = yield* Settings
+    const now = yield* nowIso
+    const secret_hash = yield* Effect.flatMap(SecretHasher, (h) => h.hash(secret))
+    return yield* Effect.orDie(storage.repository(Tables.keys).create({
+      id,
+      name,
+      description: "Operator key created at bootstrap",
+      organization_id: settings.operatorOrganizationId,
+      enabled: true,
+      is_internal: true,
+      secret_hash,
+      created_at: now,
+      updated_at: now,
+      version: 1
+    }))
+  })
+
+/**
+ * First start: the operator organization, and the operator key named by configuration
+ * (`ADMIN_API_KEY`/`ADMIN_API_SECRET`) when it does not exist yet.
+ */
+/** Servers starting at once on one database bootstrap one after the other. */
+const BOOTSTRAP_LOCK = "bootstrap"
+
+export const bootstrap = (admin: { readonly key?: string | undefined; readonly secret?: string | undefined }) =>
+  Effect.flatMap(UnitOfWork, (uow) =>
+    uow.transaction(Effect.gen(function*() {
+      yield* uow.lock(BOOTSTRAP_LOCK)
+      yield* ensureOperatorOrganization
+      if (!admin.key || !admin.secret) return
+      const existing = yield* (yield* Storage).repository(Tables.keys).get(admin.key)
+      if (Option.isNone(existing)) yield* createOperatorKeyRow(admin.key, admin.secret, `admin-${admin.key}`)
+    })))
+
+/** A new operator key with a random secret (the `bootstrap` command). */
+export const createOperatorKey = Effect.flatMap(UnitOfWork, (uow) =>
+  uow.transaction(Effect.gen(function*() {
+    yield* uow.lock(BOOTSTRAP_LOCK)
+    yield* ensureOperatorOrganization
+    const id = yield* Effect.flatMap(Ids, (ids) => ids.next)
+    const secret = `sk_${randomToken(32)}`
+    yield* createOperatorKeyRow(id, secret, `operator-${id.slice(0, 8)}`)
+    return { key: id, secret, organization_id: (yield* Settings).operatorOrganizationId }
+  })))

@@ -1,0 +1,173 @@
+import type * as Effect from "effect/Effect"
+import type { PremiumFeatureFlag } from "../Domain/Account.js"
+import type { DomainError } from "../Domain/Errors.js"
+import type { Principal } from "./Principal.js"
+import type { AnyResource, AnySchema } from "./Resource.js"
+import type { LookUp } from "./Service.js"
+
+/**
+ * An operation that is not one of a resource's generic methods (a session, a replay, a
+ * generator, a TC string), declared once like a resource: from the declaration come its HTTP
+ * route, its OpenAPI operation and its function in the host API (`place` and `name`: the
+ * action `replayOne` at `webhooks/deliveries` is `cmp.webhooks.deliveries.replayOne`). Its
+ * use-case checks what it needs itself (scope, premium feature) and reads the declaration's
+ * `premiumFeature` where it has one, so the document and the rule cannot differ.
+ */
+
+/** What an action is given, whichever way it is called (an HTTP request, a host's call). */
+export interface ActionRequest {
+  /** The `:id` of its path; empty when the path has none. */
+  readonly id: string
+  /** The body, not yet validated: the use-case decodes it with the declared schema. */
+  readonly body: unknown
+  /** A query (`query: "find"`), not yet validated; the view parameters of a host's call included. */
+  readonly query: Readonly<Record<string, unknown>>
+  /** Which of the principal's organizations an id is looked up in (`query: "lookUp"`). */
+  readonly at: LookUp
+  /** The client's address, for slowing down repeated failures of a credential exchange. */
+  readonly address?: string | undefined
+  /** The credential of an action authenticated by its own header (`credentialHeader`). */
+  readonly credential?: string | undefined
+}
+
+/** A schema as the OpenAPI document names it in `components/schemas`. */
+export interface NamedSchema<S extends AnySchema = AnySchema> {
+  readonly name: string
+  readonly schema: S
+}
+
+/** The stored object an action works on, whose organization a member's request is counted against. */
+export interface ActionTarget {
+  readonly def: AnyResource
+  readonly id: string
+}
+
+/** What an action answers, for the OpenAPI document: a named schema, a resource's output, a page of one, or a file. */
+export type ActionOutput =
+  | { readonly _tag: "Schema"; readonly schema: NamedSchema }
+  | { readonly _tag: "Output"; readonly of: AnyResource }
+  | { readonly _tag: "Page"; readonly of: AnyResource }
+  | { readonly _tag: "File"; readonly mediaTypes: ReadonlyArray<string> }
+
+export const answers = {
+  schema: (name: string, schema: AnySchema): ActionOutput => ({ _tag: "Schema", schema: { name, schema } }),
+  outputOf: (of: AnyResource): ActionOutput => ({ _tag: "Output", of }),
+  pageOf: (of: AnyResource): ActionOutput => ({ _tag: "Page", of }),
+  file: (mediaTypes: ReadonlyArray<string>): ActionOutput => ({ _tag: "File", mediaTypes })
+}
+
+/**
+ * A file an action answers (a proof's bytes, a report's PDF): sent as a download, never shown
+ * inline, so a document a visitor uploaded cannot run as a page of the API's origin.
+ */
+export class FileAnswer {
+  readonly _tag = "FileAnswer"
+  constructor(readonly bytes: Uint8Array, readonly mediaType: string, readonly filename: string) {}
+}
+
+export const isFileAnswer = (u: unknown): u is FileAnswer => u instanceof FileAnswer
+
+/** An extra parameter in the OpenAPI document (a header credential, a query parameter). */
+export interface ActionParameter {
+  readonly name: string
+  readonly in: "query" | "header"
+  readonly required: boolean
+  readonly description?: string | undefined
+}
+
+export interface ActionData<
+  Place extends string = string,
+  Name extends string = string,
+  Path extends string = string,
+  In extends AnySchema | undefined = AnySchema | undefined,
+  Q extends "find" | "lookUp" | undefined = "find" | "lookUp" | undefined,
+  Auth extends "bearer" | "none" = "bearer" | "none"
+> {
+  /** Where it lives: a service path (`webhooks/deliveries`); its operation is `<place>.<name>`. */
+  readonly place: Place
+  readonly name: Name
+  readonly method: "GET" | "POST"
+  /** Its path under `/v1`; `:id` names its one parameter. */
+  readonly path: Path
+  readonly summary: string
+  /** The OpenAPI tag; the place unless given. */
+  readonly tag?: string | undefined
+  /**
+   * `bearer`: an access token is needed and counts against `api_requests`; `none`: a credential
+   * exchange, whose body (or `credentialHeader`) is the credential.
+   */
+  readonly auth: Auth
+  /** The header that carries an open action's own credential (`x-platform-authorization`). */
+  readonly credentialHeader?: string | undefined
+  /** The body's schema; none when the action reads no body. */
+  readonly body?: In extends AnySchema ? NamedSchema<In> : undefined
+  /** The body may be left out (an empty exchange). */
+  readonly bodyOptional?: boolean | undefined
+  /**
+   * `find`: a find query over `answers`' resource (filters, `$limit`, …); `lookUp`: the query's
+   * `organization_id` names which organization an id is looked up in.
+   */
+  readonly query?: Q
+  readonly answers: ActionOutput
+  /** 201 for what it makes, 200 otherwise. */
+  readonly status: 200 | 201
+  /** The error statuses it may answer, when not the usual ones of its kind. */
+  readonly errors?: ReadonlyArray<number> | undefined
+  readonly parameters?: ReadonlyArray<ActionParameter> | undefined
+  /** Its answers show a credential: no cache on the way may keep them. */
+  readonly revealsCredentials?: boolean | undefined
+  /** The premium feature the organization needs (checked by the use-case, from this declaration). */
+  readonly premiumFeature?: PremiumFeatureFlag | undefined
+  /** The object it works on: a member of several organizations counts the request there. */
+  readonly target?: ((request: Pick<ActionRequest, "id" | "body">) => ActionTarget | undefined) | undefined
+  /**
+   * Whether `?organization_id=` chooses the organization it acts in (true unless said): an
+   * action whose object or body gives the organization ignores the query.
+   */
+  readonly queryNamesOrganization?: boolean | undefined
+}
+
+export interface ActionDef<
+  Place extends string = string,
+  Name extends string = string,
+  Path extends string = string,
+  In extends AnySchema | undefined = AnySchema | undefined,
+  Q extends "find" | "lookUp" | undefined = "find" | "lookUp" | undefined,
+  Auth extends "bearer" | "none" = "bearer" | "none",
+  Out = unknown,
+  R = never
+> extends ActionData<Place, Name, Path, In, Q, Auth> {
+  /** The use-case: the principal is absent (`undefined`) for an open action. */
+  readonly run: (principal: Principal, request: ActionRequest) => Effect.Effect<Out, DomainError, R>
+  /**
+   * An open action whose credential is in its header (`credentialHeader`): the use-case's first
+   * half, which checks the credential without the body and answers what the body then goes
+   * through (`run` is the two halves together). Over HTTP the body is read only once this
+   * succeeded, so a caller without a valid credential never has its body buffered.
+   */
+  readonly admit?:
+    | ((request: Omit<ActionRequest, "body">) => Effect.Effect<(body: unknown) => Effect.Effect<Out, DomainError, R>, DomainError, R>)
+    | undefined
+}
+
+/** Whether an action's path names a record (`:id`), which is then its first argument. */
+export const takesId = (action: Pick<ActionData, "path">): boolean => action.path.includes(":")
+
+/** An action of any kind, whatever it answers and needs. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyAction = ActionDef<string, string, string, AnySchema | undefined, "find" | "lookUp" | undefined, "bearer" | "none", any, any>
+
+/** Declares an action once; its literal types (place, name, path, body, answer) shape the host API. */
+export const defineAction = <
+  const Place extends string,
+  const Name extends string,
+  const Path extends string,
+  Out,
+  R,
+  In extends AnySchema | undefined = undefined,
+  const Q extends "find" | "lookUp" | undefined = undefined,
+  const Auth extends "bearer" | "none" = "bearer"
+>(declaration: ActionDef<Place, Name, Path, In, Q, Auth, Out, R>): ActionDef<Place, Name, Path, In, Q, Auth, Out, R> => declaration
+
+/** The requirement of an action's use-case. */
+export type ActionPorts<A> = A extends ActionDef<any, any, any, any, any, any, any, infer R> ? R : never

@@ -1,0 +1,563 @@
+import type * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import type { PremiumFeatureFlag, QuotaField } from "../Domain/Account.js"
+import type { DomainError } from "../Domain/Errors.js"
+import { type FieldInfo, fieldsOf } from "./Fields.js"
+import type { Hmac, Ids, IndexDef, Relation, Row, SecretHasher, Storage, TableDef, UnitOfWork } from "./Ports.js"
+import type { Relations } from "./Relations.js"
+import type { Settings } from "./Settings.js"
+import type { OutboxSignal, SecretBox } from "../Webhooks/Ports.js"
+import type { FeatureCache } from "../Accounts/FeatureCache.js"
+import type { OriginCache } from "../Properties/OriginCache.js"
+import type { SigningKeys } from "../Accounts/SigningKeys.js"
+import type { ConsentTokenStates } from "../Accounts/TokenStates.js"
+import type { OrganizationLimits } from "./OrganizationLimits.js"
+import type { EndUserCredential, Principal } from "./Principal.js"
+import type { FindQuery, SortKey } from "./Query.js"
+
+/** Which of the principal's organizations an id is looked up in, and the rest of the request's query. */
+export interface LookUp {
+  readonly organizationId?: string | undefined
+  /** The rest of the request's query: the resource's view parameters are read from it. */
+  readonly query?: Readonly<Record<string, unknown>> | undefined
+}
+
+/**
+ * A `get` whose id may name a record another way: `?<param>=true` makes it a key of the
+ * organization's own (`$by_organization_user_id`: a consent user by its `organization_user_id`).
+ */
+export interface GetBy<Out, R> {
+  readonly param: string
+  readonly get: (principal: Principal, id: string, at: LookUp) => Effect.Effect<Out, DomainError, CoreServices | R>
+}
+
+/** The view parameters of a request, validated (`{ regulation: "ccpa" }`). */
+export type View = Readonly<Record<string, string>>
+
+export type Method = "find" | "get" | "create" | "update" | "patch" | "remove"
+
+/** Which end-user credentials may use each method, and what a public key's create answers. */
+export interface EndUserAccess {
+  readonly methods: Partial<Record<Method, ReadonlyArray<EndUserCredential>>>
+  /** The output fields a create through the public key answers with (all when unset). */
+  readonly publicAnswer?: ReadonlyArray<string>
+}
+
+/** What the generic use-cases and hooks may require. */
+export type CoreServices =
+  | Storage
+  | UnitOfWork
+  | Ids
+  | SecretHasher
+  | Hmac
+  | Settings
+  | SecretBox
+  | Relations
+  | FeatureCache
+  | OriginCache
+  | SigningKeys
+  | ConsentTokenStates
+  | OrganizationLimits
+  | OutboxSignal
+
+export type AnySchema = Schema.Schema<any, any, never>
+
+/** The value a stored column holds, from its `FieldInfo` (JSON columns are opaque here). */
+export type ColumnValue<F extends FieldInfo> =
+  | (F extends { readonly "~json"?: infer A } ? (unknown extends A ? unknown : A)
+    : F["kind"] extends "string" | "timestamp" ? string
+    : F["kind"] extends "number" ? number
+    : F["kind"] extends "boolean" ? boolean
+    : unknown)
+  | (F["nullable"] extends true ? null : never)
+
+/** A row of columns declared by `FieldInfo`s (a table that is not a resource, private columns). */
+export type RowOf<F extends Readonly<Record<string, FieldInfo>>> = { [K in keyof F]: ColumnValue<F[K]> }
+
+type Simplify<A> = { [K in keyof A]: A[K] } & {}
+
+/** An output kept as a row: every field a column, an optional one holding `null` when unset. */
+export type StoredFields<Out> = {
+  [K in keyof Out]-?: undefined extends Out[K] ? Exclude<Out[K], undefined> | null : Out[K]
+}
+
+/**
+ * The types of a resource, kept from its declaration: the stored row (output fields as columns,
+ * minus values shown once, plus private columns), the output, and the create and update inputs.
+ */
+export interface Shape {
+  readonly stored: Row
+  readonly output: Row
+  readonly create: Row
+  readonly update: Row
+  /** What a find may name beyond the output's columns, for the compiler only (a typed find query). */
+  readonly find?: FindShape
+  /** The methods it declares, for the compiler only (the host API offers those). */
+  readonly methods?: Method
+}
+
+/** Queryable private columns, view parameters and cursor paging of a declaration, as types. */
+export interface FindShape {
+  readonly queryable: string
+  readonly view: Readonly<Record<string, string>>
+  readonly cursor: boolean
+}
+
+/** The view parameters a declaration lists (`viewParams`), each as the type its schema decodes to. */
+export type ViewParamSchemas = Readonly<Record<string, Schema.Schema<string, string, never>>>
+
+export interface AnyShape extends Shape {
+  readonly stored: any
+  readonly output: any
+  readonly create: any
+  readonly update: any
+}
+
+type TypeOr<S, Else> = S extends Schema.Schema<infer A, any, never> ? A : Else
+
+export type ShapeOf<
+  O extends AnySchema,
+  C,
+  U,
+  P extends Readonly<Record<string, FieldInfo>>,
+  T extends string,
+  Q extends string = never,
+  V extends ViewParamSchemas = {},
+  Cur extends boolean = false,
+  M extends Method = Method
+> = {
+  readonly stored: Simplify<Omit<StoredFields<Schema.Schema.Type<O>>, T | keyof P> & RowOf<P>>
+  readonly output: Schema.Schema.Type<O>
+  readonly create: TypeOr<C, never>
+  readonly update: TypeOr<U, never>
+  readonly find: {
+    readonly queryable: Q
+    readonly view: { readonly [K in keyof V]: Schema.Schema.Type<V[K]> }
+    readonly cursor: Cur
+  }
+  readonly methods: M
+}
+
+/** What a `create` hook hands on: the row to insert, values shown once, data for `afterCreate`. */
+export interface Prepared<Stored, Carry = never> {
+  readonly row: Stored
+  readonly reveal?: Row
+  readonly carry?: Carry
+}
+
+const CarriedTag: unique symbol = Symbol.for("@cmp/core/Resource/Carried")
+
+/** A row an `update` hook completed, with what `afterUpdate` needs of the preparation. */
+export interface Carried<Stored, Carry> {
+  readonly [CarriedTag]: true
+  readonly row: Stored
+  readonly carry: Carry
+}
+
+export const carrying = <Stored, Carry>(row: Stored, carry: Carry): Carried<Stored, Carry> => ({
+  [CarriedTag]: true,
+  row,
+  carry
+})
+
+export const isCarried = <A, C>(u: A | Carried<A, C>): u is Carried<A, C> =>
+  typeof u === "object" && u !== null && CarriedTag in u
+
+/**
+ * The special behaviour of a resource, run inside the write's transaction, typed by the
+ * resource's shape. `R`: the ports it needs beyond the core services; `Carry`: what `create`
+ * hands to `afterCreate`.
+ */
+export interface Hooks<S extends Shape = AnyShape, R = never, Carry = never> {
+  /** Narrows a find for the principal, after organization scope is applied. */
+  find?(
+    principal: Principal,
+    query: FindQuery,
+    params: Readonly<Record<string, unknown>>
+  ): Effect.Effect<FindQuery, DomainError, CoreServices | R>
+  /** Whether the principal may see this row at all; an invisible row is a 404. */
+  visible?(principal: Principal, row: S["stored"]): boolean
+  /**
+   * Completes a new row before the write's transaction begins, holding no lock: for a create
+   * that reads much (a proof report reads its user's chain of the consent log) or works long.
+   * What it answers is what `create` then completes, and its `carry` reaches `afterCreate`
+   * unless `create` hands on one of its own.
+   */
+  prepare?(
+    principal: Principal,
+    row: S["stored"],
+    input: S["create"]
+  ): Effect.Effect<Prepared<S["stored"], Carry>, DomainError, CoreServices | R>
+  /**
+   * Completes a new row; `reveal` holds values shown once in the response (secrets), `carry`
+   * what `afterCreate` needs of the preparation (the user an event found or made).
+   */
+  create?(
+    principal: Principal,
+    row: S["stored"],
+    input: S["create"]
+  ): Effect.Effect<Prepared<S["stored"], Carry>, DomainError, CoreServices | R>
+  /** Runs after the insert, in its transaction, with what `create` carried over. */
+  afterCreate?(
+    principal: Principal,
+    row: S["stored"],
+    carry: NoInfer<Carry> | undefined
+  ): Effect.Effect<void, DomainError, CoreServices | R>
+  /**
+   * Checks or completes a changed row (state machines, derived fields); `carrying(row, carry)`
+   * hands data on to `afterUpdate` (the event a user's patch recorded).
+   */
+  update?(
+    principal: Principal,
+    before: S["stored"],
+    after: S["stored"],
+    input: Partial<S["update"]>
+  ): Effect.Effect<S["stored"] | Carried<S["stored"], Carry>, DomainError, CoreServices | R>
+  remove?(principal: Principal, row: S["stored"]): Effect.Effect<void, DomainError, CoreServices | R>
+  /** Runs after an update or patch, in its transaction; `input` is the validated body. */
+  afterUpdate?(
+    principal: Principal,
+    before: S["stored"],
+    after: S["stored"],
+    input: Partial<S["update"]>,
+    carry: NoInfer<Carry> | undefined
+  ): Effect.Effect<void, DomainError, CoreServices | R>
+  /** Runs after a remove, in its transaction. */
+  afterRemove?(principal: Principal, removed: S["stored"]): Effect.Effect<void, DomainError, CoreServices | R>
+  /** Runs once the write's transaction has committed, with its output (to drop a cached copy). */
+  afterCommit?(output: S["output"]): Effect.Effect<void, never, CoreServices | R>
+  /**
+   * Makes the output of a row when it depends on the request's view parameters (a consent
+   * user shows the state of one regulation); without it, the output is the row's own fields.
+   */
+  present?(row: S["stored"], view: View): S["output"]
+  /** Adds related data to the output of a `get` (a delivery's attempts). */
+  expand?(principal: Principal, row: S["stored"], output: S["output"]): Effect.Effect<S["output"], DomainError, CoreServices | R>
+}
+
+/** The data of a declaration: schemas, columns, scope and rules, without behaviour. */
+export interface ResourceData<
+  O extends AnySchema = AnySchema,
+  C extends AnySchema | undefined = AnySchema | undefined,
+  U extends AnySchema | undefined = AnySchema | undefined,
+  P extends Readonly<Record<string, FieldInfo>> = Readonly<Record<string, FieldInfo>>,
+  T extends string = string,
+  Path extends string = string,
+  Own extends boolean = boolean,
+  Q extends string = string,
+  V extends ViewParamSchemas = ViewParamSchemas,
+  Cur extends boolean = boolean,
+  M extends Method = Method
+> {
+  /** Human name used in messages ("API key"). */
+  readonly name: string
+  /** Service path under `/v1`; its literal type names the resource's place in the host API. */
+  readonly path: Path
+  /**
+   * Its methods are answered by its own actions, not by the generic use-cases (a dashboard link
+   * is signed per row), so the in-process host API offers no generic operations for it.
+   */
+  readonly ownActions?: Own
+  readonly table: string
+  readonly output: O
+  readonly createInput?: C
+  readonly updateInput?: U
+  /** Extra input fields only the operator may send (output-only flags). */
+  readonly operatorInput?: AnySchema
+  readonly methods: ReadonlyArray<M>
+  readonly operatorOnly?: ReadonlyArray<Method>
+  /** Column naming the owning organization; `undefined` for an operator-wide registry. */
+  readonly ownerField?: string | undefined
+  /** Output fields that are never stored (values shown once). */
+  readonly transient?: ReadonlyArray<T>
+  /**
+   * Which answers show a credential (a token, a secret), so that no cache on the way may keep
+   * them: `"create"` where one is shown once at creation, `"every"` where any answer may show one.
+   */
+  readonly revealsCredentials?: "create" | "every"
+  /**
+   * Stored columns that are not part of the output (hashes, input-only fields), or that are
+   * stored more precisely than the output says (a `version` the output may omit is never NULL).
+   */
+  readonly privateFields?: P
+  readonly unique?: ReadonlyArray<ReadonlyArray<string>>
+  /** Secondary indexes (for the store and its schema contract). */
+  readonly indexes?: ReadonlyArray<IndexDef>
+  /**
+   * Rows of other tables this one's rows name. An `organization_id` owner field is a reference
+   * to the organization already (its rows go with it); list the others.
+   */
+  readonly references?: ReadonlyArray<Relation>
+  /** Where ids are chosen by the client and unique only within their organization. */
+  readonly keyedByOrganization?: boolean
+  readonly defaults?: Row
+  /** A count quota checked on create. */
+  readonly quota?: QuotaField
+  /** Bytes a create or write body may have, where more than the API's default is needed (files sent inline). */
+  readonly bodyLimit?: number
+  /** The premium feature an organization needs to use this service at all. */
+  readonly premiumFeature?: PremiumFeatureFlag
+  /**
+   * The methods an end user's credential may use besides access tokens: a public key records
+   * consent events, a consent token reads its own user and events and records its own. Nothing
+   * undeclared is open to them; the hooks narrow what they see and write. A write by an end
+   * user is gated by the hooks (which premium feature applies depends on who the user is), not
+   * by `premiumFeature`; its reads are gated as anyone's.
+   */
+  readonly endUsers?: EndUserAccess
+  /** Private columns that may still be used in a find query (`user_id` of events). */
+  readonly queryable?: ReadonlyArray<Q>
+  /**
+   * Query parameters that choose how each output looks, not which rows match (`regulation` of
+   * consent users): equality only, validated by their schema, passed to `present`. A create
+   * or patch body naming one also chooses the view of its answer.
+   */
+  readonly viewParams?: V
+  /** Query parameters the service reads itself (`$by_organization_user_id`). */
+  readonly passthrough?: ReadonlyArray<string>
+  /**
+   * Find also pages by cursor (`$cursor`): keyset paging in `created_at` then key order, for
+   * tables a client walks end to end while rows keep arriving (consent events and users).
+   */
+  readonly cursorPaging?: Cur
+  /** Normalizes a create body before validation (a domain name is trimmed and lower-cased). */
+  readonly normalizeCreate?: (body: Readonly<Record<string, unknown>>) => Record<string, unknown>
+  /** Normalizes the id of an item route the same way, so a name reads as it was created. */
+  readonly normalizeId?: (id: string) => string
+  /**
+   * Refuses a create or write body before its schema reads it (field path → what is wrong), so
+   * a value refused here is never stored nor quoted back in a schema's message.
+   */
+  readonly screenBody?: (body: Readonly<Record<string, unknown>>) => Readonly<Record<string, string>>
+}
+
+/**
+ * The behaviour of a declaration. `ports` lists the ports its hooks need beyond the core
+ * services (an SSO connection checks certificates): they become the declaration's type, so a
+ * platform composed without one does not compile, and a hook using a port not listed does not
+ * either.
+ */
+export interface Behaviour<S extends Shape, R, Carry> {
+  readonly ports?: ReadonlyArray<Context.Tag<R, any>>
+  /**
+   * Derives the owning organization of a create from the input instead of reading the owner
+   * field (a cookie belongs to its property's organization); fails when the caller may not use it.
+   */
+  ownerFrom?(principal: Principal, input: S["create"]): Effect.Effect<string, DomainError, CoreServices | NoInfer<R>>
+  readonly hooks?: Hooks<S, NoInfer<R>, Carry>
+  /** Another key a `get` may name its record by (its parameter is listed in `passthrough`). */
+  readonly getBy?: GetBy<S["output"], NoInfer<R>>
+}
+
+export interface ResourceDef<S extends Shape = AnyShape, R = never, Carry = never, Path extends string = string, Own extends boolean = boolean>
+  extends ResourceData<AnySchema, AnySchema | undefined, AnySchema | undefined, Readonly<Record<string, FieldInfo>>, string, Path, Own>
+{
+  /** The resource's types, for the compiler only. */
+  readonly "~shape"?: S
+  readonly tableDef: TableDef<S["stored"]>
+  /** Fields of the output, for output-only detection and `$select`. */
+  readonly outputFields: Readonly<Record<string, FieldInfo>>
+  readonly queryFields: Readonly<Record<string, FieldInfo>>
+  readonly createFields: ReadonlySet<string>
+  readonly updateFields: ReadonlySet<string>
+  readonly operatorFields: ReadonlySet<string>
+  readonly operatorOnly: ReadonlyArray<Method>
+  readonly defaults: Row
+  ownerFrom?(principal: Principal, input: S["create"]): Effect.Effect<string, DomainError, CoreServices | R>
+  readonly hooks: Hooks<S, R, Carry>
+  readonly getBy?: GetBy<S["output"], R> | undefined
+}
+
+/**
+ * A resource's data, declared before its behaviour: for hooks that need the declaration's own
+ * table (a consent user's hooks read users), which the declaration cannot name while it is
+ * being written.
+ */
+export interface Declaration<S extends Shape, Path extends string = string, Own extends boolean = boolean> extends Declared<S, Path, Own> {
+  readonly with: <R = never, Carry = never>(behaviour: Behaviour<S, R, Carry>) => ResourceDef<S, R, Carry, Path, Own>
+}
+
+/** A declaration's data, with or without its behaviour. */
+export type Declared<S extends Shape, Path extends string = string, Own extends boolean = boolean> = Omit<
+  ResourceDef<S, any, any, Path, Own>,
+  "hooks" | "ownerFrom" | "getBy"
+>
+
+/** The stored row of a resource or declaration. */
+export type StoredRow<D extends { readonly "~shape"?: Shape | undefined }> = NonNullable<D["~shape"]>["stored"]
+
+/** The output of a resource or declaration. */
+export type OutputOf<D extends { readonly "~shape"?: Shape | undefined }> = NonNullable<D["~shape"]>["output"]
+
+const keys = (s: AnySchema | undefined): ReadonlySet<string> => new Set(s ? Object.keys(fieldsOf(s)) : [])
+
+const declare = <S extends Shape, Path extends string, Own extends boolean>(
+  options: ResourceData<AnySchema, AnySchema | undefined, AnySchema | undefined, Readonly<Record<string, FieldInfo>>, string, Path, Own>
+): Declaration<S, Path, Own> => {
+  const outputFields = fieldsOf(options.output)
+  const transient = new Set<string>(options.transient ?? [])
+  const columns: Record<string, FieldInfo> = {}
+  for (const [k, v] of Object.entries(outputFields)) if (!transient.has(k)) columns[k] = v
+  Object.assign(columns, options.privateFields ?? {})
+  const queryFields: Record<string, FieldInfo> = {}
+  for (const [k, v] of Object.entries(columns)) {
+    if (Object.hasOwn(outputFields, k) || options.queryable?.includes(k)) queryFields[k] = v
+  }
+  const tableDef: TableDef<S["stored"]> = {
+    table: options.table,
+    fields: columns,
+    key: options.keyedByOrganization ? ["organization_id", "id"] : ["id"],
+    unique: options.unique ?? [],
+    indexes: options.indexes ?? [],
+    references: [
+      ...(options.ownerField === "organization_id" ? [ownedByOrganization] : []),
+      ...(options.references ?? [])
+    ],
+    defaultSort: "created_at" in columns ? [{ field: "created_at", direction: 1 }] : []
+  }
+  if (options.cursorPaging && columns.created_at?.nullable !== false) {
+    throw new Error(`${options.path}: cursor paging orders by created_at, which must be a non-null column`)
+  }
+  const data: Declared<S, Path, Own> = {
+    ...options,
+    operatorOnly: options.operatorOnly ?? [],
+    defaults: options.defaults ?? {},
+    outputFields,
+    queryFields,
+    createFields: keys(options.createInput),
+    updateFields: keys(options.updateInput),
+    operatorFields: keys(options.operatorInput),
+    tableDef
+  }
+  return {
+    ...data,
+    with: <R, Carry>(behaviour: Behaviour<S, R, Carry>): ResourceDef<S, R, Carry, Path, Own> => ({
+      ...data,
+      ownerFrom: behaviour.ownerFrom,
+      hooks: behaviour.hooks ?? {},
+      getBy: behaviour.getBy
+    })
+  }
+}
+
+/** Declares a resource's data now and its behaviour later (`.with(…)`); see `Declaration`. */
+export const declareResource = <
+  O extends AnySchema,
+  C extends AnySchema | undefined = undefined,
+  U extends AnySchema | undefined = undefined,
+  const P extends Readonly<Record<string, FieldInfo>> = {},
+  const T extends string = never,
+  const Path extends string = string,
+  const Own extends boolean = false,
+  const Q extends string = never,
+  const V extends ViewParamSchemas = {},
+  const Cur extends boolean = false,
+  const M extends Method = Method
+>(options: ResourceData<O, C, U, P, T, Path, Own, Q, V, Cur, M>): Declaration<ShapeOf<O, C, U, P, T, Q, V, Cur, M>, Path, Own> =>
+  declare(options)
+
+/**
+ * Declares a resource once: its schemas, columns, scope, methods and behaviour. Its types (the
+ * stored row, the output, the inputs) come from the schemas and private columns, and flow into
+ * the hooks and the generic use-cases. A hook that needs the declaration's own table declares
+ * the data first and adds the behaviour with `.with(…)`.
+ */
+export const defineResource = <
+  O extends AnySchema,
+  C extends AnySchema | undefined = undefined,
+  U extends AnySchema | undefined = undefined,
+  const P extends Readonly<Record<string, FieldInfo>> = {},
+  const T extends string = never,
+  R = never,
+  Carry = never,
+  const Path extends string = string,
+  const Own extends boolean = false,
+  const Q extends string = never,
+  const V extends ViewParamSchemas = {},
+  const Cur extends boolean = false,
+  const M extends Method = Method
+>(
+  options: ResourceData<O, C, U, P, T, Path, Own, Q, V, Cur, M> & Behaviour<ShapeOf<O, C, U, P, T, Q, V, Cur, M>, R, Carry>
+): ResourceDef<ShapeOf<O, C, U, P, T, Q, V, Cur, M>, Exclude<R, CoreServices>, Carry, Path, Own> => {
+  const { hooks, ownerFrom, ports: _ports, ...data } = options
+  // The core services are always there: a declaration's type names only the ports beyond them.
+  return declare<ShapeOf<O, C, U, P, T, Q, V, Cur, M>, Path, Own>(data).with({ ownerFrom, hooks } as Behaviour<
+    ShapeOf<O, C, U, P, T, Q, V, Cur, M>,
+    Exclude<R, CoreServices>,
+    Carry
+  >)
+}
+
+/**
+ * The ports of a declaration that needs several: a tag is invariant in its service, so a list
+ * of different tags is typed by the declaration's `R`, which `.with<R>` names.
+ */
+export const portList = <R>(...tags: ReadonlyArray<Context.Tag<any, any>>): ReadonlyArray<Context.Tag<R, any>> => tags
+
+/** Rows owned by an organization are removed with it. */
+export const ownedByOrganization: Relation = { field: "organization_id", table: "organizations", onDelete: "cascade" }
+
+/** A table that is not a REST resource (persons, settings). */
+export const defineTable = <const F extends Readonly<Record<string, FieldInfo>>>(
+  table: string,
+  fields: F,
+  options: {
+    /** `["id"]` unless given (a counter keyed by its organization and period). */
+    readonly key?: ReadonlyArray<string>
+    readonly unique?: ReadonlyArray<ReadonlyArray<string>>
+    readonly indexes?: ReadonlyArray<IndexDef>
+    readonly references?: ReadonlyArray<Relation>
+    /** `created_at` ascending unless given (attempts are read in the order they were made). */
+    readonly defaultSort?: ReadonlyArray<SortKey>
+  } = {}
+): TableDef<RowOf<F>> => ({
+  table,
+  fields,
+  key: options.key ?? ["id"],
+  unique: options.unique ?? [],
+  indexes: options.indexes ?? [],
+  references: options.references ?? [],
+  defaultSort: options.defaultSort ?? ("created_at" in fields ? [{ field: "created_at", direction: 1 }] : [])
+})
+
+export const field = {
+  string: { kind: "string", nullable: false },
+  optionalString: { kind: "string", nullable: true },
+  timestamp: { kind: "timestamp", nullable: false },
+  optionalTimestamp: { kind: "timestamp", nullable: true },
+  number: { kind: "number", nullable: false },
+  optionalNumber: { kind: "number", nullable: true },
+  bigint: { kind: "number", nullable: false, storage: "bigint" },
+  optionalReal: { kind: "number", nullable: true, storage: "real" },
+  boolean: { kind: "boolean", nullable: false },
+  json: { kind: "json", nullable: true }
+} as const satisfies Record<string, FieldInfo>
+
+/** A JSON column whose value has a known type (a private column the output does not show). */
+export interface JsonField<A> extends FieldInfo {
+  readonly kind: "json"
+  readonly nullable: false
+  /** The value's type, for the compiler only. */
+  readonly "~json"?: A
+}
+
+/** A NOT NULL JSON column holding an `A`. */
+export const jsonField = <A>(): JsonField<A> => ({ kind: "json", nullable: false })
+
+/** A declaration of any resource, whatever its ports and carried data. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyResource = ResourceDef<AnyShape, any, any>
+
+/** The ports a resource's hooks need beyond the core services. */
+export type PortsOf<D> = D extends ResourceDef<any, infer R, any> ? R : never
+
+/**
+ * The generic operations a declaration offers: its methods, less a create without a create
+ * schema and an update or patch without an update schema. The routes, the OpenAPI document and
+ * the host API all offer exactly these.
+ */
+export const operationsOf = (def: Pick<ResourceData, "methods" | "createInput" | "updateInput">): ReadonlyArray<Method> =>
+  def.methods.filter((m) =>
+    m === "create" ? def.createInput !== undefined : m === "update" || m === "patch" ? def.updateInput !== undefined : true
+  )
