@@ -25,6 +25,15 @@ const allowed = {
 }
 const packages = Object.keys(allowed)
 
+/**
+ * The folders of core, bottom up: each may import the ones before it, never one after it. Domain
+ * holds the schemas every feature shares; Engine the declaration machinery (resources, actions,
+ * the service that runs them, queries, cursors, principals, the ports every feature uses); then
+ * one folder per feature. The files at core/src's root (index, Registry, PlatformServices) are
+ * the composition: they may import every folder, and no folder imports them.
+ */
+const coreFolders = ["Domain", "Engine", "Operations", "Webhooks", "Accounts", "Properties", "Analytics", "Notices", "Consents", "Exports", "Sessions"]
+
 module.exports = {
   forbidden: [
     ...packages.map((name) => ({
@@ -43,17 +52,13 @@ module.exports = {
       from: { path: "^packages/core/src/" },
       to: { dependencyTypes: ["core", "npm", "npm-dev", "npm-peer", "npm-optional", "npm-no-pkg", "npm-unknown"], pathNot: "node_modules/effect/" }
     },
-    {
-      name: "core-engine-below-resources",
-      comment:
-        "core's engine (the generic service, queries, ports) and its schemas know no resource declaration: what it needs of one (quotas, premium features) it asks a port; only the composition (index, Registry, PlatformServices) and the features built on the account (Sessions, Bootstrap) import core/src/Resources",
+    ...coreFolders.map((folder, level) => ({
+      name: `core-${folder.toLowerCase()}-imports-only-below`,
+      comment: `core/src/${folder} may import only ${coreFolders.slice(0, level).join(", ") || "effect"} and itself: the folders of core are layered (coreFolders)`,
       severity: "error",
-      from: {
-        path: "^packages/core/src/(?:[^/]+[.]ts$|Domain/)",
-        pathNot: "^packages/core/src/(?:index|Registry|PlatformServices|Sessions|Bootstrap)[.]ts$"
-      },
-      to: { path: "^packages/core/src/Resources/" }
-    },
+      from: { path: `^packages/core/src/${folder}/` },
+      to: { path: `^packages/core/src/(?!(?:${coreFolders.slice(0, level + 1).join("|")})/)` }
+    })),
     {
       name: "http-imports-no-node-builtin",
       comment: "http runs on any runtime (Deno, Bun, edge hosts): Node's modules belong to the adapters",

@@ -44,9 +44,9 @@ import {
   NoticeTemplateConfigsResource,
   NoticeTextContentsResource,
   NoticeTextsResource,
-  SdkGeneratorAction,
-  TcStringAction
+  SdkGeneratorAction
 } from "./Notices/Notices.js"
+import { TcStringAction } from "./Consents/TcStrings.js"
 import { ExecuteExportAction, ExportConfigsResource, ExportRunsResource } from "./Exports/Exports.js"
 
 const declared = [

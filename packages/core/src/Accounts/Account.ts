@@ -1,5 +1,5 @@
 import { CredentialCache, forgetCredential, forgetOrganizationCredentials } from "./CredentialCache.js"
-import { forgetFeatures } from "./FeatureCache.js"
+import { FeatureCache, forgetFeatures } from "./FeatureCache.js"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Record from "effect/Record"
@@ -35,9 +35,9 @@ import { declareResource, defineResource, field, portList, type StoredRow } from
 import { Settings } from "../Engine/Settings.js"
 import { InvitationsTable, PersonsTable, SettingsTable } from "./InternalTables.js"
 import { nowIso } from "../Engine/Clock.js"
-import { SecretBox } from "../Webhooks/Ports.js"
-import { forgetSigningKey } from "./SigningKeys.js"
-import { forgetTokenIssuer, forgetTokenOrganization } from "./TokenStates.js"
+import { SecretBox } from "../Engine/Secrets.js"
+import { forgetSigningKey, SigningKeys } from "./SigningKeys.js"
+import { ConsentTokenStates, forgetTokenIssuer, forgetTokenOrganization } from "./TokenStates.js"
 import { type InvitationMail, Mailer } from "./Mailer.js"
 import { enqueueInvitationMail, MailSignal, signalMail } from "./MailOutbox.js"
 
@@ -73,7 +73,7 @@ export const OrganizationsResource = defineResource({
     allow_chat_support: false,
     consent_tokens_revoked_before: null
   },
-  ports: [CredentialCache],
+  ports: portList<CredentialCache | ConsentTokenStates>(CredentialCache, ConsentTokenStates),
   hooks: {
     create: (principal, row) =>
       Effect.gen(function*() {
@@ -220,6 +220,7 @@ export const PremiumFeaturesResource = defineResource({
   ownerField: "organization_id",
   unique: [["organization_id"]],
   defaults: Object.fromEntries(premiumFeatureFlags.map((f) => [f, false])),
+  ports: [FeatureCache],
   hooks: { afterCommit: (output) => forgetFeatures(output.organization_id) }
 })
 
@@ -255,7 +256,7 @@ export const ApiKeysResource = defineResource({
   privateFields: { secret_hash: field.string },
   unique: [["organization_id", "name"]],
   defaults: { enabled: true, is_internal: false },
-  ports: [CredentialCache],
+  ports: portList<CredentialCache | ConsentTokenStates>(CredentialCache, ConsentTokenStates),
   hooks: {
     // A deleted key's sessions end now in this process, not when its cached entry ages; so do
     // the consent tokens it minted, disabled or deleted.
@@ -294,6 +295,7 @@ export const SecretsResource = defineResource({
   privateFields: { secret_hash: field.string, secret_sealed: field.optionalString },
   quota: "secrets",
   defaults: { require_expiration: false },
+  ports: [SigningKeys],
   hooks: {
     // A removed secret stops signing user ids now in this process, not when its kept value ages.
     afterCommit: (output) => forgetSigningKey(output.id),
@@ -330,8 +332,8 @@ const Members = declareResource({
   defaults: { authentication_method: "email_password", saml_active: false, role_id: null }
 })
 
-export const MembersResource = Members.with<Mailer | MailSignal>({
-  ports: portList<Mailer | MailSignal>(Mailer, MailSignal),
+export const MembersResource = Members.with<Mailer | MailSignal | ConsentTokenStates>({
+  ports: portList<Mailer | MailSignal | ConsentTokenStates>(Mailer, MailSignal, ConsentTokenStates),
   hooks: {
     create: (_principal, row, input) => invite(row, input),
     // The invitation's mail was queued with the invite: the mail dispatcher sends it now. A person

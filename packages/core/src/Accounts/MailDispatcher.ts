@@ -11,7 +11,7 @@ import { type InvitationMail, Mailer, MailNotSent } from "./Mailer.js"
 import { MailQueue, type MailOutcome, type MailRecord, MailSignal } from "./MailOutbox.js"
 import { Metrics } from "../Engine/Metrics.js"
 import { randomToken } from "../Engine/Random.js"
-import { SecretBox } from "../Webhooks/Ports.js"
+import { SecretBox } from "../Engine/Secrets.js"
 
 /**
  * The loop that empties the mail outbox, over core's ports only: the store's `MailQueue`, the

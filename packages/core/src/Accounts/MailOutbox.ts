@@ -7,7 +7,7 @@ import type { InvitationMail } from "./Mailer.js"
 import { Storage } from "../Engine/Ports.js"
 import { sortableId } from "../Engine/Random.js"
 import { defineTable, field, ownedByOrganization, type RowOf } from "../Engine/Resource.js"
-import { SecretBox } from "../Webhooks/Ports.js"
+import { SecretBox } from "../Engine/Secrets.js"
 
 /**
  * The mail outbox: an invitation's mail is written in the invite's transaction and sent after

@@ -2,7 +2,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { nowSeconds } from "../Engine/Clock.js"
 import { CredentialCache, forgetCredential } from "./CredentialCache.js"
-import { forgetTokenIssuer } from "./TokenStates.js"
+import { ConsentTokenStates, forgetTokenIssuer } from "./TokenStates.js"
 import { answers, defineAction } from "../Engine/Action.js"
 import {
   PlatformIntegration,
@@ -15,7 +15,7 @@ import { InvalidInput } from "../Domain/Errors.js"
 import { addressKeys, throttled } from "./LoginThrottle.js"
 import { SecretHasher, Storage, TokenIssuer } from "../Engine/Ports.js"
 import { randomToken } from "../Engine/Random.js"
-import { defineResource, field } from "../Engine/Resource.js"
+import { defineResource, field, portList } from "../Engine/Resource.js"
 import { Settings } from "../Engine/Settings.js"
 
 /** The operator's registry of platform integrations; the token is shown once and kept hashed. */
@@ -34,7 +34,7 @@ export const PlatformIntegrationsResource = defineResource({
   revealsCredentials: "create",
   privateFields: { token_hash: field.string },
   defaults: { enabled: true },
-  ports: [CredentialCache],
+  ports: portList<CredentialCache | ConsentTokenStates>(CredentialCache, ConsentTokenStates),
   hooks: {
     // A deleted integration's sessions end now in this process, not when its cached entry ages.
     afterCommit: (output) => Effect.zipRight(forgetCredential("platform_integrations", output.id), forgetTokenIssuer(output.id)),

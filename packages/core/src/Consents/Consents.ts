@@ -1,6 +1,8 @@
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { nowIso } from "../Engine/Clock.js"
+import { SigningKeys } from "../Accounts/SigningKeys.js"
+import { ConsentTokenStates } from "../Accounts/TokenStates.js"
 import {
   ConsentEvent,
   ConsentEventCreate,
@@ -23,14 +25,14 @@ import { type DomainError, Forbidden, InvalidInput, NotFound } from "../Domain/E
 import { verifyUserIdAuth } from "./VouchedUsers.js"
 import { recordUserErasure } from "./UserErasures.js"
 import { emptyState, mergeAll, mergeEvent, sameConsents } from "./Merge.js"
-import { Ids, keyOf, Storage, type TableDef } from "../Engine/Ports.js"
-import { Relations } from "../Engine/Relations.js"
+import { Ids, keyOf, Storage } from "../Engine/Ports.js"
 import { canAccess, type EndUserPrincipal, isEndUser, type Principal } from "../Engine/Principal.js"
 import { eq } from "../Engine/Query.js"
 import { carrying, type CoreServices, declareResource, portList, field, jsonField, type OutputOf, type StoredRow } from "../Engine/Resource.js"
 import { ensureMethodFor, findWithin, type LookUp, requireFeature, requireFlag, resolveView, toOutput } from "../Engine/Service.js"
 import { enqueue, type OutgoingEvent } from "../Webhooks/Outbox.js"
 import { SubscriberRegistrations } from "../Webhooks/Ports.js"
+import { NoticeTextContentsResource } from "../Notices/Notices.js"
 import { Digests, MediaTypes, ProofFiles } from "./ProofPorts.js"
 import { FILE_BODY_LIMIT, forgetProofFilesOf, linkProofs, requireProofs, storeProof } from "./Proofs.js"
 import { eraseReportsOf } from "./ProofReportRecords.js"
@@ -300,11 +302,7 @@ const namedProofs = (
 const requireApprovedContent = (organizationId: string, contentId: string | null | undefined) =>
   Effect.gen(function*() {
     if (contentId === undefined || contentId === null) return
-    // Found by name among the stored tables: the notices' declarations name consent events (a TC
-    // string of an event), so importing them here would make the two modules need each other.
-    const table = (yield* Relations).tables.find((t) => t.table === "notice_text_contents") as TableDef | undefined
-    if (table === undefined) return yield* Effect.dieMessage("notice_text_contents is not a stored table")
-    const found = yield* Effect.flatMap(Storage, (s) => s.repository(table).get(contentId))
+    const found = yield* Effect.flatMap(Storage, (s) => s.repository(NoticeTextContentsResource.tableDef).get(contentId))
     if (Option.isNone(found) || found.value.organization_id !== organizationId || found.value.status !== "approved") {
       return yield* Effect.fail(new InvalidInput({
         message: "Invalid notice_text_content_id: it names no approved notice text content of this organization",
@@ -430,9 +428,9 @@ export interface EventCarry {
   readonly createdUser: boolean
 }
 
-export const ConsentEventsResource = Events.with<SubscriberRegistrations | MediaTypes | ProofFiles | Digests, EventCarry>({
+export const ConsentEventsResource = Events.with<SubscriberRegistrations | MediaTypes | ProofFiles | Digests | SigningKeys, EventCarry>({
   // Their changes go to the outbox, addressed to the registered subscribers too; proofs may come inline.
-  ports: portList(SubscriberRegistrations, MediaTypes, ProofFiles, Digests),
+  ports: portList(SubscriberRegistrations, MediaTypes, ProofFiles, Digests, SigningKeys),
   hooks: {
     // A consent token reads its own user's events, whatever else the query asks.
     find: (p, query) =>
@@ -579,8 +577,8 @@ export interface UserCarry {
   readonly event?: EventRow
 }
 
-export const ConsentUsersResource = Users.with<SubscriberRegistrations | ProofFiles | Digests, UserCarry>({
-  ports: portList(SubscriberRegistrations, ProofFiles, Digests),
+export const ConsentUsersResource = Users.with<SubscriberRegistrations | ProofFiles | Digests | ConsentTokenStates, UserCarry>({
+  ports: portList(SubscriberRegistrations, ProofFiles, Digests, ConsentTokenStates),
   // `GET consents/users/:id?$by_organization_user_id=true`: the id is the organization's own user id.
   getBy: { param: "$by_organization_user_id", get: (principal, id, at) => getUserByOrganizationUserId(principal, id, at) },
   hooks: {

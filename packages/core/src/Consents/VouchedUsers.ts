@@ -5,7 +5,7 @@ import { type OrganizationUserIdAuth } from "../Domain/Consent.js"
 import { Forbidden, InvalidInput } from "../Domain/Errors.js"
 import { Hmac, Storage } from "../Engine/Ports.js"
 import { SecretsResource } from "../Accounts/Account.js"
-import { SecretBox } from "../Webhooks/Ports.js"
+import { SecretBox } from "../Engine/Secrets.js"
 import { SigningKeys } from "../Accounts/SigningKeys.js"
 
 /**

@@ -1,6 +1,6 @@
 import * as Effect from "effect/Effect"
 import { InvalidInput } from "../Domain/Errors.js"
-import { UrlSigner } from "../Accounts/OrganizationPorts.js"
+import { UrlSigner } from "./Secrets.js"
 import type { Row, TableDef } from "./Ports.js"
 
 /**

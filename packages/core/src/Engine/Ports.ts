@@ -218,3 +218,15 @@ export class Hmac extends Context.Tag("@cmp/core/Hmac")<
     readonly verifySha256Hex: (key: string, message: string, digest: string) => Effect.Effect<boolean>
   }
 >() {}
+
+/**
+ * A write's hooks may have committed outbox messages (webhook events, mail): every committed
+ * write rings this, and whatever delivers them in this process looks at once.
+ */
+export class OutboxSignal extends Context.Tag("@cmp/core/OutboxSignal")<OutboxSignal, { readonly notify: Effect.Effect<void> }>() {
+  /** No dispatcher in this process: another process polls the outbox. */
+  static readonly None = Layer.succeed(OutboxSignal, { notify: Effect.void })
+}
+
+/** Tells this process's dispatcher that messages were committed. */
+export const signalOutbox: Effect.Effect<void, never, OutboxSignal> = Effect.flatMap(OutboxSignal, (s) => s.notify)

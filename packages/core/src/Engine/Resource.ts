@@ -7,11 +7,8 @@ import { type FieldInfo, fieldsOf } from "./Fields.js"
 import type { Hmac, Ids, IndexDef, Relation, Row, SecretHasher, Storage, TableDef, UnitOfWork } from "./Ports.js"
 import type { Relations } from "./Relations.js"
 import type { Settings } from "./Settings.js"
-import type { OutboxSignal, SecretBox } from "../Webhooks/Ports.js"
-import type { FeatureCache } from "../Accounts/FeatureCache.js"
-import type { OriginCache } from "../Properties/OriginCache.js"
-import type { SigningKeys } from "../Accounts/SigningKeys.js"
-import type { ConsentTokenStates } from "../Accounts/TokenStates.js"
+import type { OutboxSignal } from "./Ports.js"
+import type { SecretBox } from "./Secrets.js"
 import type { OrganizationLimits } from "./OrganizationLimits.js"
 import type { EndUserCredential, Principal } from "./Principal.js"
 import type { FindQuery, SortKey } from "./Query.js"
@@ -54,10 +51,6 @@ export type CoreServices =
   | Settings
   | SecretBox
   | Relations
-  | FeatureCache
-  | OriginCache
-  | SigningKeys
-  | ConsentTokenStates
   | OrganizationLimits
   | OutboxSignal
 

@@ -19,7 +19,7 @@ import {
 } from "./Principal.js"
 import { type Condition, eq, type FindQuery, inList, parseFindQuery } from "./Query.js"
 import { cursorAfter, type CursorPage, keysetFields, readCursor } from "./Cursor.js"
-import type { UrlSigner } from "../Accounts/OrganizationPorts.js"
+import type { UrlSigner } from "./Secrets.js"
 import {
   type AnyResource,
   type AnySchema,
@@ -35,7 +35,7 @@ import {
 } from "./Resource.js"
 import { OrganizationLimits } from "./OrganizationLimits.js"
 import { cascade } from "./Relations.js"
-import { signalOutbox } from "../Webhooks/Ports.js"
+import { signalOutbox } from "./Ports.js"
 
 /**
  * The generic use-cases every resource shares: organization scope, output-only fields,

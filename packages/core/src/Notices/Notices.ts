@@ -29,11 +29,10 @@ import { isOperator, type Principal, requireOrganization } from "../Engine/Princ
 import { eq } from "../Engine/Query.js"
 import { declareResource, defineResource, type StoredRow } from "../Engine/Resource.js"
 import { decode, loadVisible, type LookUp } from "../Engine/Service.js"
-import { ConsentEventsResource } from "../Consents/Consents.js"
 
 /**
  * Notices: texts and their reviewed contents, notice configs, template configs (IAB TCF rules
- * enforced), the SDK configuration generator and the server-side TC string of a consent event.
+ * enforced), the SDK configuration generator, and the TCF choices a TC string encodes.
  */
 
 const invalid = (errors: Record<string, string>) => {
@@ -282,16 +281,6 @@ export const tcChoicesOf = (event: { readonly consents: EventConsents; readonly 
   }
 }
 
-/** `GET consents/events/:id/tcstring`: the event's choices as a TC string, encoded by the server. */
-export const tcStringOfEvent = (principal: Principal, id: string, at: LookUp = {}) =>
-  Effect.gen(function*() {
-    if (!ConsentEventsResource.methods.includes("get")) return yield* Effect.fail(new Forbidden({ message: "not allowed" }))
-    const event = yield* loadVisible(ConsentEventsResource, principal, id, at)
-    const encoder = yield* TcStringEncoder
-    const tc_string = yield* encoder.encode(tcChoicesOf(event))
-    return { id: event.id, tc_string }
-  })
-
 // ---------------------------------------------------------------- declarations
 
 export const SdkGeneratorAction = defineAction({
@@ -306,21 +295,4 @@ export const SdkGeneratorAction = defineAction({
   status: 201,
   queryNamesOrganization: false,
   run: (principal, request) => generateSdkConfig(principal, request.body)
-})
-
-/** The answer of `GET consents/events/:id/tcstring`. */
-export const TcStringOutput = Schema.Struct({ id: Schema.String, tc_string: Schema.String })
-
-export const TcStringAction = defineAction({
-  place: "consents/events",
-  name: "tcstring",
-  method: "GET",
-  path: "consents/events/:id/tcstring",
-  summary: "The event's choices as an IAB TCF v2 TC string, encoded by the server",
-  auth: "bearer",
-  query: "lookUp",
-  answers: answers.schema("TcString", TcStringOutput),
-  status: 200,
-  target: (request) => ({ def: ConsentEventsResource, id: request.id }),
-  run: (principal, request) => tcStringOfEvent(principal, request.id, request.at)
 })

@@ -1,13 +1,13 @@
 import * as Effect from "effect/Effect"
 import { Domain, DomainCreate, DomainUpdate } from "../Domain/Property.js"
 import { InvalidInput } from "../Domain/Errors.js"
-import { Provisioner } from "../Accounts/OrganizationPorts.js"
+import { Provisioner } from "./Provisioner.js"
 import { Storage } from "../Engine/Ports.js"
 import { eq } from "../Engine/Query.js"
-import { declareResource, type StoredRow } from "../Engine/Resource.js"
+import { declareResource, portList, type StoredRow } from "../Engine/Resource.js"
 import { checkQuota } from "../Engine/Service.js"
 import { Settings } from "../Engine/Settings.js"
-import { forgetOrigins } from "./OriginCache.js"
+import { forgetOrigins, OriginCache } from "./OriginCache.js"
 
 /**
  * The moves a client may ask for (api.md): deploy a draft or retry a failure, delete a ready
@@ -66,9 +66,9 @@ const deploy = (domain: DomainRow) =>
 const undeploy = (domain: DomainRow) =>
   Effect.flatMap(Provisioner, (p) => p.undeploy(domain))
 
-export const DomainsResource = Domains.with({
+export const DomainsResource = Domains.with<Provisioner | OriginCache>({
   // A ready domain is an origin its organization's pages record consent from.
-  ports: [Provisioner],
+  ports: portList<Provisioner | OriginCache>(Provisioner, OriginCache),
   hooks: {
     afterCommit: (output) => forgetOrigins(output.organization_id),
     create: (_principal, row) =>

@@ -1,7 +1,7 @@
 import * as Effect from "effect/Effect"
 import { PrivacyCenter, PrivacyCenterCreate, PrivacyCenterUpdate } from "../Domain/Property.js"
 import { defineResource } from "../Engine/Resource.js"
-import { forgetOrigins } from "./OriginCache.js"
+import { forgetOrigins, OriginCache } from "./OriginCache.js"
 
 /** Host names compare without case: kept lower-cased, each once. */
 const hosts = (list: ReadonlyArray<string> | null | undefined) =>
@@ -25,6 +25,7 @@ export const PrivacyCentersResource = defineResource({
   ownerField: "organization_id",
   defaults: { auth_required: false },
   // Its custom domains are origins its organization's pages record consent from.
+  ports: [OriginCache],
   hooks: {
     afterCommit: (output) => forgetOrigins(output.organization_id),
     create: (_principal, row) => Effect.succeed({ row: { ...row, custom_domains: hosts(row.custom_domains) ?? null } }),

@@ -5,7 +5,7 @@ import { InvalidInput } from "../Domain/Errors.js"
 import { Storage } from "../Engine/Ports.js"
 import { canAccess, type Principal } from "../Engine/Principal.js"
 import { defineResource } from "../Engine/Resource.js"
-import { forgetOrigins } from "./OriginCache.js"
+import { forgetOrigins, OriginCache } from "./OriginCache.js"
 
 /** Not in the spec: a website or app of an organization; cookies and vendors hang off it. */
 export const PropertiesResource = defineResource({
@@ -20,6 +20,7 @@ export const PropertiesResource = defineResource({
   // Its cookies and vendors refer to it, and go with it.
   ownerField: "organization_id",
   // Its website is one of the origins its organization's pages record consent from.
+  ports: [OriginCache],
   hooks: { afterCommit: (output) => forgetOrigins(output.organization_id) }
 })
 

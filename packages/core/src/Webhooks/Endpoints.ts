@@ -3,7 +3,8 @@ import * as Option from "effect/Option"
 import { nowIso } from "../Engine/Clock.js"
 import { Storage } from "../Engine/Ports.js"
 import { WebhooksResource } from "./Webhooks.js"
-import { type Endpoint, Endpoints, SecretBox } from "./Ports.js"
+import { type Endpoint, Endpoints } from "./Ports.js"
+import { SecretBox } from "../Engine/Secrets.js"
 
 /**
  * The dispatcher reads a webhook (and opens its sealed secrets) for every message; a copy is kept

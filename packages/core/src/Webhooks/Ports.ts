@@ -88,15 +88,6 @@ export class DeliveryQueue extends Context.Tag("@cmp/core/DeliveryQueue")<
   }
 >() {}
 
-/** Reversible encryption of secrets the service must use later (signing keys, OAuth secrets). */
-export class SecretBox extends Context.Tag("@cmp/core/SecretBox")<
-  SecretBox,
-  {
-    readonly seal: (plaintext: string) => Effect.Effect<string>
-    readonly open: (sealed: string) => Effect.Effect<string>
-  }
->() {}
-
 /** What a dispatcher needs to send to one webhook (secrets in clear, in memory only). */
 export interface Endpoint {
   readonly id: string
@@ -128,15 +119,6 @@ export class Endpoints extends Context.Tag("@cmp/core/Endpoints")<
 /** Called after a webhook's change commits, so this process's dispatcher sees it at once. */
 export const forgetEndpoint = (webhookId: unknown): Effect.Effect<void, never, Endpoints> =>
   typeof webhookId !== "string" ? Effect.void : Effect.flatMap(Endpoints, (e) => e.forget(webhookId))
-
-/** Wakes an in-process dispatcher after new messages were committed. */
-export class OutboxSignal extends Context.Tag("@cmp/core/OutboxSignal")<OutboxSignal, { readonly notify: Effect.Effect<void> }>() {
-  /** No dispatcher in this process: another process polls the outbox. */
-  static readonly None = Layer.succeed(OutboxSignal, { notify: Effect.void })
-}
-
-/** Tells this process's dispatcher that messages were committed. */
-export const signalOutbox: Effect.Effect<void, never, OutboxSignal> = Effect.flatMap(OutboxSignal, (s) => s.notify)
 
 // ---------------------------------------------------------------- in-process subscribers
 

@@ -26,7 +26,8 @@ import {
   toOutput
 } from "../Engine/Service.js"
 import { Settings } from "../Engine/Settings.js"
-import { Endpoints, forgetEndpoint, SecretBox, SUBSCRIBER_PREFIX, subscriberOf } from "./Ports.js"
+import { Endpoints, forgetEndpoint, SUBSCRIBER_PREFIX, subscriberOf } from "./Ports.js"
+import { SecretBox } from "../Engine/Secrets.js"
 import { AttemptsTable, DeliveriesTable, DeliveryIndexes, DeliveryLeaseFields, DeliveryTraceFields } from "./Tables.js"
 import { type DeliveryStatsRecord, DeliveryStats, DeliveryStatsList, type WebhookDeliveryStats } from "./DeliveryStats.js"
 
