@@ -6,15 +6,13 @@ import type { TableDef } from "./Engine/Ports.js"
 import { MailOutboxTable } from "./Accounts/MailOutbox.js"
 import { Relations } from "./Engine/Relations.js"
 import type { AnyShape, CoreServices, PortsOf, ResourceDef } from "./Engine/Resource.js"
-import {
-  ApiKeysResource,
-  MembersResource,
-  OrganizationsResource,
-  PremiumFeaturesResource,
-  QuotasResource,
-  SecretsResource
-} from "./Accounts/Account.js"
-import { ConsentEventsResource, ConsentUsersResource } from "./Consents/Consents.js"
+import { ApiKeysResource } from "./Accounts/ApiKeys.js"
+import { MembersResource } from "./Accounts/Members.js"
+import { OrganizationsResource } from "./Accounts/Organizations.js"
+import { PremiumFeaturesResource, QuotasResource } from "./Accounts/Plans.js"
+import { SecretsResource } from "./Accounts/Secrets.js"
+import { ConsentEventsResource } from "./Consents/Events.js"
+import { ConsentUsersResource } from "./Consents/Users.js"
 import { EventProofsTable, ProofFileAction, ProofFilesTable, ProofsResource } from "./Consents/Proofs.js"
 import { ProofReportPdfAction, ProofReportsResource } from "./Consents/ProofReports.js"
 import { ReportPdfsTable } from "./Consents/ProofReportRecords.js"

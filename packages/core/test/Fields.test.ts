@@ -2,7 +2,9 @@ import * as Schema from "effect/Schema"
 import { describe, expect, it } from "vitest"
 import { ApiKey, Member, Organization, premiumFeatureFlags, PremiumFeature, Quota, quotaFields } from "../src/Domain/Account.js"
 import { fieldsOf } from "../src/Engine/Fields.js"
-import { ApiKeysResource, OrganizationsResource, SecretsResource } from "../src/Accounts/Account.js"
+import { ApiKeysResource } from "../src/Accounts/ApiKeys.js"
+import { OrganizationsResource } from "../src/Accounts/Organizations.js"
+import { SecretsResource } from "../src/Accounts/Secrets.js"
 
 describe("fieldsOf(ApiKey)", () => {
   const f = fieldsOf(ApiKey)

@@ -7,7 +7,7 @@ import { JsonObject, opt, Text, Timestamp } from "../src/Domain/Common.js"
 import type { InvalidInput } from "../src/Domain/Errors.js"
 import { fieldsOf } from "../src/Engine/Fields.js"
 import { conditionFields, type ParsedQuery, parseFindQuery, type ParseOptions } from "../src/Engine/Query.js"
-import { ApiKeysResource } from "../src/Accounts/Account.js"
+import { ApiKeysResource } from "../src/Accounts/ApiKeys.js"
 
 /** A resource with every field kind: what a real one would declare. */
 const Thing = Schema.Struct({

@@ -6,7 +6,7 @@ import { FeatureCache } from "./FeatureCache.js"
 import { OrganizationLimits } from "../Engine/OrganizationLimits.js"
 import { type Row, Storage, type TableDef } from "../Engine/Ports.js"
 import { eq } from "../Engine/Query.js"
-import { Tables } from "./Account.js"
+import { Tables } from "./AccountTables.js"
 
 /** An organization's one row of a per-organization table (its quotas, its premium features). */
 export const organizationRow = (table: TableDef, organizationId: string): Effect.Effect<Row | undefined, never, Storage> =>

@@ -3,7 +3,8 @@ import * as Option from "effect/Option"
 import { nowIso } from "../Engine/Clock.js"
 import { Ids, SecretHasher, Storage, UnitOfWork } from "../Engine/Ports.js"
 import { randomToken } from "../Engine/Random.js"
-import { provisionOrganization, Tables } from "./Account.js"
+import { provisionOrganization } from "./Organizations.js"
+import { Tables } from "./AccountTables.js"
 import { Settings } from "../Engine/Settings.js"
 
 /** Creates the operator organization (with its quota and features) when it is missing. */

@@ -7,7 +7,7 @@ import { CertificateValidator } from "./CertificateValidator.js"
 import { Storage } from "../Engine/Ports.js"
 import { randomToken } from "../Engine/Random.js"
 import { defineResource, field } from "../Engine/Resource.js"
-import { Tables } from "./Account.js"
+import { Tables } from "./AccountTables.js"
 
 /** The PEM must parse as an X.509 certificate that has not expired (checked by the adapter's port). */
 const checkCertificate = (pem: string) =>

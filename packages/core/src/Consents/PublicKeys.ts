@@ -4,7 +4,7 @@ import { NotAuthenticated } from "../Domain/Errors.js"
 import { Storage } from "../Engine/Ports.js"
 import type { Principal } from "../Engine/Principal.js"
 import { eq } from "../Engine/Query.js"
-import { OrganizationsResource } from "../Accounts/Account.js"
+import { OrganizationsResource } from "../Accounts/Organizations.js"
 
 /**
  * The organization a public key (`public_api_key`) belongs to. Every public write asks, so the

@@ -5,7 +5,7 @@ import { Forbidden } from "../Domain/Errors.js"
 import type { Principal } from "../Engine/Principal.js"
 import { loadVisible, type LookUp } from "../Engine/Service.js"
 import { tcChoicesOf, TcStringEncoder } from "../Notices/Notices.js"
-import { ConsentEventsResource } from "./Consents.js"
+import { ConsentEventsResource } from "./Events.js"
 
 /** `GET consents/events/:id/tcstring`: the event's choices as a TC string, encoded by the server. */
 export const tcStringOfEvent = (principal: Principal, id: string, at: LookUp = {}) =>

@@ -4,7 +4,7 @@ import { nowSeconds } from "../Engine/Clock.js"
 import { type OrganizationUserIdAuth } from "../Domain/Consent.js"
 import { Forbidden, InvalidInput } from "../Domain/Errors.js"
 import { Hmac, Storage } from "../Engine/Ports.js"
-import { SecretsResource } from "../Accounts/Account.js"
+import { SecretsResource } from "../Accounts/Secrets.js"
 import { SecretBox } from "../Engine/Secrets.js"
 import { SigningKeys } from "../Accounts/SigningKeys.js"
 

@@ -20,8 +20,10 @@ import { type Condition, eq, type Scalar } from "../Engine/Query.js"
 import { declareResource, defineResource } from "../Engine/Resource.js"
 import { checkQuota, decode, loadVisible, requireFeature, requireFeatureBeforeBody, toOutput } from "../Engine/Service.js"
 import { Settings } from "../Engine/Settings.js"
-import { Tables } from "../Accounts/Account.js"
-import { ConsentEventsResource, ConsentUsersResource, regulationsOf, userOut } from "../Consents/Consents.js"
+import { Tables } from "../Accounts/AccountTables.js"
+import { ConsentEventsResource } from "../Consents/Events.js"
+import { ConsentUsersResource } from "../Consents/Users.js"
+import { regulationsOf, userOut } from "../Consents/UserStates.js"
 import { checkReceiverUrl } from "../Webhooks/Webhooks.js"
 
 /**

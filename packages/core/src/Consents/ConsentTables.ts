@@ -1,0 +1,116 @@
+import * as Effect from "effect/Effect"
+import {
+  ConsentEvent,
+  ConsentEventCreate,
+  ConsentEventUpdate,
+  type ConsentState,
+  ConsentUser,
+  ConsentUserCreate,
+  ConsentUserUpdate,
+  PUBLIC_EVENT_ANSWER,
+  Regulation,
+  type UserConsentStates
+} from "../Domain/Consent.js"
+import { Storage } from "../Engine/Ports.js"
+import { type Principal } from "../Engine/Principal.js"
+import { declareResource, field, jsonField, type StoredRow } from "../Engine/Resource.js"
+import { toOutput } from "../Engine/Service.js"
+import { FILE_BODY_LIMIT } from "./Proofs.js"
+
+/**
+ * Consent events and end users. A user's effective status, per regulation, is the merge of
+ * its confirmed events in `created_at` order; every change is told to the organization's
+ * webhooks through the outbox, in the same transaction (spec section 6).
+ */
+
+export const DEFAULT_REGULATION = "gdpr"
+
+export type UserConsentsValue = Record<string, ConsentState>
+
+/** Where `regulation` and `consents` of a user come from: the view, not a column. */
+const userView = ["regulation", "consents"] as const
+
+/** The data of the two declarations; their behaviour is added below, once the helpers exist. */
+export const Events = declareResource({
+
+  name: "consent event",
+  path: "consents/events",
+  table: "consent_events",
+  indexes: [
+    { name: "consent_events_organization", columns: ["organization_id", "created_at"] },
+    { name: "consent_events_user", columns: ["organization_id", "user_id", "regulation", "created_at"] },
+    { name: "consent_events_organization_user", columns: ["organization_id", "organization_user_id"] }
+  ],
+  keyedByOrganization: true,
+  output: ConsentEvent,
+  createInput: ConsentEventCreate,
+  updateInput: ConsentEventUpdate,
+  methods: ["find", "get", "create", "patch", "remove"],
+  ownerField: "organization_id",
+  premiumFeature: "consents_api",
+  // A visitor's page records events with the public key; a consent token records and reads its user's.
+  endUsers: { methods: { create: ["public-key", "consent-token"], find: ["consent-token"] }, publicAnswer: PUBLIC_EVENT_ANSWER },
+  cursorPaging: true,
+  privateFields: { user_id: field.string, organization_user_id: field.optionalString },
+  queryable: ["user_id", "organization_user_id"],
+  references: [{ field: "user_id", table: "consent_users", onDelete: "cascade" }],
+  defaults: { status: "confirmed", regulation: DEFAULT_REGULATION, metadata: null, delegate: null, proofs_id: [], notice_text_content_id: null },
+  // Proofs may travel inline, as data URIs.
+  bodyLimit: FILE_BODY_LIMIT
+})
+
+export const Users = declareResource({
+
+  name: "consent user",
+  path: "consents/users",
+  table: "consent_users",
+  indexes: [
+    { name: "consent_users_organization", columns: ["organization_id", "created_at"] },
+    // Exports page through a range of users by `updated_at`.
+    { name: "consent_users_organization_updated", columns: ["organization_id", "updated_at"] }
+  ],
+  keyedByOrganization: true,
+  transient: userView,
+  // Every regulation's effective status; the output shows one of them.
+  privateFields: { consent_states: jsonField<UserConsentStates>() },
+  viewParams: { regulation: Regulation },
+  output: ConsentUser,
+  createInput: ConsentUserCreate,
+  updateInput: ConsentUserUpdate,
+  methods: ["find", "get", "create", "patch", "remove"],
+  ownerField: "organization_id",
+  premiumFeature: "consents_api",
+  // A consent token reads its own user (by id or by `$by_organization_user_id`).
+  endUsers: { methods: { get: ["consent-token"] } },
+  cursorPaging: true,
+  unique: [["organization_id", "organization_user_id"]],
+  passthrough: ["$by_organization_user_id"],
+  defaults: { consent_states: {}, metadata: null, country: null, organization_user_id: null },
+})
+
+export type EventRow = StoredRow<typeof Events>
+export type UserRow = StoredRow<typeof Users>
+
+/**
+ * Who made a change (the `source` of `event.created` and `event.updated`): a public key is
+ * named by its organization, never by its value; a consent token by its id.
+ */
+export const sourceOf = (p: Principal) => {
+  switch (p._tag) {
+    case "Member":
+      return { type: "member", id: p.personId }
+    case "Operator":
+      return { type: "operator", id: p.keyId }
+    case "Client":
+      return { type: "api-key", id: p.keyId }
+    case "PublicKey":
+      return { type: "public-key", organization_id: p.organizationId }
+    case "ConsentToken":
+      return { type: "consent-token", id: p.tokenId }
+  }
+}
+
+export const users = () => Effect.map(Storage, (s) => s.repository(Users.tableDef))
+export const events = () => Effect.map(Storage, (s) => s.repository(Events.tableDef))
+
+export const eventOut = (row: EventRow) => toOutput(Events, row)

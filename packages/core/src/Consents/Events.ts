@@ -1,0 +1,142 @@
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import { SigningKeys } from "../Accounts/SigningKeys.js"
+import { EVENT_METADATA_TOO_LARGE, type EventUser, withinEventMetadata } from "../Domain/Consent.js"
+import { InvalidInput } from "../Domain/Errors.js"
+import { eq } from "../Engine/Query.js"
+import { portList } from "../Engine/Resource.js"
+import { enqueue, type OutgoingEvent } from "../Webhooks/Outbox.js"
+import { SubscriberRegistrations } from "../Webhooks/Ports.js"
+import { Digests, MediaTypes, ProofFiles } from "./ProofPorts.js"
+import { Events, EventRow, UserRow, sourceOf, users, eventOut } from "./ConsentTables.js"
+import { userOut, recompute, setState, applyEvent, loadUser, userUpdated } from "./UserStates.js"
+import { userByOrganizationUserId, writtenUser, tokenFields, resolveUser } from "./EndUsers.js"
+import { namedProofs } from "./EventProofs.js"
+import { requireApprovedContent } from "./Wording.js"
+
+/** What an event's create hands on: its user as the transaction found or made it. */
+export interface EventCarry {
+  readonly user: UserRow
+  readonly createdUser: boolean
+}
+
+export const ConsentEventsResource = Events.with<SubscriberRegistrations | MediaTypes | ProofFiles | Digests | SigningKeys, EventCarry>({
+  // Their changes go to the outbox, addressed to the registered subscribers too; proofs may come inline.
+  ports: portList(SubscriberRegistrations, MediaTypes, ProofFiles, Digests, SigningKeys),
+  hooks: {
+    // A consent token reads its own user's events, whatever else the query asks.
+    find: (p, query) =>
+      p._tag !== "ConsentToken" ? Effect.succeed(query) : Effect.map(
+        userByOrganizationUserId(p.organizationId, p.organizationUserId),
+        (own) => ({ ...query, where: [...query.where, eq("user_id", Option.match(own, { onNone: () => "", onSome: (u) => u.id }))] })
+      ),
+    create: (p, row, input) =>
+      Effect.gen(function*() {
+        const { byId, user: u } = yield* writtenUser(p, row.organization_id, input.user)
+        const { created, user } = yield* resolveUser(row.organization_id, u, row, byId)
+        if (created) yield* Effect.flatMap(users(), (repo) => repo.create(created))
+        const proofsId = yield* namedProofs(p, row.organization_id, user.id, row.id, [], input.proofs_id ?? [], input.proofs)
+        yield* requireApprovedContent(row.organization_id, input.notice_text_content_id)
+        const eventUser: EventUser = {
+          id: user.id,
+          ...(user.organization_user_id !== null ? { organization_user_id: user.organization_user_id } : {}),
+          ...(u.metadata != null ? { metadata: u.metadata } : {}),
+          ...(u.country != null ? { country: u.country } : {})
+        }
+        const fields = tokenFields(p, row)
+        // A consent token's metadata merged in counts too (the body's own was measured when decoded).
+        if (fields.metadata !== row.metadata && fields.metadata !== null && !withinEventMetadata(fields.metadata)) {
+          return yield* Effect.fail(new InvalidInput({
+            message: `Invalid metadata: ${EVENT_METADATA_TOO_LARGE}`,
+            errors: { metadata: EVENT_METADATA_TOO_LARGE }
+          }))
+        }
+        return {
+          row: {
+            ...row,
+            ...fields,
+            user: eventUser,
+            user_id: user.id,
+            organization_user_id: user.organization_user_id,
+            proofs_id: proofsId
+          },
+          // The user as this transaction found or made it, so afterCreate need not read it again.
+          carry: { user, createdUser: created !== undefined }
+        }
+      }),
+    afterCreate: (p, stored, carry) =>
+      Effect.gen(function*() {
+        const regulation = stored.regulation
+        const out: Array<OutgoingEvent> = [{
+          type: "event.created",
+          regulation,
+          parameters: { source: sourceOf(p), entity: eventOut(stored) }
+        }]
+        if (!carry) return yield* Effect.dieMessage("a consent event's create hook carries its user")
+        const user = carry.user
+        if (carry.createdUser) {
+          out.push({ type: "user.created", regulation, parameters: { entity: userOut(user, regulation) } })
+        } else if (stored.status === "confirmed") {
+          const r = yield* applyEvent(user, stored)
+          if (r.choicesChanged) out.push(userUpdated(regulation, eventOut(stored), r.before, r.after))
+        }
+        // A pending event on an existing user changes nothing yet: no user.updated (spec 6.5).
+        yield* enqueue(stored.organization_id, out)
+      }),
+    update: (p, before, after, input) =>
+      Effect.gen(function*() {
+        if (before.status === "confirmed" && after.status !== "confirmed") {
+          return yield* Effect.fail(
+            new InvalidInput({ message: "Invalid status: a confirmed event is final", errors: { status: "confirmed is final" } })
+          )
+        }
+        const { proofs: _inline, ...row } = after as EventRow & { proofs?: unknown }
+        if (input.notice_text_content_id !== undefined) yield* requireApprovedContent(row.organization_id, input.notice_text_content_id)
+        if (input.proofs_id === undefined && input.proofs === undefined) return row
+        const proofsId = yield* namedProofs(
+          p,
+          row.organization_id,
+          row.user_id,
+          row.id,
+          before.proofs_id,
+          input.proofs_id ?? before.proofs_id,
+          input.proofs
+        )
+        return { ...row, proofs_id: proofsId }
+      }),
+    afterUpdate: (p, before, after) =>
+      Effect.gen(function*() {
+        const regulation = after.regulation
+        const out: Array<OutgoingEvent> = [{
+          type: "event.updated",
+          regulation,
+          parameters: { source: sourceOf(p), old_entity: eventOut(before), new_entity: eventOut(after) }
+        }]
+        const counts = before.status === "confirmed" || after.status === "confirmed"
+        const consentsChanged = JSON.stringify(before.consents) !== JSON.stringify(after.consents)
+        if (counts && (consentsChanged || before.status !== after.status)) {
+          const user = yield* loadUser(after.organization_id, after.user_id)
+          // Confirming the newest event merges it on top; anything else is merged from scratch.
+          const r = before.status !== "confirmed" && !consentsChanged
+            ? yield* applyEvent(user, after)
+            : yield* setState(user, regulation, yield* recompute(user, regulation))
+          if (r.choicesChanged) out.push(userUpdated(regulation, eventOut(after), r.before, r.after))
+        }
+        yield* enqueue(after.organization_id, out)
+      }),
+    afterRemove: (_p, removed) =>
+      Effect.gen(function*() {
+        const regulation = removed.regulation
+        const out: Array<OutgoingEvent> = [{ type: "event.deleted", regulation, parameters: { entity: eventOut(removed) } }]
+        if (removed.status === "confirmed") {
+          const user = yield* Effect.flatMap(users(), (repo) =>
+            repo.get({ organization_id: removed.organization_id, id: removed.user_id }))
+          if (Option.isSome(user)) {
+            const r = yield* setState(user.value, regulation, yield* recompute(user.value, regulation))
+            if (r.choicesChanged) out.push(userUpdated(regulation, eventOut(removed), r.before, r.after))
+          }
+        }
+        yield* enqueue(removed.organization_id, out)
+      })
+  }
+})

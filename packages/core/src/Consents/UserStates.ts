@@ -1,0 +1,119 @@
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import { nowIso } from "../Engine/Clock.js"
+import { type ConsentState, type EventConsents, type UserConsents, type UserConsentStates } from "../Domain/Consent.js"
+import { emptyState, mergeAll, mergeEvent, sameConsents } from "./Merge.js"
+import { keyOf } from "../Engine/Ports.js"
+import { eq } from "../Engine/Query.js"
+import { toOutput } from "../Engine/Service.js"
+import { type OutgoingEvent } from "../Webhooks/Outbox.js"
+import { DEFAULT_REGULATION, UserConsentsValue, Users, EventRow, UserRow, users, events } from "./ConsentTables.js"
+
+/** An effective status with the shape of an event's `consents`, every list present. */
+export const consentsView = (state: ConsentState | undefined): UserConsents => {
+  const v = state?.vendors ?? {}
+  return {
+    purposes: state?.purposes ?? [],
+    vendors: { enabled: v.enabled ?? [], disabled: v.disabled ?? [], enabled_li: v.enabled_li ?? [], disabled_li: v.disabled_li ?? [] },
+    ...(state?.tcfcs !== undefined ? { tcfcs: state.tcfcs } : {})
+  }
+}
+
+/**
+ * A regulation is a client's code, so it may be the name of a property every object inherits
+ * (`constructor`, `__proto__`): read and write the states by own keys only.
+ */
+const stateOf = (states: UserConsentStates, regulation: string): ConsentState | undefined =>
+  Object.hasOwn(states, regulation) ? states[regulation] : undefined
+
+/** A user as clients see it: its effective status for one regulation. */
+export const userOut = (row: UserRow, regulation: string = DEFAULT_REGULATION) =>
+  toOutput(Users, row, { regulation, consents: consentsView(stateOf(row.consent_states, regulation)) })
+
+/** The regulations a user has a status for (`gdpr` when none): what a change of the user concerns. */
+export const regulationsOf = (row: UserRow): ReadonlyArray<string> => {
+  const known = Object.keys(row.consent_states)
+  return known.length > 0 ? known : [DEFAULT_REGULATION]
+}
+
+/** Every confirmed event of a user for a regulation, merged from scratch. */
+export const recompute = (user: UserRow, regulation: string) =>
+  Effect.gen(function*() {
+    const repo = yield* events()
+    const all: Array<{ consents: EventConsents; created_at: string; id: string }> = []
+    for (let skip = 0;; skip += 1000) {
+      const page = yield* repo.find({
+        count: false,
+        where: [
+          eq("organization_id", user.organization_id),
+          eq("user_id", user.id),
+          eq("regulation", regulation),
+          eq("status", "confirmed")
+        ],
+        sort: [{ field: "created_at", direction: 1 }],
+        limit: 1000,
+        skip
+      })
+      for (const e of page.data) {
+        all.push({ consents: e.consents, created_at: e.created_at, id: e.id })
+      }
+      if (page.data.length < 1000) break
+    }
+    return all.length === 0 ? undefined : mergeAll(all)
+  })
+
+export const withState = (states: UserConsentStates, regulation: string, next: ConsentState | undefined): UserConsentsValue => {
+  const out: UserConsentsValue = { ...states }
+  if (next === undefined) delete out[regulation]
+  // Not `out[regulation] = next`: under `__proto__` that would replace the prototype instead.
+  else Object.defineProperty(out, regulation, { value: next, enumerable: true, writable: true, configurable: true })
+  return out
+}
+
+/**
+ * A user's status once a newly confirmed event counts: merged on top when it is the newest,
+ * else from scratch (the event must be stored by then).
+ */
+export const stateWith = (user: UserRow, event: { regulation: string; consents: EventConsents; created_at: string }) => {
+  const current = stateOf(user.consent_states, event.regulation)
+  return current === undefined || (current.updated_at ?? "") <= event.created_at
+    ? Effect.succeed<ConsentState | undefined>(mergeEvent(current ?? emptyState, event))
+    : recompute(user, event.regulation)
+}
+
+/**
+ * Writes a user's new state for one regulation when it differs; answers the user before and
+ * after, and whether the choices (not just the time) changed.
+ */
+export const setState = (user: UserRow, regulation: string, next: ConsentState | undefined) =>
+  Effect.gen(function*() {
+    const current = stateOf(user.consent_states, regulation)
+    const choicesChanged = !sameConsents(current, next)
+    if (!choicesChanged && current?.updated_at === next?.updated_at) return { before: user, after: user, choicesChanged }
+    const repo = yield* users()
+    const after = yield* repo.patch(
+      keyOf(Users.tableDef, user),
+      { consent_states: withState(user.consent_states, regulation, next), updated_at: yield* nowIso },
+      user.version
+    )
+    return { before: user, after, choicesChanged }
+  })
+
+/** Applies a newly confirmed event: incrementally when it is the newest, else from scratch. */
+export const applyEvent = (user: UserRow, event: EventRow) =>
+  Effect.gen(function*() {
+    return yield* setState(user, event.regulation, yield* stateWith(user, event))
+  })
+
+export const loadUser = (organizationId: string, id: string) =>
+  Effect.flatMap(users(), (repo) =>
+    Effect.flatMap(repo.get({ organization_id: organizationId, id }), Option.match({
+      onNone: () => Effect.dieMessage(`consent user ${id} vanished inside its transaction`),
+      onSome: Effect.succeed
+    })))
+
+export const userUpdated = (regulation: string, source: unknown, before: UserRow, after: UserRow): OutgoingEvent => ({
+  type: "user.updated",
+  regulation,
+  parameters: { source, old_entity: userOut(before, regulation), new_entity: userOut(after, regulation) }
+})
