@@ -6,7 +6,8 @@ import { SecretHasher } from "../Engine/Ports.js"
 import { isOperator, type Principal } from "../Engine/Principal.js"
 import { type Condition, eq, type FindQuery } from "../Engine/Query.js"
 import { randomToken } from "../Engine/Random.js"
-import { defineResource, field, portList } from "../Engine/Resource.js"
+import { defineResource, portList } from "../Engine/Resource.js"
+import { field } from "../Engine/Tables.js"
 import { ConsentTokenStates, forgetTokenIssuer } from "./TokenStates.js"
 
 

@@ -1,4 +1,5 @@
-import { defineTable, field, ownedByOrganization } from "../Engine/Resource.js"
+import { defineTable, field } from "../Engine/Tables.js"
+import { ownedByOrganization } from "../Engine/Resource.js"
 
 /** The tables that are not REST resources: persons, invitations and server settings. */
 

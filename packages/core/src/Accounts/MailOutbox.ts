@@ -6,7 +6,9 @@ import { nowIso } from "../Engine/Clock.js"
 import type { InvitationMail } from "./Mailer.js"
 import { Storage } from "../Engine/Ports.js"
 import { sortableId } from "../Engine/Random.js"
-import { defineTable, field, ownedByOrganization, type RowOf } from "../Engine/Resource.js"
+import { defineTable, field } from "../Engine/Tables.js"
+import { ownedByOrganization } from "../Engine/Resource.js"
+import { type RowOf } from "../Engine/Shape.js"
 import { SecretBox } from "../Engine/Secrets.js"
 
 /**

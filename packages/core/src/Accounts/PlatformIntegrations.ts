@@ -15,7 +15,8 @@ import { InvalidInput } from "../Domain/Errors.js"
 import { addressKeys, throttled } from "./LoginThrottle.js"
 import { SecretHasher, Storage, TokenIssuer } from "../Engine/Ports.js"
 import { randomToken } from "../Engine/Random.js"
-import { defineResource, field, portList } from "../Engine/Resource.js"
+import { defineResource, portList } from "../Engine/Resource.js"
+import { field } from "../Engine/Tables.js"
 import { Settings } from "../Engine/Settings.js"
 
 /** The operator's registry of platform integrations; the token is shown once and kept hashed. */

@@ -1,5 +1,6 @@
 import { OrganizationSourceSystem, OrganizationSourceSystemCreate } from "../Domain/Account.js"
-import { defineResource, field } from "../Engine/Resource.js"
+import { defineResource } from "../Engine/Resource.js"
+import { field } from "../Engine/Tables.js"
 
 export const OrganizationSourceSystemsResource = defineResource({
   name: "organization source system",

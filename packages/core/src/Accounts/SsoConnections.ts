@@ -6,7 +6,8 @@ import { nowMillis } from "../Engine/Clock.js"
 import { CertificateValidator } from "./CertificateValidator.js"
 import { Storage } from "../Engine/Ports.js"
 import { randomToken } from "../Engine/Random.js"
-import { defineResource, field } from "../Engine/Resource.js"
+import { defineResource } from "../Engine/Resource.js"
+import { field } from "../Engine/Tables.js"
 import { Tables } from "./AccountTables.js"
 
 /** The PEM must parse as an X.509 certificate that has not expired (checked by the adapter's port). */

@@ -8,8 +8,11 @@ import { UrlSigner } from "../Engine/Secrets.js"
 import { type Page, type Row, Storage } from "../Engine/Ports.js"
 import { canAccess, isOperator, organizationsOf, type Principal } from "../Engine/Principal.js"
 import { type Condition, eq, inList, parseFindQuery } from "../Engine/Query.js"
-import { defineResource, field } from "../Engine/Resource.js"
-import { ensureMethodFor, requireExistingOrganization, toOutput } from "../Engine/Service.js"
+import { defineResource } from "../Engine/Resource.js"
+import { field } from "../Engine/Tables.js"
+import { ensureMethodFor } from "../Engine/Bodies.js"
+import { requireExistingOrganization } from "../Engine/Gates.js"
+import { toOutput } from "../Engine/Views.js"
 import { defaultLanguages as defaultLanguagesValue, Settings } from "../Engine/Settings.js"
 
 /** The operator's catalogue of dashboards (`analytics/dashboards`): platform-wide or for one organization. */

@@ -6,7 +6,7 @@ import * as Scheduler from "effect/Scheduler"
 import { nowIso } from "../Engine/Clock.js"
 import { type CommitWork, type Repository, type Row, Storage, type TableDef, UnitOfWork } from "../Engine/Ports.js"
 import type { Condition } from "../Engine/Query.js"
-import { defineTable, field } from "../Engine/Resource.js"
+import { defineTable, field } from "../Engine/Tables.js"
 import { Digests, ProofFiles } from "./ProofPorts.js"
 
 /**

@@ -13,8 +13,9 @@ import {
 } from "../Domain/Consent.js"
 import { Storage } from "../Engine/Ports.js"
 import { type Principal } from "../Engine/Principal.js"
-import { declareResource, field, jsonField, type StoredRow } from "../Engine/Resource.js"
-import { toOutput } from "../Engine/Service.js"
+import { declareResource, type StoredRow } from "../Engine/Resource.js"
+import { field, jsonField } from "../Engine/Tables.js"
+import { toOutput } from "../Engine/Views.js"
 import { FILE_BODY_LIMIT } from "./Proofs.js"
 
 /**
@@ -111,6 +112,7 @@ export const sourceOf = (p: Principal) => {
 }
 
 export const users = () => Effect.map(Storage, (s) => s.repository(Users.tableDef))
+
 export const events = () => Effect.map(Storage, (s) => s.repository(Events.tableDef))
 
 export const eventOut = (row: EventRow) => toOutput(Events, row)

@@ -11,7 +11,8 @@ import {
 import { Forbidden, InvalidInput } from "../Domain/Errors.js"
 import { Ids, type ConsentTokenClaims, TokenIssuer } from "../Engine/Ports.js"
 import { isEndUser, isOperator, type Principal, requireOrganization } from "../Engine/Principal.js"
-import { decode, requireExistingOrganization, requireFlag } from "../Engine/Service.js"
+import { decode } from "../Engine/Bodies.js"
+import { requireExistingOrganization, requireFlag } from "../Engine/Gates.js"
 import { issuerOf } from "./TokenRevocation.js"
 
 /**

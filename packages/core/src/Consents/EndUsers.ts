@@ -8,7 +8,7 @@ import { emptyState, mergeEvent } from "./Merge.js"
 import { Ids } from "../Engine/Ports.js"
 import { type EndUserPrincipal, isEndUser, type Principal } from "../Engine/Principal.js"
 import { eq } from "../Engine/Query.js"
-import { requireFlag } from "../Engine/Service.js"
+import { requireFlag } from "../Engine/Gates.js"
 import { UserConsentsValue, EventRow, UserRow, users } from "./ConsentTables.js"
 
 /** Consent of known users (with `organization_user_id`) or of guests, recorded by end users. */
@@ -31,6 +31,7 @@ export const userByOrganizationUserId = (organizationId: string, organizationUse
       })),
     (page) => Option.fromNullable(page.data[0])
   )
+
 const notYours = () => new Forbidden({ message: "Invalid user: user.id names another user than the one this credential vouches for" })
 
 /**

@@ -1,7 +1,7 @@
 import * as Effect from "effect/Effect"
 import { Forbidden } from "../Domain/Errors.js"
 import { isEndUser, type Principal } from "../Engine/Principal.js"
-import { requireFlag } from "../Engine/Service.js"
+import { requireFlag } from "../Engine/Gates.js"
 import { linkProofs, requireProofs, storeProof } from "./Proofs.js"
 
 /**

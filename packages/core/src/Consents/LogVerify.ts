@@ -12,7 +12,7 @@ import { eq } from "../Engine/Query.js"
 import { ConsentEventsResource } from "./Events.js"
 import { ConsentUsersResource } from "./Users.js"
 import { ProofsResource } from "./Proofs.js"
-import { requireExistingOrganization, requireFlag } from "../Engine/Service.js"
+import { requireExistingOrganization, requireFlag } from "../Engine/Gates.js"
 import {
   betweenPages,
   ConsentLogStore,

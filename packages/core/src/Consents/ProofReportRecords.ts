@@ -5,7 +5,8 @@ import { eachRow } from "./ConsentLog.js"
 import { type ErasedProofReportDocument, ProofReport, ProofReportCreate, type ProofReportDocument } from "../Domain/Proofs.js"
 import { Storage } from "../Engine/Ports.js"
 import { eq } from "../Engine/Query.js"
-import { declareResource, defineTable, field, type StoredRow } from "../Engine/Resource.js"
+import { declareResource, type StoredRow } from "../Engine/Resource.js"
+import { defineTable, field } from "../Engine/Tables.js"
 
 /**
  * What proof reports are kept as: the report rows and, apart, the PDF each was rendered as, and

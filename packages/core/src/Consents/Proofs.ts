@@ -10,8 +10,10 @@ import { Digests, MediaTypes, ProofFiles } from "./ProofPorts.js"
 import { Ids, Storage, UnitOfWork } from "../Engine/Ports.js"
 import type { Principal } from "../Engine/Principal.js"
 import { eq, inList } from "../Engine/Query.js"
-import { declareResource, defineTable, field, portList, type StoredRow } from "../Engine/Resource.js"
-import { ensureMethodFor, loadVisible } from "../Engine/Service.js"
+import { declareResource, portList, type StoredRow } from "../Engine/Resource.js"
+import { defineTable, field } from "../Engine/Tables.js"
+import { ensureMethodFor } from "../Engine/Bodies.js"
+import { loadVisible } from "../Engine/Reads.js"
 
 /**
  * Proofs of consent: files (a screenshot of the banner, a signed form) that show what a person

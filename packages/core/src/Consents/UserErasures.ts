@@ -1,7 +1,8 @@
 import * as Effect from "effect/Effect"
 import { nowIso } from "../Engine/Clock.js"
 import { Storage } from "../Engine/Ports.js"
-import { defineTable, field, ownedByOrganization } from "../Engine/Resource.js"
+import { defineTable, field } from "../Engine/Tables.js"
+import { ownedByOrganization } from "../Engine/Resource.js"
 import { Digests } from "./ProofPorts.js"
 import { ConsentTokenStates } from "../Accounts/TokenStates.js"
 

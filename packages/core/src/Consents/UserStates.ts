@@ -5,7 +5,7 @@ import { type ConsentState, type EventConsents, type UserConsents, type UserCons
 import { emptyState, mergeAll, mergeEvent, sameConsents } from "./Merge.js"
 import { keyOf } from "../Engine/Ports.js"
 import { eq } from "../Engine/Query.js"
-import { toOutput } from "../Engine/Service.js"
+import { toOutput } from "../Engine/Views.js"
 import { type OutgoingEvent } from "../Webhooks/Outbox.js"
 import { DEFAULT_REGULATION, UserConsentsValue, Users, EventRow, UserRow, users, events } from "./ConsentTables.js"
 

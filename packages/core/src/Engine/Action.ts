@@ -2,8 +2,9 @@ import type * as Effect from "effect/Effect"
 import type { PremiumFeatureFlag } from "../Domain/Account.js"
 import type { DomainError } from "../Domain/Errors.js"
 import type { Principal } from "./Principal.js"
-import type { AnyResource, AnySchema } from "./Resource.js"
-import type { LookUp } from "./Service.js"
+import type { AnyResource } from "./Resource.js"
+import type { AnySchema } from "./Shape.js"
+import type { LookUp } from "./Shape.js"
 
 /**
  * An operation that is not one of a resource's generic methods (a session, a replay, a

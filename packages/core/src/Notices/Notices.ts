@@ -28,7 +28,9 @@ import { Storage, UnitOfWork } from "../Engine/Ports.js"
 import { isOperator, type Principal, requireOrganization } from "../Engine/Principal.js"
 import { eq } from "../Engine/Query.js"
 import { declareResource, defineResource, type StoredRow } from "../Engine/Resource.js"
-import { decode, loadVisible, type LookUp } from "../Engine/Service.js"
+import { decode } from "../Engine/Bodies.js"
+import { loadVisible } from "../Engine/Reads.js"
+import { type LookUp } from "../Engine/Shape.js"
 
 /**
  * Notices: texts and their reviewed contents, notice configs, template configs (IAB TCF rules

@@ -5,7 +5,7 @@ import { Provisioner } from "./Provisioner.js"
 import { Storage } from "../Engine/Ports.js"
 import { eq } from "../Engine/Query.js"
 import { declareResource, portList, type StoredRow } from "../Engine/Resource.js"
-import { checkQuota } from "../Engine/Service.js"
+import { checkQuota } from "../Engine/Gates.js"
 import { Settings } from "../Engine/Settings.js"
 import { forgetOrigins, OriginCache } from "./OriginCache.js"
 

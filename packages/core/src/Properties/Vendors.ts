@@ -1,5 +1,6 @@
 import { Vendor, VendorCreate, VendorUpdate } from "../Domain/Property.js"
-import { defineResource, field } from "../Engine/Resource.js"
+import { defineResource } from "../Engine/Resource.js"
+import { field } from "../Engine/Tables.js"
 import { ownerFromProperty } from "./Properties.js"
 
 /** A vendor of a property; `organization_id` is a private copy of the property's, for scope. */

@@ -5,7 +5,7 @@ import { nowIso } from "../Engine/Clock.js"
 import { Regulation } from "../Domain/Consent.js"
 import { InvalidInput } from "../Domain/Errors.js"
 import { WebhookEventType } from "../Domain/Webhook.js"
-import { decode } from "../Engine/Service.js"
+import { decode } from "../Engine/Bodies.js"
 import { type SubscriberRegistration, SubscriberRegistrations } from "./Ports.js"
 
 /**

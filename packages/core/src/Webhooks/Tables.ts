@@ -1,7 +1,9 @@
 import { WebhookDelivery } from "../Domain/Webhook.js"
 import { fieldsOf } from "../Engine/Fields.js"
 import type { TableDef } from "../Engine/Ports.js"
-import { defineTable, field, jsonField, ownedByOrganization, type RowOf, type StoredFields } from "../Engine/Resource.js"
+import { defineTable, field, jsonField } from "../Engine/Tables.js"
+import { ownedByOrganization } from "../Engine/Resource.js"
+import { type RowOf, type StoredFields } from "../Engine/Shape.js"
 import type { SubscriberRegistration } from "./Ports.js"
 
 /**

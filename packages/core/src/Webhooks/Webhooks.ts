@@ -16,15 +16,12 @@ import {
 import { Storage } from "../Engine/Ports.js"
 import { isEndUser, isOperator, type Principal, requireOrganization } from "../Engine/Principal.js"
 import { eq, notPrefixed } from "../Engine/Query.js"
-import { declareResource, defineResource, field, type StoredRow } from "../Engine/Resource.js"
-import {
-  decode,
-  loadVisible,
-  requireExistingOrganization,
-  requireFeature,
-  requireFeatureBeforeBody,
-  toOutput
-} from "../Engine/Service.js"
+import { declareResource, defineResource, type StoredRow } from "../Engine/Resource.js"
+import { field } from "../Engine/Tables.js"
+import { decode } from "../Engine/Bodies.js"
+import { loadVisible } from "../Engine/Reads.js"
+import { requireExistingOrganization, requireFeature, requireFeatureBeforeBody } from "../Engine/Gates.js"
+import { toOutput } from "../Engine/Views.js"
 import { Settings } from "../Engine/Settings.js"
 import { Endpoints, forgetEndpoint, SUBSCRIBER_PREFIX, subscriberOf } from "./Ports.js"
 import { SecretBox } from "../Engine/Secrets.js"

@@ -1,0 +1,88 @@
+import * as Effect from "effect/Effect"
+import { Forbidden, InvalidInput, QuotaExceeded } from "../Domain/Errors.js"
+import type { PremiumFeatureFlag } from "../Domain/Account.js"
+import { Storage, UnitOfWork } from "./Ports.js"
+import { isOperator, organizationsOf, type Principal, requireOrganization } from "./Principal.js"
+import { type Condition, eq } from "./Query.js"
+import { type AnyResource } from "./Resource.js"
+import { OrganizationLimits } from "./OrganizationLimits.js"
+import { isPlainObject } from "./Bodies.js"
+
+const flagOff = (flag: PremiumFeatureFlag) =>
+  new Forbidden({ message: `The premium feature '${flag}' is not enabled for this organization` })
+
+export const featureOff = (def: AnyResource) => flagOff(def.premiumFeature!)
+
+const hasFlag = (flag: PremiumFeatureFlag, organizationId: string) =>
+  Effect.flatMap(OrganizationLimits, (limits) => Effect.map(limits.featuresOf(organizationId), (features) => features.has(flag)))
+
+export const hasFeature = (def: AnyResource, organizationId: string) => hasFlag(def.premiumFeature!, organizationId)
+
+/** An organization without this premium feature is answered 403 (for gates a declaration cannot name). */
+export const requireFlag = (flag: PremiumFeatureFlag, organizationId: string) =>
+  Effect.flatMap(hasFlag(flag, organizationId), (on) => (on ? Effect.void : Effect.fail(flagOff(flag))))
+
+/** A gated service answers 403 to an organization without its premium feature (the operator is never gated). */
+export const requireFeature = (def: AnyResource, principal: Principal, organizationId: unknown) =>
+  Effect.gen(function*() {
+    if (!def.premiumFeature || isOperator(principal) || typeof organizationId !== "string") return
+    if (!(yield* hasFeature(def, organizationId))) return yield* Effect.fail(featureOff(def))
+  })
+
+/**
+ * The premium-feature gate of a write, before its body is validated: an organization without
+ * the feature hears 403 whatever else is wrong with the body. The organization is the one the
+ * body names in `ownerKey` (one the principal acts in, 403 otherwise); where the body names none,
+ * or the owner comes from another input, the principal's organizations: when none of them has
+ * the feature, no body could succeed. The operator is never gated.
+ */
+export const requireFeatureBeforeBody = (def: AnyResource, principal: Principal, body: unknown, ownerKey: string | undefined) =>
+  Effect.gen(function*() {
+    if (!def.premiumFeature || isOperator(principal)) return
+    const named = ownerKey !== undefined && isPlainObject(body) ? body[ownerKey] : undefined
+    if (typeof named === "string" && named !== "") {
+      yield* requireOrganization(principal, named)
+      return yield* requireFeature(def, principal, named)
+    }
+    const orgs = organizationsOf(principal)
+    if (orgs === "all") return
+    for (const org of orgs) if (yield* hasFeature(def, org)) return
+    return yield* Effect.fail(featureOff(def))
+  })
+
+/** Counts the organization's rows against its quota, inside the creating transaction. */
+export const checkQuota = (
+  def: Pick<AnyResource, "quota" | "ownerField" | "tableDef">,
+  organizationId: string,
+  extra: ReadonlyArray<Condition> = []
+) =>
+  Effect.gen(function*() {
+    if (!def.quota || def.ownerField === undefined) return
+    // Two concurrent creates must not both see "one below the limit".
+    yield* Effect.flatMap(UnitOfWork, (uow) => uow.lock(`quota:${def.quota}:${organizationId}`))
+    const limit = yield* Effect.flatMap(OrganizationLimits, (limits) => limits.quotaOf(organizationId, def.quota!))
+    if (limit === undefined) return
+    const used = yield* (yield* Storage).repository(def.tableDef).count([eq(def.ownerField, organizationId), ...extra])
+    if (used >= limit) {
+      return yield* Effect.fail(
+        new QuotaExceeded({
+          message: `Quota '${def.quota}' reached: the organization may have at most ${limit}`,
+          quota: def.quota,
+          limit
+        })
+      )
+    }
+  })
+
+/** An organization named in an input must exist (the operator can name any id). */
+export const requireExistingOrganization = (organizationId: string) =>
+  Effect.gen(function*() {
+    if (!(yield* Effect.flatMap(OrganizationLimits, (limits) => limits.exists(organizationId)))) {
+      return yield* Effect.fail(
+        new InvalidInput({
+          message: `Invalid organization_id: no organization '${organizationId}'`,
+          errors: { organization_id: "is not an existing organization" }
+        })
+      )
+    }
+  })
