@@ -1,4 +1,5 @@
 import {
+  canonicalJson,
   ConsentLog,
   type ConsentTokenClaims,
   CredentialCache,
@@ -107,16 +108,10 @@ export const secretBoxLayer = Layer.succeed(SecretBox, {
   open: (sealed: string) => Effect.succeed(sealed.replace(/^sealed:/, ""))
 })
 
-/** Canonical JSON with sorted keys (enough for the rows a test writes), and real SHA-256. */
-const canonical = (value: unknown): string => {
-  if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null"
-  if (Array.isArray(value)) return `[${value.map((v) => (v === undefined ? "null" : canonical(v))).join(",")}]`
-  const entries = Object.entries(value).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(",")}}`
-}
+/** Production's canonical JSON (core's, the one every host encodes with) and real SHA-256. */
 export const digestsLayer = Layer.succeed(Digests, {
   sha256: (data) => crypto.createHash("sha256").update(data).digest("hex"),
-  canonicalJson: canonical
+  canonicalJson
 })
 
 /** A file's type from its first bytes, for the types a test sends. */
