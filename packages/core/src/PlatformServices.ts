@@ -1,13 +1,14 @@
+import * as Layer from "effect/Layer"
 import type * as ManagedRuntime from "effect/ManagedRuntime"
 import type { ApiUsage } from "./ApiUsage.js"
-import type { CredentialCache } from "./CredentialCache.js"
-import type { OriginCache } from "./Consents/OriginCache.js"
-import type { PublicRateLimit } from "./Consents/PublicRateLimit.js"
-import type { RunningVerifications } from "./Consents/LogVerify.js"
-import type { SigningKeys } from "./Consents/SigningKeys.js"
-import type { ConsentTokenStates } from "./Consents/TokenStates.js"
-import type { FeatureCache } from "./FeatureCache.js"
-import type { LoginThrottle } from "./LoginThrottle.js"
+import { CredentialCache } from "./CredentialCache.js"
+import { OriginCache } from "./Consents/OriginCache.js"
+import { PublicRateLimit } from "./Consents/PublicRateLimit.js"
+import { RunningVerifications } from "./Consents/LogVerify.js"
+import { SigningKeys } from "./Consents/SigningKeys.js"
+import { ConsentTokenStates } from "./Consents/TokenStates.js"
+import { FeatureCache } from "./FeatureCache.js"
+import { LoginThrottle } from "./LoginThrottle.js"
 import type { Metrics } from "./Metrics.js"
 import type { Readiness } from "./Readiness.js"
 import type { StoreProbe } from "./StoreProbe.js"
@@ -17,11 +18,13 @@ import type { OrganizationLimits } from "./OrganizationLimits.js"
 import type { CertificateValidator, Provisioner, UrlSigner } from "./OrganizationPorts.js"
 import type { Hmac, Ids, SecretComparer, SecretHasher, Storage, TokenIssuer, UnitOfWork, UsageStore } from "./Ports.js"
 import type { Relations } from "./Relations.js"
-import type { ConsentLogStore } from "./Consents/ConsentLog.js"
+import { type ConsentLogStore, layer as consentLogLayer } from "./Consents/ConsentLog.js"
 import type { Digests, MediaTypes, ProofFiles, ReportPdf } from "./Consents/ProofPorts.js"
 import type { ExportSink } from "./Resources/Exports.js"
 import type { TcStringEncoder } from "./Resources/Notices.js"
-import type { Settings } from "./Settings.js"
+import { RelationsLive } from "./Registry.js"
+import { OrganizationLimitsLive } from "./Resources/AccountLimits.js"
+import { Settings, type SettingsShape } from "./Settings.js"
 import type { DeliveryStats } from "./Webhooks/DeliveryStats.js"
 import type { DeliveryQueue, Endpoints, OutboxSignal, SecretBox, SubscriberRegistrations } from "./Webhooks/Ports.js"
 
@@ -61,8 +64,8 @@ export type StorePorts =
 
 /**
  * Every service a use-case of core may need, built once: the store's ports, the host's ports
- * and core's own services. Declared here rather than where the services are built, so the REST
- * layer can name what it runs on without depending on how (or on which store) a host builds it.
+ * and core's own services. Declared in core, so the REST layer can name what it runs on without
+ * depending on how (or on which store) a host builds it.
  */
 export type PlatformServices =
   | StorePorts
@@ -88,3 +91,50 @@ export type PlatformServices =
 
 /** Those services, built and running: what a host's composition hands the REST layer. */
 export type PlatformRuntime = ManagedRuntime.ManagedRuntime<PlatformServices, unknown>
+
+/** Core's own services on a store: what `engineServices` builds before the host's adapters. */
+export type EngineServices =
+  | StorePorts
+  | Ids
+  | Relations
+  | FeatureCache
+  | OrganizationLimits
+  | CredentialCache
+  | LoginThrottle
+  | OriginCache
+  | SigningKeys
+  | ConsentTokenStates
+  | PublicRateLimit
+  | RunningVerifications
+  | Settings
+
+/**
+ * Core's own services on the store and ids handed in, what the host builds on them
+ * (`adapters`: its ports, metrics, API usage; the digests among them, for the consent log), and
+ * the store's storage and transactions wrapped so that every write of consent data is logged.
+ * The one composition of the engine: the platform builds its services on it with Node's
+ * adapters, and the engine's suites in test-support theirs with doubles (production's digests).
+ */
+export const engineServices = <A, E, E2, R>(options: {
+  readonly store: Layer.Layer<StorePorts, E>
+  readonly ids: Layer.Layer<Ids>
+  readonly settings: Partial<SettingsShape>
+  readonly adapters: Layer.Layer<A | Digests, E2, R>
+}): Layer.Layer<EngineServices | A | Digests, E | E2, Exclude<R, EngineServices>> => {
+  const base = OrganizationLimitsLive.pipe(Layer.provideMerge(Layer.mergeAll(
+    options.store,
+    options.ids,
+    RelationsLive,
+    LoginThrottle.layer(),
+    FeatureCache.layer(),
+    CredentialCache.layer(),
+    OriginCache.layer(),
+    SigningKeys.layer(),
+    ConsentTokenStates.layer(),
+    PublicRateLimit.layer,
+    RunningVerifications.layer,
+    Settings.layer(options.settings)
+  )))
+  const adapted = options.adapters.pipe(Layer.provideMerge(base))
+  return Layer.merge(adapted, consentLogLayer.pipe(Layer.provide(adapted)))
+}

@@ -1,29 +1,18 @@
 import {
   canonicalJson,
-  ConsentLog,
   type ConsentTokenClaims,
-  CredentialCache,
   Digests,
+  engineServices,
   MediaTypes,
   ReportPdf,
-  FeatureCache,
   Hmac,
   Ids,
-  LoginThrottle,
   Metrics,
   NotAuthenticated,
-  OrganizationLimitsLive,
-  OriginCache,
   OutboxSignal,
-  PublicRateLimit,
-  RunningVerifications,
-  SigningKeys,
-  ConsentTokenStates,
-  RelationsLive,
   SecretBox,
   SecretComparer,
   SecretHasher,
-  Settings,
   type SettingsShape,
   type StorePorts,
   type TokenClaims,
@@ -34,10 +23,12 @@ import * as Layer from "effect/Layer"
 import * as crypto from "node:crypto"
 
 /**
- * Core's services on a real store that the caller hands in (each store package runs the engine
- * suites on itself; core cannot depend on a store), the real relations between tables (a removal
- * cascades as in production) and feature cache, no dispatcher to wake, and the other services
- * replaced by transparent doubles: tests can predict ids, read a hash and decode a token.
+ * Core's services composed as the platform composes them (core's `engineServices`), on a real
+ * store that the caller hands in (each store package runs the engine suites on itself; core
+ * cannot depend on a store): the real relations between tables (a removal cascades as in
+ * production), caches and consent log, no dispatcher to wake, and the host's ports replaced by
+ * transparent doubles: tests can predict ids, read a hash and decode a token. The digests are
+ * production's, so the consent log is hashed as a host hashes it.
  */
 
 /** The storage ports a store layer provides to the engine. */
@@ -132,33 +123,21 @@ export const reportPdfLayer = Layer.succeed(ReportPdf, {
 })
 
 /** A fresh world on `store` (which must itself be fresh: an empty, migrated database), its consent writes logged. */
-export const engineLayer = (store: Layer.Layer<EngineStore>, settings: Partial<SettingsShape> = {}) => {
-  const logged = Layer.merge(store, ConsentLog.layer.pipe(Layer.provide(Layer.merge(store, digestsLayer))))
-  return engineServices(logged, settings)
-}
-
-const engineServices = (store: Layer.Layer<EngineStore>, settings: Partial<SettingsShape>) =>
-  OrganizationLimitsLive.pipe(Layer.provideMerge(Layer.mergeAll(
+export const engineLayer = (store: Layer.Layer<EngineStore>, settings: Partial<SettingsShape> = {}) =>
+  engineServices({
     store,
-    RelationsLive,
-    FeatureCache.layer(),
-    CredentialCache.layer(),
-    OriginCache.layer(),
-    SigningKeys.layer(),
-    ConsentTokenStates.layer(),
-    PublicRateLimit.layer,
-    RunningVerifications.layer,
-    hmacLayer,
-    OutboxSignal.None,
-    Metrics.none,
-    idsLayer,
-    hasherLayer,
-    secretComparerLayer,
-    tokenLayer,
-    secretBoxLayer,
-    LoginThrottle.layer(),
-    Settings.layer(settings),
-    digestsLayer,
-    mediaTypesLayer,
-    reportPdfLayer
-  )))
+    ids: idsLayer,
+    settings,
+    adapters: Layer.mergeAll(
+      hmacLayer,
+      OutboxSignal.None,
+      Metrics.none,
+      hasherLayer,
+      secretComparerLayer,
+      tokenLayer,
+      secretBoxLayer,
+      digestsLayer,
+      mediaTypesLayer,
+      reportPdfLayer
+    )
+  })
