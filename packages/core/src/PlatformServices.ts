@@ -1,13 +1,14 @@
+import * as Layer from "effect/Layer"
 import type * as ManagedRuntime from "effect/ManagedRuntime"
 import type { ApiUsage } from "./Accounts/ApiUsage.js"
-import type { CredentialCache } from "./Accounts/CredentialCache.js"
-import type { OriginCache } from "./Properties/OriginCache.js"
-import type { PublicRateLimit } from "./Consents/PublicRateLimit.js"
-import type { RunningVerifications } from "./Consents/LogVerify.js"
-import type { SigningKeys } from "./Accounts/SigningKeys.js"
-import type { ConsentTokenStates } from "./Accounts/TokenStates.js"
-import type { FeatureCache } from "./Accounts/FeatureCache.js"
-import type { LoginThrottle } from "./Accounts/LoginThrottle.js"
+import { CredentialCache } from "./Accounts/CredentialCache.js"
+import { OriginCache } from "./Properties/OriginCache.js"
+import { PublicRateLimit } from "./Consents/PublicRateLimit.js"
+import { RunningVerifications } from "./Consents/LogVerify.js"
+import { SigningKeys } from "./Accounts/SigningKeys.js"
+import { ConsentTokenStates } from "./Accounts/TokenStates.js"
+import { FeatureCache } from "./Accounts/FeatureCache.js"
+import { LoginThrottle } from "./Accounts/LoginThrottle.js"
 import type { Metrics } from "./Engine/Metrics.js"
 import type { Readiness } from "./Operations/Readiness.js"
 import type { StoreProbe } from "./Operations/StoreProbe.js"
@@ -19,11 +20,13 @@ import type { Provisioner } from "./Properties/Provisioner.js"
 import type { UrlSigner } from "./Engine/Secrets.js"
 import type { Hmac, Ids, SecretComparer, SecretHasher, Storage, TokenIssuer, UnitOfWork, UsageStore } from "./Engine/Ports.js"
 import type { Relations } from "./Engine/Relations.js"
-import type { ConsentLogStore } from "./Consents/ConsentLog.js"
+import { type ConsentLogStore, layer as consentLogLayer } from "./Consents/ConsentLog.js"
 import type { Digests, MediaTypes, ProofFiles, ReportPdf } from "./Consents/ProofPorts.js"
 import type { ExportSink } from "./Exports/Exports.js"
 import type { TcStringEncoder } from "./Notices/Notices.js"
-import type { Settings } from "./Engine/Settings.js"
+import { RelationsLive } from "./Registry.js"
+import { OrganizationLimitsLive } from "./Accounts/AccountLimits.js"
+import { Settings, type SettingsShape } from "./Engine/Settings.js"
 import type { DeliveryStats } from "./Webhooks/DeliveryStats.js"
 import type { DeliveryQueue, Endpoints, SubscriberRegistrations } from "./Webhooks/Ports.js"
 import type { OutboxSignal } from "./Engine/Ports.js"
@@ -65,8 +68,8 @@ export type StorePorts =
 
 /**
  * Every service a use-case of core may need, built once: the store's ports, the host's ports
- * and core's own services. Declared here rather than where the services are built, so the REST
- * layer can name what it runs on without depending on how (or on which store) a host builds it.
+ * and core's own services. Declared in core, so the REST layer can name what it runs on without
+ * depending on how (or on which store) a host builds it.
  */
 export type PlatformServices =
   | StorePorts
@@ -92,3 +95,50 @@ export type PlatformServices =
 
 /** Those services, built and running: what a host's composition hands the REST layer. */
 export type PlatformRuntime = ManagedRuntime.ManagedRuntime<PlatformServices, unknown>
+
+/** Core's own services on a store: what `engineServices` builds before the host's adapters. */
+export type EngineServices =
+  | StorePorts
+  | Ids
+  | Relations
+  | FeatureCache
+  | OrganizationLimits
+  | CredentialCache
+  | LoginThrottle
+  | OriginCache
+  | SigningKeys
+  | ConsentTokenStates
+  | PublicRateLimit
+  | RunningVerifications
+  | Settings
+
+/**
+ * Core's own services on the store and ids handed in, what the host builds on them
+ * (`adapters`: its ports, metrics, API usage; the digests among them, for the consent log), and
+ * the store's storage and transactions wrapped so that every write of consent data is logged.
+ * The one composition of the engine: the platform builds its services on it with Node's
+ * adapters, and the engine's suites in test-support theirs with doubles (production's digests).
+ */
+export const engineServices = <A, E, E2, R>(options: {
+  readonly store: Layer.Layer<StorePorts, E>
+  readonly ids: Layer.Layer<Ids>
+  readonly settings: Partial<SettingsShape>
+  readonly adapters: Layer.Layer<A | Digests, E2, R>
+}): Layer.Layer<EngineServices | A | Digests, E | E2, Exclude<R, EngineServices>> => {
+  const base = OrganizationLimitsLive.pipe(Layer.provideMerge(Layer.mergeAll(
+    options.store,
+    options.ids,
+    RelationsLive,
+    LoginThrottle.layer(),
+    FeatureCache.layer(),
+    CredentialCache.layer(),
+    OriginCache.layer(),
+    SigningKeys.layer(),
+    ConsentTokenStates.layer(),
+    PublicRateLimit.layer,
+    RunningVerifications.layer,
+    Settings.layer(options.settings)
+  )))
+  const adapted = options.adapters.pipe(Layer.provideMerge(base))
+  return Layer.merge(adapted, consentLogLayer.pipe(Layer.provide(adapted)))
+}

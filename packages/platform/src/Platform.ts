@@ -2,24 +2,13 @@ import {
   ApiUsage,
   backfillConsentLog,
   bootstrap,
-  ConsentLog,
-  CredentialCache,
   Endpoints,
   EndpointsLive,
-  FeatureCache,
+  engineServices,
   Ids,
-  OrganizationLimitsLive,
   OutboxSignal,
-  RelationsLive,
-  LoginThrottle,
   MailDispatcher,
   MailSignal,
-  OriginCache,
-  PublicRateLimit,
-  RunningVerifications,
-  SigningKeys,
-  ConsentTokenStates,
-  Settings,
   type PlatformRuntime,
   type PlatformServices
 } from "@cmp/core"
@@ -58,31 +47,21 @@ export const layer = (options: PlatformOptions): Layer.Layer<PlatformServices, u
     ))
   }
   const allowHosts = options.webhookAllowHosts ?? []
-  const base = OrganizationLimitsLive.pipe(Layer.provideMerge(Layer.mergeAll(
-    options.store,
-    Ids.Live,
-    RelationsLive,
-    LoginThrottle.layer(),
-    FeatureCache.layer(),
-    CredentialCache.layer(),
-    OriginCache.layer(),
-    SigningKeys.layer(),
-    ConsentTokenStates.layer(),
-    PublicRateLimit.layer,
-    RunningVerifications.layer,
-    Settings.layer({
+  // Core's services with the Node adapters, every write of consent data logged.
+  const logged = engineServices({
+    store: options.store,
+    ids: Ids.Live,
+    settings: {
       ...options.settings,
       ...(options.webhookAllowHosts ? { webhookAllowHosts: allowHosts } : {}),
       ...(options.publicRateLimit ? { publicRateLimit: options.publicRateLimit } : {})
-    })
-  )))
-  const adapted = Layer.mergeAll(
-    ApiUsage.layer(),
-    PromMetrics.layer,
-    NodeAdapters.layer({ ...options, allowHosts, localAddress: options.webhookLocalAddress })
-  ).pipe(Layer.provideMerge(base))
-  // The store's storage and transactions, wrapped so every write of consent data is logged.
-  const logged = Layer.merge(adapted, ConsentLog.layer.pipe(Layer.provide(adapted)))
+    },
+    adapters: Layer.mergeAll(
+      ApiUsage.layer(),
+      PromMetrics.layer,
+      NodeAdapters.layer({ ...options, allowHosts, localAddress: options.webhookLocalAddress })
+    )
+  })
   // Every transaction in a span when traces are recorded, the consent log's writes within it.
   const services = Tracing.isTracing(options.tracing)
     ? Layer.merge(logged, Tracing.tracedTransactions.pipe(Layer.provide(logged)))

@@ -1,28 +1,18 @@
 import {
-  ConsentLog,
+  canonicalJson,
   type ConsentTokenClaims,
-  CredentialCache,
   Digests,
+  engineServices,
   MediaTypes,
   ReportPdf,
-  FeatureCache,
   Hmac,
   Ids,
-  LoginThrottle,
   Metrics,
   NotAuthenticated,
-  OrganizationLimitsLive,
-  OriginCache,
   OutboxSignal,
-  PublicRateLimit,
-  RunningVerifications,
-  SigningKeys,
-  ConsentTokenStates,
-  RelationsLive,
   SecretBox,
   SecretComparer,
   SecretHasher,
-  Settings,
   type SettingsShape,
   type StorePorts,
   type TokenClaims,
@@ -33,10 +23,12 @@ import * as Layer from "effect/Layer"
 import * as crypto from "node:crypto"
 
 /**
- * Core's services on a real store that the caller hands in (each store package runs the engine
- * suites on itself; core cannot depend on a store), the real relations between tables (a removal
- * cascades as in production) and feature cache, no dispatcher to wake, and the other services
- * replaced by transparent doubles: tests can predict ids, read a hash and decode a token.
+ * Core's services composed as the platform composes them (core's `engineServices`), on a real
+ * store that the caller hands in (each store package runs the engine suites on itself; core
+ * cannot depend on a store): the real relations between tables (a removal cascades as in
+ * production), caches and consent log, no dispatcher to wake, and the host's ports replaced by
+ * transparent doubles: tests can predict ids, read a hash and decode a token. The digests are
+ * production's, so the consent log is hashed as a host hashes it.
  */
 
 /** The storage ports a store layer provides to the engine. */
@@ -107,16 +99,10 @@ export const secretBoxLayer = Layer.succeed(SecretBox, {
   open: (sealed: string) => Effect.succeed(sealed.replace(/^sealed:/, ""))
 })
 
-/** Canonical JSON with sorted keys (enough for the rows a test writes), and real SHA-256. */
-const canonical = (value: unknown): string => {
-  if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null"
-  if (Array.isArray(value)) return `[${value.map((v) => (v === undefined ? "null" : canonical(v))).join(",")}]`
-  const entries = Object.entries(value).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(",")}}`
-}
+/** Production's canonical JSON (core's, the one every host encodes with) and real SHA-256. */
 export const digestsLayer = Layer.succeed(Digests, {
   sha256: (data) => crypto.createHash("sha256").update(data).digest("hex"),
-  canonicalJson: canonical
+  canonicalJson
 })
 
 /** A file's type from its first bytes, for the types a test sends. */
@@ -137,33 +123,21 @@ export const reportPdfLayer = Layer.succeed(ReportPdf, {
 })
 
 /** A fresh world on `store` (which must itself be fresh: an empty, migrated database), its consent writes logged. */
-export const engineLayer = (store: Layer.Layer<EngineStore>, settings: Partial<SettingsShape> = {}) => {
-  const logged = Layer.merge(store, ConsentLog.layer.pipe(Layer.provide(Layer.merge(store, digestsLayer))))
-  return engineServices(logged, settings)
-}
-
-const engineServices = (store: Layer.Layer<EngineStore>, settings: Partial<SettingsShape>) =>
-  OrganizationLimitsLive.pipe(Layer.provideMerge(Layer.mergeAll(
+export const engineLayer = (store: Layer.Layer<EngineStore>, settings: Partial<SettingsShape> = {}) =>
+  engineServices({
     store,
-    RelationsLive,
-    FeatureCache.layer(),
-    CredentialCache.layer(),
-    OriginCache.layer(),
-    SigningKeys.layer(),
-    ConsentTokenStates.layer(),
-    PublicRateLimit.layer,
-    RunningVerifications.layer,
-    hmacLayer,
-    OutboxSignal.None,
-    Metrics.none,
-    idsLayer,
-    hasherLayer,
-    secretComparerLayer,
-    tokenLayer,
-    secretBoxLayer,
-    LoginThrottle.layer(),
-    Settings.layer(settings),
-    digestsLayer,
-    mediaTypesLayer,
-    reportPdfLayer
-  )))
+    ids: idsLayer,
+    settings,
+    adapters: Layer.mergeAll(
+      hmacLayer,
+      OutboxSignal.None,
+      Metrics.none,
+      hasherLayer,
+      secretComparerLayer,
+      tokenLayer,
+      secretBoxLayer,
+      digestsLayer,
+      mediaTypesLayer,
+      reportPdfLayer
+    )
+  })

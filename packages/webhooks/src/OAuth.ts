@@ -4,7 +4,7 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as FiberId from "effect/FiberId"
-import { send } from "./Sender.js"
+import { send } from "./Send.js"
 
 /**
  * OAuth 2.0 client-credentials tokens for receivers that want `Authorization: Bearer` (spec

@@ -1,5 +1,5 @@
 import type { DeliveryOutcome } from "@cmp/core"
-import type { SendResult } from "./Sender.js"
+import type { SendResult } from "./Answer.js"
 
 /**
  * What happens to a message after one attempt. Spec section 6 rule 2 and section 8: at least
