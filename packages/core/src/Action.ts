@@ -1,8 +1,9 @@
 import type * as Effect from "effect/Effect"
 import type { PremiumFeatureFlag } from "./Domain/Account.js"
 import type { DomainError } from "./Domain/Errors.js"
-import type { Principal } from "./Principal.js"
-import type { AnyResource, AnySchema } from "./Resource.js"
+import type { OperationMetric } from "./Metrics.js"
+import type { EndUserCredential, Principal } from "./Principal.js"
+import type { AnyResource, AnySchema, EndUserRefusals } from "./Resource.js"
 import type { LookUp } from "./Service.js"
 
 /**
@@ -75,6 +76,16 @@ export interface ActionParameter {
   readonly description?: string | undefined
 }
 
+/** The end users' credentials an action takes besides access tokens, as a resource's `endUsers` opens a method. */
+export interface ActionEndUsers {
+  readonly credentials: ReadonlyArray<EndUserCredential>
+  /** What these credentials are told elsewhere; where several served declarations say it, the first one's. */
+  readonly elsewhere?: EndUserRefusals | undefined
+}
+
+/** Who an action's use-case acts for: an open action (`auth: "none"`) has no principal, its credential is in its request. */
+export type ActionPrincipal<Auth extends "bearer" | "none"> = Auth extends "none" ? undefined : Principal
+
 export interface ActionData<
   Place extends string = string,
   Name extends string = string,
@@ -125,6 +136,12 @@ export interface ActionData<
    * action whose object or body gives the organization ignores the query.
    */
   readonly queryNamesOrganization?: boolean | undefined
+  /** Whether a request counts against the organization's `api_requests` quota: it does unless this says `false`. */
+  readonly countsApiRequests?: boolean | undefined
+  /** What answering it adds to the metrics beyond the request count (a consent token's outcome). */
+  readonly metric?: OperationMetric | undefined
+  /** The end users' credentials it takes besides access tokens (none unless said); an open action takes its own. */
+  readonly endUsers?: (Auth extends "none" ? undefined : ActionEndUsers) | undefined
 }
 
 export interface ActionDef<
@@ -137,8 +154,8 @@ export interface ActionDef<
   Out = unknown,
   R = never
 > extends ActionData<Place, Name, Path, In, Q, Auth> {
-  /** The use-case: the principal is absent (`undefined`) for an open action. */
-  readonly run: (principal: Principal, request: ActionRequest) => Effect.Effect<Out, DomainError, R>
+  /** The use-case, given no principal when the action is open. */
+  readonly run: (principal: ActionPrincipal<Auth>, request: ActionRequest) => Effect.Effect<Out, DomainError, R>
   /**
    * An open action whose credential is in its header (`credentialHeader`): the use-case's first
    * half, which checks the credential without the body and answers what the body then goes
@@ -153,9 +170,15 @@ export interface ActionDef<
 /** Whether an action's path names a record (`:id`), which is then its first argument. */
 export const takesId = (action: Pick<ActionData, "path">): boolean => action.path.includes(":")
 
-/** An action of any kind, whatever it answers and needs. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type AnyAction = ActionDef<string, string, string, AnySchema | undefined, "find" | "lookUp" | undefined, "bearer" | "none", any, any>
+/**
+ * An action of any kind, whatever it answers and needs: a bearer action or an open one, told
+ * apart by `auth`, so a caller hands a principal only to the one that takes it.
+ */
+export type AnyAction =
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  | ActionDef<string, string, string, AnySchema | undefined, "find" | "lookUp" | undefined, "bearer", any, any>
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  | ActionDef<string, string, string, AnySchema | undefined, "find" | "lookUp" | undefined, "none", any, any>
 
 /** Declares an action once; its literal types (place, name, path, body, answer) shape the host API. */
 export const defineAction = <

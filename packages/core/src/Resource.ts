@@ -12,6 +12,7 @@ import type { FeatureCache } from "./FeatureCache.js"
 import type { OriginCache } from "./Consents/OriginCache.js"
 import type { SigningKeys } from "./Consents/SigningKeys.js"
 import type { ConsentTokenStates } from "./Consents/TokenStates.js"
+import type { OperationMetric } from "./Metrics.js"
 import type { OrganizationLimits } from "./OrganizationLimits.js"
 import type { EndUserCredential, Principal } from "./Principal.js"
 import type { FindQuery, SortKey } from "./Query.js"
@@ -37,11 +38,19 @@ export type View = Readonly<Record<string, string>>
 
 export type Method = "find" | "get" | "create" | "update" | "patch" | "remove"
 
+/**
+ * What an end user's credential is told on an operation that does not take it, declared where
+ * the credential is taken (the message names what it may do instead).
+ */
+export type EndUserRefusals = Partial<Record<EndUserCredential, string>>
+
 /** Which end-user credentials may use each method, and what a public key's create answers. */
 export interface EndUserAccess {
   readonly methods: Partial<Record<Method, ReadonlyArray<EndUserCredential>>>
   /** The output fields a create through the public key answers with (all when unset). */
   readonly publicAnswer?: ReadonlyArray<string>
+  /** What these credentials are told elsewhere; where several served declarations say it, the first one's. */
+  readonly elsewhere?: EndUserRefusals
 }
 
 /** What the generic use-cases and hooks may require. */
@@ -294,6 +303,13 @@ export interface ResourceData<
   readonly defaults?: Row
   /** A count quota checked on create. */
   readonly quota?: QuotaField
+  /**
+   * Whether a request to it counts against the organization's `api_requests` quota: it does
+   * unless the declaration says `false`, for every method.
+   */
+  readonly countsApiRequests?: boolean
+  /** What answering a method adds to the metrics beyond the request count (a consent write's outcome). */
+  readonly metrics?: Partial<Record<Method, OperationMetric>>
   /** Bytes a create or write body may have, where more than the API's default is needed (files sent inline). */
   readonly bodyLimit?: number
   /** The premium feature an organization needs to use this service at all. */
