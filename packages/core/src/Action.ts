@@ -1,10 +1,11 @@
-import type * as Effect from "effect/Effect"
-import type { PremiumFeatureFlag } from "./Domain/Account.js"
+import * as Effect from "effect/Effect"
+import type { PremiumFeatureFlag, QuotaField } from "./Domain/Account.js"
 import type { DomainError } from "./Domain/Errors.js"
 import type { OperationMetric } from "./Metrics.js"
-import type { EndUserCredential, Principal } from "./Principal.js"
-import type { AnyResource, AnySchema, EndUserRefusals } from "./Resource.js"
-import type { LookUp } from "./Service.js"
+import { UnitOfWork } from "./Ports.js"
+import { type EndUserCredential, organizationsOf, type Principal, requireOrganization } from "./Principal.js"
+import type { AnyResource, AnySchema, CoreServices, EndUserRefusals } from "./Resource.js"
+import { checkQuota, type LookUp } from "./Service.js"
 
 /**
  * An operation that is not one of a resource's generic methods (a session, a replay, a
@@ -83,6 +84,20 @@ export interface ActionEndUsers {
   readonly elsewhere?: EndUserRefusals | undefined
 }
 
+/**
+ * A count quota checked before the use-case runs, as a resource's is on create: the organization
+ * the request acts in (the one its body's `organization_id` or its `?organization_id=` names,
+ * else the caller's only one) may hold fewer rows of `counts` than its limit. It answers early
+ * and reserves nothing: a use-case that writes the counted rows checks again in its transaction
+ * where two calls at once must not both pass. A request that names no organization and whose
+ * caller acts in several (the operator) is left to the use-case.
+ */
+export interface ActionQuota {
+  readonly name: QuotaField
+  /** The rows it limits: the organization's rows of this declaration. */
+  readonly counts: Pick<AnyResource, "ownerField" | "tableDef">
+}
+
 /** Who an action's use-case acts for: an open action (`auth: "none"`) has no principal, its credential is in its request. */
 export type ActionPrincipal<Auth extends "bearer" | "none"> = Auth extends "none" ? undefined : Principal
 
@@ -142,6 +157,8 @@ export interface ActionData<
   readonly metric?: OperationMetric | undefined
   /** The end users' credentials it takes besides access tokens (none unless said); an open action takes its own. */
   readonly endUsers?: (Auth extends "none" ? undefined : ActionEndUsers) | undefined
+  /** A count quota the organization it acts in must be under (an open action acts in none). */
+  readonly quota?: (Auth extends "none" ? undefined : ActionQuota) | undefined
 }
 
 export interface ActionDef<
@@ -180,7 +197,29 @@ export type AnyAction =
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   | ActionDef<string, string, string, AnySchema | undefined, "find" | "lookUp" | undefined, "none", any, any>
 
-/** Declares an action once; its literal types (place, name, path, body, answer) shape the host API. */
+/** The organization an action's quota counts in, when the request or its caller says one. */
+const quotaOrganization = (principal: Principal, request: ActionRequest): Effect.Effect<string | undefined, DomainError> => {
+  const body = request.body
+  const named = typeof body === "object" && body !== null && "organization_id" in body && typeof body.organization_id === "string"
+    ? body.organization_id
+    : request.at.organizationId
+  if (named !== undefined) return Effect.as(requireOrganization(principal, named), named)
+  const mine = organizationsOf(principal)
+  return Effect.succeed(mine !== "all" && mine.length === 1 ? mine[0] : undefined)
+}
+
+/** Fails with the resource quota's `QuotaExceeded` when the organization the request acts in is at its limit. */
+const requireUnderQuota = (quota: ActionQuota, principal: Principal | undefined, request: ActionRequest) =>
+  principal === undefined ? Effect.void : Effect.flatMap(quotaOrganization(principal, request), (organizationId) =>
+    organizationId === undefined
+      ? Effect.void
+      // The quota's lock is held only inside a transaction: the count is read in one of its own.
+      : Effect.flatMap(UnitOfWork, (uow) => uow.transaction(checkQuota({ ...quota.counts, quota: quota.name }, organizationId))))
+
+/**
+ * Declares an action once; its literal types (place, name, path, body, answer) shape the host
+ * API. A declared quota is checked here, in front of the use-case, for every caller.
+ */
 export const defineAction = <
   const Place extends string,
   const Name extends string,
@@ -190,7 +229,11 @@ export const defineAction = <
   In extends AnySchema | undefined = undefined,
   const Q extends "find" | "lookUp" | undefined = undefined,
   const Auth extends "bearer" | "none" = "bearer"
->(declaration: ActionDef<Place, Name, Path, In, Q, Auth, Out, R>): ActionDef<Place, Name, Path, In, Q, Auth, Out, R> => declaration
+>(declaration: ActionDef<Place, Name, Path, In, Q, Auth, Out, R>): ActionDef<Place, Name, Path, In, Q, Auth, Out, R | CoreServices> => {
+  const { quota, run } = declaration
+  if (quota === undefined) return declaration
+  return { ...declaration, run: (principal, request) => Effect.flatMap(requireUnderQuota(quota, principal, request), () => run(principal, request)) }
+}
 
 /** The requirement of an action's use-case. */
 export type ActionPorts<A> = A extends ActionDef<any, any, any, any, any, any, any, infer R> ? R : never
