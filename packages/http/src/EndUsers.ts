@@ -1,3 +1,4 @@
+import type { AnyAction, EndUserCredential, RegisteredResource } from "@cmp/core"
 import { type ApiRequest, type ApiResponse, header } from "./Message.js"
 
 /**
@@ -64,3 +65,24 @@ export const preflight = (methods: ReadonlyArray<string>, origin: string | undef
   },
   body: ""
 })
+
+/** What an end user's credential is told where no served declaration says (a host serving none that takes it). */
+const refusedUnlessDeclared: Readonly<Record<EndUserCredential, string>> = {
+  "public-key": "A public key is not taken here: this request needs an access token",
+  "consent-token": "A consent token is not taken here"
+}
+
+/**
+ * What each end user's credential is told on an operation that does not take it: the message
+ * the declarations that take it give (`elsewhere`), the first served one's.
+ */
+export const refusalsOf = (
+  resources: ReadonlyArray<RegisteredResource>,
+  actions: ReadonlyArray<AnyAction>
+): (credential: EndUserCredential) => string => {
+  const said = [
+    ...resources.map((def) => def.endUsers?.elsewhere),
+    ...actions.map((a) => (a.auth === "bearer" ? a.endUsers?.elsewhere : undefined))
+  ]
+  return (credential) => said.map((elsewhere) => elsewhere?.[credential]).find((m) => m !== undefined) ?? refusedUnlessDeclared[credential]
+}

@@ -13,8 +13,9 @@ import {
   type FileAnswer,
   isStoreUnavailable,
   Metrics,
-  outcomeOf,
+  type OperationMetric,
   type PlatformRuntime,
+  type Principal,
   PublicRateLimit,
   type RegisteredResource,
   requireOrigin,
@@ -34,15 +35,15 @@ import { type ApiRequest, type ApiResponse, header, json } from "./Message.js"
 import { docsAsset, type DocsAssets } from "./Docs.js"
 import { isHostHeader, isRewrittenPath, unsupportedMethodResponse, unsupportedMethods } from "./Target.js"
 import { openApiDocument, servedAt } from "./OpenApi.js"
-import { allowOrigin, preflight, publicKeyOf, withoutPublicKey } from "./EndUsers.js"
+import { allowOrigin, preflight, publicKeyOf, refusalsOf, withoutPublicKey } from "./EndUsers.js"
 import {
   actionMethods,
   actionRoute,
   type Context,
+  endUserActionMethods,
   endUserMethodsOf,
   matchRoute,
   methodsOf,
-  nobody,
   resourceRoute,
   type Route,
   type Use
@@ -102,9 +103,6 @@ const bearer = (request: ApiRequest): string | undefined => {
 /** The routes whose credential is in the body read it before anyone is known: only this much of it. */
 const CREDENTIAL_BODY_LIMIT = 16 * 1024
 
-const publicKeyElsewhere = () =>
-  errorResponse(401, "A public key only records consent events (POST /v1/consents/events): other requests need an access token")
-
 /** A visitor's browser or app sends one consent at a time: no more than this. */
 const END_USER_BODY_LIMIT = 64 * 1024
 
@@ -137,34 +135,36 @@ const download = (file: FileAnswer): ApiResponse => ({
 interface Seen {
   route?: string
   /** The principal's kind (`Client`, `Member`, `PublicKey`, ...), once authenticated. */
-  principal?: string
+  principal?: Principal["_tag"]
   /** The one organization the principal acts in, when it has one. */
   organizationId?: string
+  /** What the operation its method and path name adds to the metrics (its declaration's). */
+  metric?: OperationMetric | undefined
   /** A probe or a scrape: asked every few seconds, neither logged nor counted. */
   probe?: boolean
 }
 
 const countedMethods = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
 
-/** The metrics of one answered request: its route, and what the route's answer means (a write, a token). */
+/** The route template a request was answered on, and what its operation adds to the metrics. */
+interface Answered {
+  readonly route: string
+  readonly metric?: OperationMetric | undefined
+}
+
+/** The metrics of one answered request: its route, and what its operation's declaration adds (a write, a token). */
 const record = (
   metrics: Effect.Effect.Success<typeof Metrics>,
   request: ApiRequest,
-  route: string,
+  { metric, route }: Answered,
   status: number,
   durationMs: number,
-  seen: Seen
+  principal: Seen["principal"]
 ) => {
   const method = request.method.toUpperCase()
-  const base = request.mountPath ?? ""
   // A label takes few values: a method no route has is any other method.
-  const effects = [metrics.request(route, countedMethods.has(method) ? method : "OTHER", status, durationMs / 1000)]
-  if (method === "POST" && route === `${base}/v1/consents/events`) {
-    if (seen.principal === "PublicKey") effects.push(metrics.publicWrite(outcomeOf(status)))
-    if (status === 201) effects.push(metrics.consentEventsIngested(1))
-  }
-  if (method === "POST" && route === `${base}/v1/consents/tokens`) effects.push(metrics.consentTokenRequest(outcomeOf(status)))
-  Effect.runSync(Effect.all(effects, { discard: true }))
+  const counted = metrics.request(route, countedMethods.has(method) ? method : "OTHER", status, durationMs / 1000)
+  Effect.runSync(metric === undefined ? counted : Effect.zipRight(counted, metric(metrics, { status, principal })))
 }
 
 /** Every answer says not to sniff its type; the rest are per answer. */
@@ -184,6 +184,9 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
   const actionRoutes = servedActions.map(actionRoute)
   const openapi = openApiDocument(served, servedActions)
   const byPath = new Map(served.map((def) => [def.path, def]))
+  const refusal = refusalsOf(served, servedActions)
+  /** A public key anywhere but where a declaration takes it: unauthenticated. */
+  const publicKeyElsewhere = () => errorResponse(401, refusal("public-key"))
   const logRequests = ["All", "Trace", "Debug", "Info", undefined].includes(options.logLevel)
   const probes = makeProbes(runtime, options.metricsToken)
   // Read once: recording a request then costs no fiber. Until the runtime is built, nothing is counted.
@@ -256,7 +259,6 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
     found: Route,
     params: ReadonlyArray<string>,
     rawQuery: string,
-    counted: boolean,
     requestId: string,
     seen: Seen
   ): Promise<ApiResponse> => {
@@ -266,7 +268,7 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
       const context = { request, params, rawQuery, address }
       // A credential in a header is checked before the body is read, as a bearer's is.
       const open = found.admit === undefined
-        ? Effect.flatMap(readBody(request, found), (body) => found.run({ ...context, body }, nobody))
+        ? Effect.flatMap(readBody(request, found), (body) => found.run({ ...context, body }))
         : Effect.flatMap(found.admit(context), (next) => Effect.flatMap(readBody(request, found), next))
       return respond(open, found.status, requestId, span)
     }
@@ -284,10 +286,9 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
       seen.principal = principal._tag
       if ("organizationId" in principal) seen.organizationId = principal.organizationId
       const endUser = isEndUser(principal)
-      if (endUser) {
-        if (!found.endUsers.includes(endUserCredentialOf(principal)!)) {
-          return yield* Effect.fail(new Forbidden({ message: "A consent token reads and records its own user's consent only" }))
-        }
+      const credential = endUserCredentialOf(principal)
+      if (endUser && credential !== undefined) {
+        if (!found.endUsers.includes(credential)) return yield* Effect.fail(new Forbidden({ message: refusal(credential) }))
         const origin = header(request.headers, "origin")
         if (origin !== undefined) {
           yield* requireOrigin(principal, origin, options.allowHttp === true)
@@ -303,7 +304,7 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
       }
       const body = yield* readBody(request, found, endUser)
       const context: Context = { request, params, rawQuery: query, body, address }
-      if (counted) {
+      if (found.countsApiRequests) {
         const organizations = yield* countedOrganizations(principal, found, context)
         if (organizations.length > 0) {
           yield* Effect.flatMap(ApiUsage, (usage) => usage.hit(organizations)).pipe(
@@ -330,12 +331,11 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
       return errorResponse(400, "Invalid path: the id is not a valid URI component")
     }
     const lower = trimmed.toLowerCase()
-    // Paths relative to v1 under `consents/` are not counted against `api_requests`.
-    const counted = !lower.startsWith("consents/")
     const action = matchRoute(actionRoutes, segments, method)
     if (action) {
       seen.route = template(base, action.route)
-      return run(request, action.route, action.params, rawQuery, counted, requestId, seen)
+      seen.metric = action.route.metric
+      return run(request, action.route, action.params, rawQuery, requestId, seen)
     }
     const onAction = actionMethods(actionRoutes, segments)
     // Every declared resource behind one map from path to declaration.
@@ -347,15 +347,16 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
       def = slash > 0 ? byPath.get(lower.slice(0, slash)) : undefined
       if (def) id = segments[segments.length - 1]
     }
-    if (def) {
-      seen.route = `${base}/v1/${def.path}${id === undefined ? "" : "/:id"}`
-      // A browser asks before a page's cross-origin write; the request that follows is the one checked.
-      if (method === "OPTIONS") {
-        const open = endUserMethodsOf(def, id !== undefined)
-        if (open.length > 0) return preflight(open, header(request.headers, "origin"))
-      }
-      const found = resourceRoute(def, method, id)
-      if (found) return run(request, found, [], rawQuery, counted, requestId, seen)
+    if (def) seen.route = `${base}/v1/${def.path}${id === undefined ? "" : "/:id"}`
+    // A browser asks before a page's cross-origin write; the request that follows is the one checked.
+    if (method === "OPTIONS") {
+      const open = [...new Set([...(def ? endUserMethodsOf(def, id !== undefined) : []), ...endUserActionMethods(actionRoutes, segments)])]
+      if (open.length > 0) return preflight(open, header(request.headers, "origin"))
+    }
+    const found = def && resourceRoute(def, method, id)
+    if (found) {
+      seen.metric = found.metric
+      return run(request, found, [], rawQuery, requestId, seen)
     }
     // A public key opens one route: with it, anything else is unauthenticated, whatever the path.
     if (bearer(request) === undefined && method !== "OPTIONS" && publicKeyOf(request.headers, rawQuery) !== undefined) {
@@ -415,25 +416,28 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
    * The route a request's path names, its ids as parameters (`/v1/consents/users/:id`): what the
    * request log shows. An id may be personal data (an `organization_user_id` is often an e-mail
    * address), and a path no route has is whatever a caller typed, so neither is logged. Found
-   * again here only for a request answered before its route was (a redirect, a refused `Host`).
+   * again here only for a request answered before its route was (a redirect, a refused `Host`),
+   * with the metric of the operation its method names there.
    */
-  const routeOf = (request: ApiRequest): string => {
+  const routeOf = (request: ApiRequest): Answered => {
     const base = request.mountPath ?? ""
     const path = request.url.split("?")[0]!
     const lower = path.toLowerCase()
-    if (lower === "/openapi.json" || lower === "/openapi.json/" || lower === "/docs") return `${base}${lower}`
-    if (lower.startsWith("/docs/")) return docsAsset(path.slice("/docs/".length), options.docsAssets) ? `${base}${path}` : unknownRoute
-    if (lower !== "/v1" && !lower.startsWith("/v1/")) return unknownRoute
+    if (lower === "/openapi.json" || lower === "/openapi.json/" || lower === "/docs") return { route: `${base}${lower}` }
+    if (lower.startsWith("/docs/")) return { route: docsAsset(path.slice("/docs/".length), options.docsAssets) ? `${base}${path}` : unknownRoute }
+    if (lower !== "/v1" && !lower.startsWith("/v1/")) return { route: unknownRoute }
     const trimmed = lower.slice(3).replace(/^\/+|\/+$/g, "")
     const segments = trimmed === "" ? [] : trimmed.split("/")
     const method = request.method.toUpperCase() === "HEAD" ? "GET" : request.method.toUpperCase()
-    const action = matchRoute(actionRoutes, segments, method) ??
-      actionMethods(actionRoutes, segments).map((m) => matchRoute(actionRoutes, segments, m)).find((a) => a !== undefined)
-    if (action) return template(base, action.route)
-    if (byPath.has(trimmed)) return `${base}/v1/${trimmed}`
+    const own = matchRoute(actionRoutes, segments, method)
+    if (own) return { route: template(base, own.route), metric: own.route.metric }
+    const action = actionMethods(actionRoutes, segments).map((m) => matchRoute(actionRoutes, segments, m)).find((a) => a !== undefined)
+    if (action) return { route: template(base, action.route) }
+    const def = byPath.get(trimmed)
+    if (def) return { route: `${base}/v1/${trimmed}`, metric: resourceRoute(def, method, undefined)?.metric }
     const slash = trimmed.lastIndexOf("/")
     const parent = slash > 0 ? byPath.get(trimmed.slice(0, slash)) : undefined
-    return parent ? `${base}/v1/${parent.path}/:id` : unknownRoute
+    return parent ? { route: `${base}/v1/${parent.path}/:id`, metric: resourceRoute(parent, method, trimmed.slice(slash + 1))?.metric } : { route: unknownRoute }
   }
 
   const handle = async (request: ApiRequest): Promise<ApiResponse> => {
@@ -449,9 +453,10 @@ export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = 
       response = internalErrorResponse()
     }
     if (seen.probe === true) return finish(response, requestId)
-    const route = seen.route ?? routeOf(request)
+    const answered = seen.route === undefined ? routeOf(request) : { route: seen.route, metric: seen.metric }
+    const route = answered.route
     const durationMs = performance.now() - started
-    if (metrics !== undefined) record(metrics, request, route, response.status, durationMs, seen)
+    if (metrics !== undefined) record(metrics, request, answered, response.status, durationMs, seen.principal)
     if (logRequests) {
       runtime.runFork(Effect.logInfo("request").pipe(Effect.annotateLogs({
         requestId,

@@ -1,4 +1,14 @@
-import { type ActionOutput, type AnyAction, type AnyResource, type AnySchema, type Method, operationsOf, type RegisteredResource, takesId } from "@cmp/core"
+import {
+  type ActionOutput,
+  type AnyAction,
+  type AnyResource,
+  type AnySchema,
+  type EndUserCredential,
+  type Method,
+  operationsOf,
+  type RegisteredResource,
+  takesId
+} from "@cmp/core"
 import * as JSONSchema from "effect/JSONSchema"
 import * as Schema from "effect/Schema"
 
@@ -32,17 +42,17 @@ const jsonSchemaInto = (definitions: Record<string, JSONSchema.JsonSchema7>) => 
 const bearerSecurity = [{ bearer: [] }]
 
 /**
- * The security of a resource's method: the bearer, and the end-user credentials its declaration
- * opens it to (a public key in the header or the query, a consent token), each an alternative.
+ * The security of an operation: the bearer, and the end-user credentials its declaration opens
+ * it to (a public key in the header or the query, a consent token), each an alternative.
  */
-const securityOf = (def: RegisteredResource, method: Method) => {
-  const open = def.endUsers?.methods[method] ?? []
-  return [
-    ...bearerSecurity,
-    ...(open.includes("public-key") ? [{ publicApiKey: [] }, { publicApiKeyQuery: [] }] : []),
-    ...(open.includes("consent-token") ? [{ consentToken: [] }] : [])
-  ]
-}
+const securityFor = (open: ReadonlyArray<EndUserCredential>) => [
+  ...bearerSecurity,
+  ...(open.includes("public-key") ? [{ publicApiKey: [] }, { publicApiKeyQuery: [] }] : []),
+  ...(open.includes("consent-token") ? [{ consentToken: [] }] : [])
+]
+
+/** The security of a resource's method. */
+const securityOf = (def: RegisteredResource, method: Method) => securityFor(def.endUsers?.methods[method] ?? [])
 
 const errorSchema = {
   type: "object",
@@ -299,7 +309,7 @@ export const openApiDocument = (
         [String(a.status)]: { description: a.status === 201 ? "Created" : a.answers._tag === "Page" ? "A page" : "OK", content },
         ...errorResponses(...actionErrors(a))
       },
-      security: a.auth === "none" ? [] : bearerSecurity
+      security: a.auth === "none" ? [] : securityFor(a.endUsers?.credentials ?? [])
     }
     const path = openApiPath(a.path)
     paths[path] = { ...paths[path], [a.method.toLowerCase()]: operation }

@@ -6,6 +6,7 @@ import {
   type EndUserCredential,
   InvalidInput,
   type Method,
+  type OperationMetric,
   operationsOf,
   type PlatformServices,
   type Principal,
@@ -36,12 +37,10 @@ export interface Context {
 /** The one stored object a request works on, named by its path or its body (an action's `target`). */
 export type Target = ActionTarget
 
-export interface Route {
+interface RouteData {
   readonly method: string
   /** Lower-case path segments after `/v1`; `:` is a parameter. */
   readonly path: ReadonlyArray<string>
-  /** `bearer`: an access token is needed, and counts against `api_requests`. */
-  readonly auth: "bearer" | "none"
   readonly body: boolean
   /** Bytes its body may have, when not the API's default. */
   readonly bodyLimit?: number | undefined
@@ -56,15 +55,32 @@ export interface Route {
    * organization ignore the query: it changes neither their scope nor where they count.
    */
   readonly queryNamesOrganization: boolean
+  /** Whether a request counts against `api_requests` (its declaration's `countsApiRequests`). */
+  readonly countsApiRequests: boolean
+  /** What its answer adds to the metrics beyond the request count (its declaration's). */
+  readonly metric?: OperationMetric | undefined
+}
+
+/** A route called with an access token, or an end user's credential it takes. */
+export interface BearerRoute extends RouteData {
+  readonly auth: "bearer"
   /** The end users' credentials it takes besides access tokens (a public key, a consent token). */
   readonly endUsers: ReadonlyArray<EndUserCredential>
   readonly run: (context: Context, principal: Principal) => Use
+}
+
+/** A credential exchange: no principal, its credential is in its body or its header. */
+export interface OpenRoute extends RouteData {
+  readonly auth: "none"
+  readonly run: (context: Context) => Use
   /**
    * An open route whose credential is in a header: checks it before the body is read, and
    * answers what to run with the body then (its action's `admit`).
    */
   readonly admit?: ((context: Omit<Context, "body">) => Effect.Effect<(body: unknown) => Use, DomainError, PlatformServices>) | undefined
 }
+
+export type Route = BearerRoute | OpenRoute
 
 interface RouteOptions {
   readonly body?: boolean
@@ -73,27 +89,22 @@ interface RouteOptions {
   readonly noStore?: boolean
   readonly target?: Route["target"]
   readonly queryNamesOrganization?: boolean
-  readonly endUsers?: ReadonlyArray<EndUserCredential>
-  readonly admit?: Route["admit"]
+  readonly countsApiRequests?: boolean | undefined
+  readonly metric?: OperationMetric | undefined
 }
 
-const route = (method: string, path: string, auth: Route["auth"], run: Route["run"], options: RouteOptions = {}): Route => ({
+const routeData = (method: string, path: string, options: RouteOptions): RouteData => ({
   method,
   path: path.split("/").filter(Boolean),
-  auth,
   body: options.body ?? (method === "POST" || method === "PUT" || method === "PATCH"),
   bodyLimit: options.bodyLimit,
   status: options.status ?? 200,
   noStore: options.noStore ?? false,
   target: options.target,
   queryNamesOrganization: options.queryNamesOrganization ?? true,
-  endUsers: options.endUsers ?? [],
-  run,
-  admit: options.admit
+  countsApiRequests: options.countsApiRequests ?? true,
+  metric: options.metric
 })
-
-/** No principal: routes without a bearer token get none. */
-export const nobody = undefined as unknown as Principal
 
 const withQuery = (context: Context, use: (query: Record<string, unknown>) => Use): Use =>
   Effect.flatMap(parseQuery(context.rawQuery), use)
@@ -128,20 +139,31 @@ const requestOf = (a: AnyAction, c: Context, use: (request: ActionRequest) => Us
 }
 
 /** The route of a declared action. */
-export const actionRoute = (a: AnyAction): Route =>
-  route(a.method, a.path.replace(/:[A-Za-z_]+/g, ":"), a.auth, (c, p) => requestOf(a, c, (request) => a.run(p, request)), {
+export const actionRoute = (a: AnyAction): Route => {
+  const { target } = a
+  const data = routeData(a.method, a.path.replace(/:[A-Za-z_]+/g, ":"), {
     body: a.body !== undefined,
     status: a.status,
     noStore: a.revealsCredentials === true,
-    target: a.target === undefined
-      ? undefined
-      : (c) => a.target!({ id: c.params[0] ?? "", body: c.body }),
+    target: target === undefined ? undefined : (c) => target({ id: c.params[0] ?? "", body: c.body }),
     queryNamesOrganization: a.queryNamesOrganization ?? true,
-    // An admitted action reads no query: its credential and address are all it is given.
-    admit: a.admit === undefined
-      ? undefined
-      : (c) => a.admit!({ id: c.params[0] ?? "", query: {}, at: {}, address: c.address, credential: credentialOf(a, c) })
+    countsApiRequests: a.countsApiRequests,
+    metric: a.metric
   })
+  if (a.auth === "bearer") {
+    return { ...data, auth: "bearer", endUsers: a.endUsers?.credentials ?? [], run: (c, p) => requestOf(a, c, (request) => a.run(p, request)) }
+  }
+  const { admit } = a
+  return {
+    ...data,
+    auth: "none",
+    run: (c) => requestOf(a, c, (request) => a.run(undefined, request)),
+    // An admitted action reads no query: its credential and address are all it is given.
+    admit: admit === undefined
+      ? undefined
+      : (c) => admit({ id: c.params[0] ?? "", query: {}, at: {}, address: c.address, credential: credentialOf(a, c) })
+  }
+}
 
 /** The parameters of a path the action's path matches, or undefined. */
 const paramsOf = (r: Route, segments: ReadonlyArray<string>): Array<string> | undefined => {
@@ -172,6 +194,10 @@ export const matchRoute = (
 export const actionMethods = (actions: ReadonlyArray<Route>, segments: ReadonlyArray<string>): Array<string> =>
   actions.filter((r) => paramsOf(r, segments) !== undefined).flatMap((r) => (r.method === "GET" ? ["GET", "HEAD"] : [r.method]))
 
+/** The methods of an action's path that an end user's credential may use (what a CORS preflight allows). */
+export const endUserActionMethods = (actions: ReadonlyArray<Route>, segments: ReadonlyArray<string>): Array<string> =>
+  actions.filter((r) => r.auth === "bearer" && r.endUsers.length > 0 && paramsOf(r, segments) !== undefined).map((r) => r.method)
+
 /** The methods of a path that an end user's credential may use (what a CORS preflight allows). */
 export const endUserMethodsOf = (def: RegisteredResource, withId: boolean): Array<string> => {
   const open = def.endUsers?.methods ?? {}
@@ -195,18 +221,23 @@ export const methodsOf = (def: RegisteredResource, withId: boolean): Array<strin
 }
 
 /** The generic method of a resource, or undefined when the resource does not have it. */
-export const resourceRoute = (def: RegisteredResource, method: string, id: string | undefined): Route | undefined => {
+export const resourceRoute = (def: RegisteredResource, method: string, id: string | undefined): BearerRoute | undefined => {
   const m = operationsOf(def)
   const credentials = def.revealsCredentials
   const verbs: Record<string, Method> = id === undefined ? { GET: "find", POST: "create" } : { GET: "get", PUT: "update", PATCH: "patch", DELETE: "remove" }
-  const r = (verb: string, run: Route["run"], status = 200) =>
-    route(verb, def.path, "bearer", run, {
+  const r = (verb: string, run: BearerRoute["run"], status = 200): BearerRoute => ({
+    ...routeData(verb, def.path, {
       status,
       bodyLimit: def.bodyLimit,
-      endUsers: def.endUsers?.methods[verbs[verb]!] ?? [],
       noStore: credentials === "every" || (credentials === "create" && id === undefined && verb === "POST"),
-      target: id === undefined ? undefined : () => ({ def, id })
-    })
+      target: id === undefined ? undefined : () => ({ def, id }),
+      countsApiRequests: def.countsApiRequests,
+      metric: def.metrics?.[verbs[verb]!]
+    }),
+    auth: "bearer",
+    endUsers: def.endUsers?.methods[verbs[verb]!] ?? [],
+    run
+  })
   if (id === undefined) {
     if (method === "GET" && m.includes("find")) {
       return r("GET", (c, p) => withQuery(c, (q) => ResourceService.findAsRequested(def, p, q)))

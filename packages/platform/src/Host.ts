@@ -263,9 +263,6 @@ type ActionBranch<A> = A extends { readonly place: infer Place extends string; r
   ? Nest<Place, { readonly [K in Name]: ActionEffect<A> }>
   : never
 
-/** No principal: an open action's use-case reads its credential from the body or the options. */
-const nobody = undefined as unknown as Principal
-
 const actionEffect = (a: AnyAction, provide: Provide, bind: Bind) => (...args: ReadonlyArray<unknown>) => {
   let i = 0
   const id = takesId(a) ? String(args[i++]) : ""
@@ -273,14 +270,9 @@ const actionEffect = (a: AnyAction, provide: Provide, bind: Bind) => (...args: R
   const query = a.query === "find" ? (args[i++] as Readonly<Record<string, unknown>> | undefined) ?? {} : {}
   const given = (args[i] ?? {}) as CallOptions & OpenCallOptions
   const o = bind(given)
-  return provide(a.run(a.auth === "none" ? nobody : o.as.principal, {
-    id,
-    body,
-    query: { ...o.view, ...query },
-    at: lookUp(o),
-    address: given.clientAddress,
-    credential: given.credential
-  }))
+  const request = { id, body, query: { ...o.view, ...query }, at: lookUp(o), address: given.clientAddress, credential: given.credential }
+  // An open action acts for no one: its use-case reads its credential from the body or the options.
+  return provide(a.auth === "none" ? a.run(undefined, request) : a.run(o.as.principal, request))
 }
 
 /** The resources and actions by their path (`consents/events` is `consents.events`), as Effects. */

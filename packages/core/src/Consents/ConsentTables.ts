@@ -11,6 +11,7 @@ import {
   Regulation,
   type UserConsentStates
 } from "../Domain/Consent.js"
+import { type OperationMetric, outcomeOf } from "../Engine/Metrics.js"
 import { Storage } from "../Engine/Ports.js"
 import { type Principal } from "../Engine/Principal.js"
 import { declareResource, type StoredRow } from "../Engine/Resource.js"
@@ -31,7 +32,14 @@ export type UserConsentsValue = Record<string, ConsentState>
 /** Where `regulation` and `consents` of a user come from: the view, not a column. */
 const userView = ["regulation", "consents"] as const
 
-/** The data of the two declarations; their behaviour is added below, once the helpers exist. */
+/** A written event counts as ingested; one through the public key is a public write, by how it ended. */
+const eventWritten: OperationMetric = (metrics, { principal, status }) =>
+  Effect.all([
+    principal === "PublicKey" ? metrics.publicWrite(outcomeOf(status)) : Effect.void,
+    status === 201 ? metrics.consentEventsIngested(1) : Effect.void
+  ], { discard: true })
+
+/** The data of the two declarations; their behaviour is added in `Events.ts` and `Users.ts`. */
 export const Events = declareResource({
 
   name: "consent event",
@@ -50,7 +58,17 @@ export const Events = declareResource({
   ownerField: "organization_id",
   premiumFeature: "consents_api",
   // A visitor's page records events with the public key; a consent token records and reads its user's.
-  endUsers: { methods: { create: ["public-key", "consent-token"], find: ["consent-token"] }, publicAnswer: PUBLIC_EVENT_ANSWER },
+  endUsers: {
+    methods: { create: ["public-key", "consent-token"], find: ["consent-token"] },
+    publicAnswer: PUBLIC_EVENT_ANSWER,
+    elsewhere: {
+      "public-key": "A public key only records consent events (POST /v1/consents/events): other requests need an access token",
+      "consent-token": "A consent token reads and records its own user's consent only"
+    }
+  },
+  // The consents API (`/v1/consents/…`) is outside `api_requests`.
+  countsApiRequests: false,
+  metrics: { create: eventWritten },
   cursorPaging: true,
   privateFields: { user_id: field.string, organization_user_id: field.optionalString },
   queryable: ["user_id", "organization_user_id"],
@@ -83,6 +101,8 @@ export const Users = declareResource({
   premiumFeature: "consents_api",
   // A consent token reads its own user (by id or by `$by_organization_user_id`).
   endUsers: { methods: { get: ["consent-token"] } },
+  // The consents API (`/v1/consents/…`) is outside `api_requests`.
+  countsApiRequests: false,
   cursorPaging: true,
   unique: [["organization_id", "organization_user_id"]],
   passthrough: ["$by_organization_user_id"],

@@ -9,6 +9,7 @@ import {
   DEFAULT_CONSENT_TOKEN_LIFETIME
 } from "../Domain/Consent.js"
 import { Forbidden, InvalidInput } from "../Domain/Errors.js"
+import { outcomeOf } from "../Engine/Metrics.js"
 import { Ids, type ConsentTokenClaims, TokenIssuer } from "../Engine/Ports.js"
 import { isEndUser, isOperator, type Principal, requireOrganization } from "../Engine/Principal.js"
 import { decode } from "../Engine/Bodies.js"
@@ -94,5 +95,8 @@ export const CreateConsentTokenAction = defineAction({
   revealsCredentials: true,
   premiumFeature: FEATURE,
   queryNamesOrganization: false,
+  // The consents API (`/v1/consents/…`) is outside `api_requests`.
+  countsApiRequests: false,
+  metric: (metrics, { status }) => metrics.consentTokenRequest(outcomeOf(status)),
   run: (principal, request) => createConsentToken(principal, request.body)
 })

@@ -196,6 +196,8 @@ export const VerifyLogAction = defineAction({
   status: 200,
   premiumFeature: "consents_api",
   query: "lookUp",
+  // The consents API (`/v1/consents/…`) is outside `api_requests`.
+  countsApiRequests: false,
   run: (principal, request) =>
     Effect.gen(function*() {
       if (isEndUser(principal)) return yield* Effect.fail(new Forbidden({ message: "The consent log is verified by the organization's backend" }))

@@ -27,6 +27,8 @@ export const Reports = declareResource({
   methods: ["find", "get", "create"],
   ownerField: "organization_id",
   premiumFeature: "versions_and_proofs",
+  // The consents API (`/v1/consents/…`) is outside `api_requests`.
+  countsApiRequests: false,
   privateFields: { version: field.number },
   defaults: { organization_user_id: null, regulation: null, pdf_sha256: null }
 })

@@ -306,6 +306,8 @@ export const ProofReportPdfAction = defineAction({
   answers: answers.file(["application/pdf"]),
   status: 200,
   premiumFeature: "versions_and_proofs",
+  // The consents API (`/v1/consents/…`) is outside `api_requests`.
+  countsApiRequests: false,
   target: (request) => ({ def: ProofReportsResource, id: request.id }),
   run: (principal: Principal, request) =>
     Effect.gen(function*() {

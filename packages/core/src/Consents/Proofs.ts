@@ -39,6 +39,8 @@ const Proofs = declareResource({
   methods: ["find", "get", "create", "remove"],
   ownerField: "organization_id",
   premiumFeature: "versions_and_proofs",
+  // The consents API (`/v1/consents/…`) is outside `api_requests`.
+  countsApiRequests: false,
   bodyLimit: FILE_BODY_LIMIT,
   // The bytes are not a column: `get` shows them as a data URI.
   transient: ["file"],
@@ -254,6 +256,8 @@ export const ProofFileAction = defineAction({
   answers: answers.file(PROOF_MEDIA_TYPES),
   status: 200,
   premiumFeature: "versions_and_proofs",
+  // The consents API (`/v1/consents/…`) is outside `api_requests`.
+  countsApiRequests: false,
   target: (request) => ({ def: ProofsResource, id: request.id }),
   run: (principal: Principal, request) =>
     Effect.gen(function*() {

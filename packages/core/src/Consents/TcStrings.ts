@@ -32,5 +32,7 @@ export const TcStringAction = defineAction({
   answers: answers.schema("TcString", TcStringOutput),
   status: 200,
   target: (request) => ({ def: ConsentEventsResource, id: request.id }),
+  // The consents API (`/v1/consents/…`) is outside `api_requests`.
+  countsApiRequests: false,
   run: (principal, request) => tcStringOfEvent(principal, request.id, request.at)
 })

@@ -1,10 +1,12 @@
-import type * as Effect from "effect/Effect"
-import type { PremiumFeatureFlag } from "../Domain/Account.js"
+import * as Effect from "effect/Effect"
+import type { PremiumFeatureFlag, QuotaField } from "../Domain/Account.js"
 import type { DomainError } from "../Domain/Errors.js"
-import type { Principal } from "./Principal.js"
+import { checkQuota } from "./Gates.js"
+import type { OperationMetric } from "./Metrics.js"
+import { UnitOfWork } from "./Ports.js"
+import { type EndUserCredential, organizationsOf, type Principal, requireOrganization } from "./Principal.js"
 import type { AnyResource } from "./Resource.js"
-import type { AnySchema } from "./Shape.js"
-import type { LookUp } from "./Shape.js"
+import type { AnySchema, CoreServices, EndUserRefusals, LookUp } from "./Shape.js"
 
 /**
  * An operation that is not one of a resource's generic methods (a session, a replay, a
@@ -76,6 +78,30 @@ export interface ActionParameter {
   readonly description?: string | undefined
 }
 
+/** The end users' credentials an action takes besides access tokens, as a resource's `endUsers` opens a method. */
+export interface ActionEndUsers {
+  readonly credentials: ReadonlyArray<EndUserCredential>
+  /** What these credentials are told elsewhere; where several served declarations say it, the first one's. */
+  readonly elsewhere?: EndUserRefusals | undefined
+}
+
+/**
+ * A count quota checked before the use-case runs, as a resource's is on create: the organization
+ * the request acts in (the one its body's `organization_id` or its `?organization_id=` names,
+ * else the caller's only one) may hold fewer rows of `counts` than its limit. It answers early
+ * and reserves nothing: a use-case that writes the counted rows checks again in its transaction
+ * where two calls at once must not both pass. A request that names no organization and whose
+ * caller acts in several (the operator) is left to the use-case.
+ */
+export interface ActionQuota {
+  readonly name: QuotaField
+  /** The rows it limits: the organization's rows of this declaration. */
+  readonly counts: Pick<AnyResource, "ownerField" | "tableDef">
+}
+
+/** Who an action's use-case acts for: an open action (`auth: "none"`) has no principal, its credential is in its request. */
+export type ActionPrincipal<Auth extends "bearer" | "none"> = Auth extends "none" ? undefined : Principal
+
 export interface ActionData<
   Place extends string = string,
   Name extends string = string,
@@ -126,6 +152,14 @@ export interface ActionData<
    * action whose object or body gives the organization ignores the query.
    */
   readonly queryNamesOrganization?: boolean | undefined
+  /** Whether a request counts against the organization's `api_requests` quota: it does unless this says `false`. */
+  readonly countsApiRequests?: boolean | undefined
+  /** What answering it adds to the metrics beyond the request count (a consent token's outcome). */
+  readonly metric?: OperationMetric | undefined
+  /** The end users' credentials it takes besides access tokens (none unless said); an open action takes its own. */
+  readonly endUsers?: (Auth extends "none" ? undefined : ActionEndUsers) | undefined
+  /** A count quota the organization it acts in must be under (an open action acts in none). */
+  readonly quota?: (Auth extends "none" ? undefined : ActionQuota) | undefined
 }
 
 export interface ActionDef<
@@ -138,8 +172,8 @@ export interface ActionDef<
   Out = unknown,
   R = never
 > extends ActionData<Place, Name, Path, In, Q, Auth> {
-  /** The use-case: the principal is absent (`undefined`) for an open action. */
-  readonly run: (principal: Principal, request: ActionRequest) => Effect.Effect<Out, DomainError, R>
+  /** The use-case, given no principal when the action is open. */
+  readonly run: (principal: ActionPrincipal<Auth>, request: ActionRequest) => Effect.Effect<Out, DomainError, R>
   /**
    * An open action whose credential is in its header (`credentialHeader`): the use-case's first
    * half, which checks the credential without the body and answers what the body then goes
@@ -154,11 +188,39 @@ export interface ActionDef<
 /** Whether an action's path names a record (`:id`), which is then its first argument. */
 export const takesId = (action: Pick<ActionData, "path">): boolean => action.path.includes(":")
 
-/** An action of any kind, whatever it answers and needs. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type AnyAction = ActionDef<string, string, string, AnySchema | undefined, "find" | "lookUp" | undefined, "bearer" | "none", any, any>
+/**
+ * An action of any kind, whatever it answers and needs: a bearer action or an open one, told
+ * apart by `auth`, so a caller hands a principal only to the one that takes it.
+ */
+export type AnyAction =
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  | ActionDef<string, string, string, AnySchema | undefined, "find" | "lookUp" | undefined, "bearer", any, any>
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  | ActionDef<string, string, string, AnySchema | undefined, "find" | "lookUp" | undefined, "none", any, any>
 
-/** Declares an action once; its literal types (place, name, path, body, answer) shape the host API. */
+/** The organization an action's quota counts in, when the request or its caller says one. */
+const quotaOrganization = (principal: Principal, request: ActionRequest): Effect.Effect<string | undefined, DomainError> => {
+  const body = request.body
+  const named = typeof body === "object" && body !== null && "organization_id" in body && typeof body.organization_id === "string"
+    ? body.organization_id
+    : request.at.organizationId
+  if (named !== undefined) return Effect.as(requireOrganization(principal, named), named)
+  const mine = organizationsOf(principal)
+  return Effect.succeed(mine !== "all" && mine.length === 1 ? mine[0] : undefined)
+}
+
+/** Fails with the resource quota's `QuotaExceeded` when the organization the request acts in is at its limit. */
+const requireUnderQuota = (quota: ActionQuota, principal: Principal | undefined, request: ActionRequest) =>
+  principal === undefined ? Effect.void : Effect.flatMap(quotaOrganization(principal, request), (organizationId) =>
+    organizationId === undefined
+      ? Effect.void
+      // The quota's lock is held only inside a transaction: the count is read in one of its own.
+      : Effect.flatMap(UnitOfWork, (uow) => uow.transaction(checkQuota({ ...quota.counts, quota: quota.name }, organizationId))))
+
+/**
+ * Declares an action once; its literal types (place, name, path, body, answer) shape the host
+ * API. A declared quota is checked here, in front of the use-case, for every caller.
+ */
 export const defineAction = <
   const Place extends string,
   const Name extends string,
@@ -168,7 +230,11 @@ export const defineAction = <
   In extends AnySchema | undefined = undefined,
   const Q extends "find" | "lookUp" | undefined = undefined,
   const Auth extends "bearer" | "none" = "bearer"
->(declaration: ActionDef<Place, Name, Path, In, Q, Auth, Out, R>): ActionDef<Place, Name, Path, In, Q, Auth, Out, R> => declaration
+>(declaration: ActionDef<Place, Name, Path, In, Q, Auth, Out, R>): ActionDef<Place, Name, Path, In, Q, Auth, Out, R | CoreServices> => {
+  const { quota, run } = declaration
+  if (quota === undefined) return declaration
+  return { ...declaration, run: (principal, request) => Effect.flatMap(requireUnderQuota(quota, principal, request), () => run(principal, request)) }
+}
 
 /** The requirement of an action's use-case. */
 export type ActionPorts<A> = A extends ActionDef<any, any, any, any, any, any, any, infer R> ? R : never

@@ -1,6 +1,7 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import type { Principal } from "./Principal.js"
 
 /**
  * What the platform counts for its operators, one method per thing that happens. Labels stay
@@ -38,6 +39,20 @@ export interface MetricsService {
   /** The Prometheus text of every metric, gauges read at this moment. */
   readonly scrape: Effect.Effect<{ readonly contentType: string; readonly text: string }>
 }
+
+/** What an operation's metric is told of one answer: its status, and who asked once that was known. */
+export interface AnsweredOperation {
+  readonly status: number
+  /** The principal's kind; unset for a request answered before it was authenticated (a redirect, a refused `Host`). */
+  readonly principal?: Principal["_tag"] | undefined
+}
+
+/**
+ * What answering an operation adds to the metrics beyond the request count every answer adds,
+ * named by its declaration (`metrics` of a resource's method, `metric` of an action), so the
+ * HTTP layer records it without knowing which operation means what.
+ */
+export type OperationMetric = (metrics: MetricsService, answered: AnsweredOperation) => Effect.Effect<void>
 
 export class Metrics extends Context.Tag("@cmp/core/Metrics")<Metrics, MetricsService>() {
   /**

@@ -4,6 +4,7 @@ import type { PremiumFeatureFlag, QuotaField } from "../Domain/Account.js"
 import type { DomainError } from "../Domain/Errors.js"
 import { type FieldInfo, fieldsOf } from "./Fields.js"
 import type { IndexDef, Relation, Row, TableDef } from "./Ports.js"
+import type { OperationMetric } from "./Metrics.js"
 import type { Principal } from "./Principal.js"
 import {
   GetBy,
@@ -76,6 +77,13 @@ export interface ResourceData<
   readonly defaults?: Row
   /** A count quota checked on create. */
   readonly quota?: QuotaField
+  /**
+   * Whether a request to it counts against the organization's `api_requests` quota: it does
+   * unless the declaration says `false`, for every method.
+   */
+  readonly countsApiRequests?: boolean
+  /** What answering a method adds to the metrics beyond the request count (a consent write's outcome). */
+  readonly metrics?: Partial<Record<Method, OperationMetric>>
   /** Bytes a create or write body may have, where more than the API's default is needed (files sent inline). */
   readonly bodyLimit?: number
   /** The premium feature an organization needs to use this service at all. */

@@ -30,11 +30,19 @@ export type View = Readonly<Record<string, string>>
 
 export type Method = "find" | "get" | "create" | "update" | "patch" | "remove"
 
+/**
+ * What an end user's credential is told on an operation that does not take it, declared where
+ * the credential is taken (the message names what it may do instead).
+ */
+export type EndUserRefusals = Partial<Record<EndUserCredential, string>>
+
 /** Which end-user credentials may use each method, and what a public key's create answers. */
 export interface EndUserAccess {
   readonly methods: Partial<Record<Method, ReadonlyArray<EndUserCredential>>>
   /** The output fields a create through the public key answers with (all when unset). */
   readonly publicAnswer?: ReadonlyArray<string>
+  /** What these credentials are told elsewhere; where several served declarations say it, the first one's. */
+  readonly elsewhere?: EndUserRefusals
 }
 
 /** What the generic use-cases and hooks may require. */
