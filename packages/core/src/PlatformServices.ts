@@ -1,4 +1,6 @@
+import * as Context from "effect/Context"
 import type * as ManagedRuntime from "effect/ManagedRuntime"
+import type { ActionDef } from "./Action.js"
 import type { ApiUsage } from "./ApiUsage.js"
 import type { CredentialCache } from "./CredentialCache.js"
 import type { OriginCache } from "./Consents/OriginCache.js"
@@ -15,8 +17,9 @@ import type { Mailer } from "./Mailer.js"
 import type { MailQueue, MailSignal } from "./MailOutbox.js"
 import type { OrganizationLimits } from "./OrganizationLimits.js"
 import type { CertificateValidator, Provisioner, UrlSigner } from "./OrganizationPorts.js"
-import type { Hmac, Ids, SecretComparer, SecretHasher, Storage, TokenIssuer, UnitOfWork, UsageStore } from "./Ports.js"
+import type { Hmac, HostMigrator, Ids, SecretComparer, SecretHasher, Storage, TokenIssuer, UnitOfWork, UsageStore } from "./Ports.js"
 import type { Relations } from "./Relations.js"
+import type { AnyShape, AnySchema, ResourceDef } from "./Resource.js"
 import type { ConsentLogStore } from "./Consents/ConsentLog.js"
 import type { Digests, MediaTypes, ProofFiles, ReportPdf } from "./Consents/ProofPorts.js"
 import type { ExportSink } from "./Resources/Exports.js"
@@ -58,6 +61,7 @@ export type StorePorts =
   | ConsentLogStore
   | ProofFiles
   | StoreProbe
+  | HostMigrator
 
 /**
  * Every service a use-case of core may need, built once: the store's ports, the host's ports
@@ -85,6 +89,35 @@ export type PlatformServices =
   | RunningVerifications
   | Metrics
   | Readiness
+  | Declarations
 
 /** Those services, built and running: what a host's composition hands the REST layer. */
 export type PlatformRuntime = ManagedRuntime.ManagedRuntime<PlatformServices, unknown>
+
+/** A resource a platform serves, the registry's or its host's own: its hooks need at most the platform's services. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type ServedResource = ResourceDef<AnyShape, PlatformServices, any>
+
+/** An action a platform serves, the registry's or its host's own: its use-case needs at most the platform's services. */
+export type ServedAction = ActionDef<
+  string,
+  string,
+  string,
+  AnySchema | undefined,
+  "find" | "lookUp" | undefined,
+  "bearer" | "none",
+  unknown,
+  PlatformServices
+>
+
+/** The resources and actions a platform serves. */
+export interface DeclarationsShape {
+  readonly resources: ReadonlyArray<ServedResource>
+  readonly actions: ReadonlyArray<ServedAction>
+}
+
+/**
+ * What a platform serves: the registry's resources and actions, then those its host declared.
+ * Provided at composition, so the routes, the OpenAPI document and the host API follow one list.
+ */
+export class Declarations extends Context.Tag("@cmp/core/Declarations")<Declarations, DeclarationsShape>() {}

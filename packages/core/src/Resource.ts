@@ -236,6 +236,15 @@ export interface Hooks<S extends Shape = AnyShape, R = never, Carry = never> {
   expand?(principal: Principal, row: S["stored"], output: S["output"]): Effect.Effect<S["output"], DomainError, CoreServices | R>
 }
 
+/**
+ * A count quota that is not a column of the organization's quotas (a host's resource): its name,
+ * as the 403 names it, and how many rows an organization may have (none: no limit).
+ */
+export interface OwnQuota {
+  readonly name: string
+  readonly limit: number | ((organizationId: string) => Effect.Effect<number | undefined, never, CoreServices>)
+}
+
 /** The data of a declaration: schemas, columns, scope and rules, without behaviour. */
 export interface ResourceData<
   O extends AnySchema = AnySchema,
@@ -292,8 +301,8 @@ export interface ResourceData<
   /** Where ids are chosen by the client and unique only within their organization. */
   readonly keyedByOrganization?: boolean
   readonly defaults?: Row
-  /** A count quota checked on create. */
-  readonly quota?: QuotaField
+  /** A count quota checked on create: one of the organization's quotas, or one of its own (a host's resource). */
+  readonly quota?: QuotaField | OwnQuota
   /** Bytes a create or write body may have, where more than the API's default is needed (files sent inline). */
   readonly bodyLimit?: number
   /** The premium feature an organization needs to use this service at all. */

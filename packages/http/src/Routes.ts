@@ -9,7 +9,7 @@ import {
   operationsOf,
   type PlatformServices,
   type Principal,
-  type RegisteredResource,
+  type ServedResource,
   ResourceService
 } from "@cmp/core"
 import * as Effect from "effect/Effect"
@@ -173,13 +173,13 @@ export const actionMethods = (actions: ReadonlyArray<Route>, segments: ReadonlyA
   actions.filter((r) => paramsOf(r, segments) !== undefined).flatMap((r) => (r.method === "GET" ? ["GET", "HEAD"] : [r.method]))
 
 /** The methods of a path that an end user's credential may use (what a CORS preflight allows). */
-export const endUserMethodsOf = (def: RegisteredResource, withId: boolean): Array<string> => {
+export const endUserMethodsOf = (def: ServedResource, withId: boolean): Array<string> => {
   const open = def.endUsers?.methods ?? {}
   const has = (m: Method) => (open[m]?.length ?? 0) > 0 && operationsOf(def).includes(m)
   return withId ? (has("get") ? ["GET"] : []) : [...(has("find") ? ["GET"] : []), ...(has("create") ? ["POST"] : [])]
 }
 
-export const methodsOf = (def: RegisteredResource, withId: boolean): Array<string> => {
+export const methodsOf = (def: ServedResource, withId: boolean): Array<string> => {
   const m = operationsOf(def)
   const out: Array<string> = []
   if (withId) {
@@ -195,7 +195,7 @@ export const methodsOf = (def: RegisteredResource, withId: boolean): Array<strin
 }
 
 /** The generic method of a resource, or undefined when the resource does not have it. */
-export const resourceRoute = (def: RegisteredResource, method: string, id: string | undefined): Route | undefined => {
+export const resourceRoute = (def: ServedResource, method: string, id: string | undefined): Route | undefined => {
   const m = operationsOf(def)
   const credentials = def.revealsCredentials
   const verbs: Record<string, Method> = id === undefined ? { GET: "find", POST: "create" } : { GET: "get", PUT: "update", PATCH: "patch", DELETE: "remove" }

@@ -1,13 +1,13 @@
 import {
-  actions,
-  type AnyAction,
+  Declarations,
+  type DeclarationsShape,
   type DomainError,
   type Method,
   operationsOf,
   type Principal,
-  type RegisteredResource,
-  resources,
   ResourceService,
+  type ServedAction,
+  type ServedResource,
   Settings,
   takesId
 } from "@cmp/core"
@@ -15,6 +15,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import { Actor } from "./Actor.js"
+import { hostKeys } from "./Served.js"
 import { fromCause } from "./HostErrors.js"
 import type { ConsentPlatformApi, OrganizationClient, PlatformEffects, Promised, Scoped } from "./HostTypes.js"
 import type { PlatformOptions } from "./Options.js"
@@ -81,7 +82,7 @@ type Operation = (...args: ReadonlyArray<unknown>) => Effect.Effect<unknown, Dom
 type Provide = <A>(effect: Effect.Effect<A, DomainError, PlatformServices>) => Effect.Effect<A, DomainError>
 
 /** The generic operations of a resource; the options are each operation's last argument. */
-const resourceOperations = (def: RegisteredResource, provide: Provide, bind: Bind): Readonly<Record<Method, Operation>> => ({
+const resourceOperations = (def: ServedResource, provide: Provide, bind: Bind): Readonly<Record<Method, Operation>> => ({
   // The engine pages by cursor when `$cursor` is given, and keeps what `$select` names.
   find: (query, options) => {
     const o = bind(givenOf(options))
@@ -113,7 +114,7 @@ const resourceOperations = (def: RegisteredResource, provide: Provide, bind: Bin
 const nobody = undefined as unknown as Principal
 
 /** An action's arguments are its path's id, its body, its query, then the options: those it declares. */
-const actionOperation = (a: AnyAction, provide: Provide, bind: Bind): Operation => (...args) => {
+const actionOperation = (a: ServedAction, provide: Provide, bind: Bind): Operation => (...args) => {
   let i = 0
   const id = takesId(a) ? String(args[i++]) : ""
   const body = a.body !== undefined ? args[i++] : undefined
@@ -137,11 +138,6 @@ interface Tree<Leaf> {
   [key: string]: Tree<Leaf> | Leaf
 }
 
-const camel = (segment: string): string => segment.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase())
-
-/** The keys of a resource in the host tree: its path's segments in camelCase. */
-const hostKeys = (path: string): ReadonlyArray<string> => path.split("/").map(camel)
-
 /** The node at `keys`, made on the way when missing (no operation is named like a node: the declarations are checked). */
 const nodeAt = (tree: Tree<Operation>, keys: ReadonlyArray<string>): Tree<Operation> => {
   let node = tree
@@ -152,10 +148,10 @@ const nodeAt = (tree: Tree<Operation>, keys: ReadonlyArray<string>): Tree<Operat
   return node
 }
 
-/** Every declared resource's operations and every action, each at the keys its path or place names. */
-const operationsTree = (provide: Provide, bind: Bind): Tree<Operation> => {
+/** Every served resource's operations and every action, each at the keys its path or place names. */
+const operationsTree = (declarations: DeclarationsShape, provide: Provide, bind: Bind): Tree<Operation> => {
   const tree: Tree<Operation> = {}
-  for (const def of resources) {
+  for (const def of declarations.resources) {
     // Answered by its own actions only (a dashboard link is signed per row).
     if (def.ownActions === true) continue
     const keys = hostKeys(def.path)
@@ -164,7 +160,7 @@ const operationsTree = (provide: Provide, bind: Bind): Tree<Operation> => {
     const operations = resourceOperations(def, provide, bind)
     for (const method of operationsOf(def)) node[method] = operations[method]
   }
-  for (const a of actions) nodeAt(tree, hostKeys(a.place))[a.name] = actionOperation(a, provide, bind)
+  for (const a of declarations.actions) nodeAt(tree, hostKeys(a.place))[a.name] = actionOperation(a, provide, bind)
   return tree
 }
 
@@ -191,28 +187,37 @@ const asDeclared = <T>(tree: Tree<unknown>): T => tree as T
 
 // ---------------------------------------------------------------- the platform
 
+/** The platform's options, the host's own declarations typed as they were declared (their paths name their places). */
+export type CreatePlatformOptions<Resources extends ServedResource, Actions extends ServedAction> =
+  & Omit<PlatformOptions, "resources" | "actions">
+  & { readonly resources?: ReadonlyArray<Resources> | undefined; readonly actions?: ReadonlyArray<Actions> | undefined }
+
 /**
- * Makes the platform: migrates the store, creates the operator organization (and the `admin`
- * key when given), and, unless `dispatcher: false`, delivers webhooks from this process.
+ * Makes the platform: migrates the store (and runs the host's migrations after), creates the
+ * operator organization (and the `admin` key when given), and, unless `dispatcher: false`,
+ * delivers webhooks from this process. The host's own resources and actions are in its tree,
+ * typed from their declarations, beside the registry's.
  */
-export const createPlatform = async (options: PlatformOptions): Promise<ConsentPlatformApi> => {
+export const createPlatform = async <Resources extends ServedResource = never, Actions extends ServedAction = never>(
+  options: CreatePlatformOptions<Resources, Actions>
+): Promise<ConsentPlatformApi<Resources, Actions>> => {
   const runtime = ManagedRuntime.make(layer({ ...options, dispatcher: options.dispatcher ?? true }))
-  const settings = await runtime.runPromise(Settings)
+  const [settings, declarations] = await runtime.runPromise(Effect.all([Settings, Declarations]))
   // Built already: the runtime cannot fail to build any more.
   const provide: Provide = (effect) => Effect.flatMap(Effect.orDie(runtime.runtimeEffect), (rt) => Effect.provide(effect, rt))
   const run: Run = (effect) =>
     runtime.runPromiseExit(effect).then((exit) => (Exit.isSuccess(exit) ? exit.value : Promise.reject(fromCause(exit.cause))))
-  const effects = operationsTree(provide, (given) => given)
+  const effects = operationsTree(declarations, provide, (given) => given)
   const asOrganization = (organizationId: string) => new Actor({ _tag: "Client", keyId: HOST_KEY_ID, organizationId, via: "in-process" })
-  const forOrganization = (organizationId: string): OrganizationClient => {
+  const forOrganization = (organizationId: string): OrganizationClient<Resources, Actions> => {
     const as = asOrganization(organizationId)
     // The options may be left out since the bind completes them; its `as` comes last, so an `as`
     // a plain-JavaScript caller passes cannot leave the organization.
-    const scoped = operationsTree(provide, (given) => ({ ...given, as }))
-    return { ...asDeclared<Promised<Scoped<PlatformEffects>>>(promised(scoped, run)), effect: asDeclared(scoped) }
+    const scoped = operationsTree(declarations, provide, (given) => ({ ...given, as }))
+    return { ...asDeclared<Promised<Scoped<PlatformEffects<Resources, Actions>>>>(promised(scoped, run)), effect: asDeclared(scoped) }
   }
   return {
-    ...asDeclared<Promised<PlatformEffects>>(promised(effects, run)),
+    ...asDeclared<Promised<PlatformEffects<Resources, Actions>>>(promised(effects, run)),
     ...operatingMethods(runtime),
     effect: asDeclared(effects),
     asOrganization,

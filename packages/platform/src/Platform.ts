@@ -10,7 +10,6 @@ import {
   Ids,
   OrganizationLimitsLive,
   OutboxSignal,
-  RelationsLive,
   LoginThrottle,
   MailDispatcher,
   MailSignal,
@@ -32,7 +31,8 @@ import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import * as ManagedRuntime from "effect/ManagedRuntime"
-import type { PlatformOptions, StoreLayer } from "./Options.js"
+import * as Served from "./Served.js"
+import type { HostDeclarations, PlatformOptions, StoreLayer } from "./Options.js"
 import * as PlatformConfig from "./PlatformConfig.js"
 import * as Tracing from "./Tracing.js"
 import * as ReadinessLive from "./ReadinessLive.js"
@@ -57,11 +57,14 @@ export const layer = (options: PlatformOptions): Layer.Layer<PlatformServices, u
         "give them from a secret store rather than keep generated keys in the database"
     ))
   }
+  // A host's resources and actions clash with none of the platform's, or nothing starts.
+  const declarations = Served.declarationsOf(options)
+  if (declarations instanceof Served.HostDeclarationError) return Layer.fail(declarations)
   const allowHosts = options.webhookAllowHosts ?? []
   const base = OrganizationLimitsLive.pipe(Layer.provideMerge(Layer.mergeAll(
-    options.store,
+    Served.migrated(options.store, options.migrations),
     Ids.Live,
-    RelationsLive,
+    Served.layer(declarations),
     LoginThrottle.layer(),
     FeatureCache.layer(),
     CredentialCache.layer(),
@@ -125,7 +128,8 @@ const startWarnings = (options: PlatformOptions, keptInDatabase: ReadonlyArray<s
 /** The platform as a runtime a host keeps and disposes of (`runtime.dispose()`). */
 export const makeRuntime = (options: PlatformOptions): PlatformRuntime => ManagedRuntime.make(layer(options))
 
-export interface LayerConfigOptions {
+/** `Platform.layerConfig`'s options: the store, delivery, and the host's own declarations (`HostDeclarations`). */
+export interface LayerConfigOptions extends HostDeclarations {
   /**
    * The store: a layer (`sqlite({ filename })`, `postgres({ url })`), or a `Config` that reads
    * one, whose mistakes are then reported with the other variables'.
@@ -143,8 +147,9 @@ const isStoreLayer = (store: StoreLayer | Config.Config<StoreLayer>): store is S
 
 /**
  * The platform from Effect `Config` (the environment unless another `ConfigProvider` is set),
- * with the variables and defaults of the README's table, on the store its caller hands in. A
- * configuration mistake fails the layer with a `ConfigError` naming every variable at fault.
+ * with the variables and defaults of the README's table, on the store its caller hands in, with
+ * the host's own declarations when it has some. A configuration mistake fails the layer with a
+ * `ConfigError` naming every variable at fault.
  */
 export const layerConfig = (options: LayerConfigOptions): Layer.Layer<PlatformServices, unknown> =>
   Layer.unwrapEffect(
@@ -157,7 +162,8 @@ export const layerConfig = (options: LayerConfigOptions): Layer.Layer<PlatformSe
       ([{ dispatcherSettings, ...settings }, inServer, store]) => {
         const deliver = options.dispatcher === "config" || options.dispatcher === undefined ? inServer : options.dispatcher
         const dispatcher = deliver ? { ...dispatcherSettings, ...(options.workerId ? { workerId: options.workerId } : {}) } : undefined
-        return layer({ ...settings, store, dispatcher, ...options.overrides })
+        const { resources, actions, migrations } = options
+        return layer({ ...settings, store, dispatcher, resources, actions, migrations, ...options.overrides })
       }
     )
   )

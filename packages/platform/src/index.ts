@@ -1,10 +1,11 @@
 export * as Platform from "./Platform.js"
-export type { PlatformOptions, StoreLayer } from "./Options.js"
+export type { HostDeclarations, PlatformOptions, StoreLayer } from "./Options.js"
+export { HostDeclarationError } from "./Served.js"
 export type { TracingOptions } from "./Tracing.js"
 export type { LayerConfigOptions, PlatformRuntime, PlatformServices } from "./Platform.js"
 export * as PlatformConfig from "./PlatformConfig.js"
 export type { Actor } from "./Actor.js"
-export { createPlatform, HOST_KEY_ID } from "./Host.js"
+export { createPlatform, type CreatePlatformOptions, HOST_KEY_ID } from "./Host.js"
 export {
   BadRequest,
   Conflict,
