@@ -1,5 +1,7 @@
+import * as Context from "effect/Context"
 import * as Layer from "effect/Layer"
 import type * as ManagedRuntime from "effect/ManagedRuntime"
+import type { ActionDef } from "./Engine/Action.js"
 import type { ApiUsage } from "./Accounts/ApiUsage.js"
 import { CredentialCache } from "./Accounts/CredentialCache.js"
 import { OriginCache } from "./Properties/OriginCache.js"
@@ -18,8 +20,10 @@ import type { OrganizationLimits } from "./Engine/OrganizationLimits.js"
 import type { CertificateValidator } from "./Accounts/CertificateValidator.js"
 import type { Provisioner } from "./Properties/Provisioner.js"
 import type { UrlSigner } from "./Engine/Secrets.js"
-import type { Hmac, Ids, SecretComparer, SecretHasher, Storage, TokenIssuer, UnitOfWork, UsageStore } from "./Engine/Ports.js"
+import type { Hmac, HostMigrator, Ids, SecretComparer, SecretHasher, Storage, TokenIssuer, UnitOfWork, UsageStore } from "./Engine/Ports.js"
 import type { Relations } from "./Engine/Relations.js"
+import type { ResourceDef } from "./Engine/Resource.js"
+import type { AnySchema, AnyShape } from "./Engine/Shape.js"
 import { type ConsentLogStore, layer as consentLogLayer } from "./Consents/ConsentLog.js"
 import type { Digests, MediaTypes, ProofFiles, ReportPdf } from "./Consents/ProofPorts.js"
 import type { ExportSink } from "./Exports/Exports.js"
@@ -65,6 +69,8 @@ export type StorePorts =
   | ConsentLogStore
   | ProofFiles
   | StoreProbe
+  | HostMigrator
+  | HostMigrator
 
 /**
  * Every service a use-case of core may need, built once: the store's ports, the host's ports
@@ -92,6 +98,8 @@ export type PlatformServices =
   | RunningVerifications
   | Metrics
   | Readiness
+  | Declarations
+  | Declarations
 
 /** Those services, built and running: what a host's composition hands the REST layer. */
 export type PlatformRuntime = ManagedRuntime.ManagedRuntime<PlatformServices, unknown>
@@ -122,13 +130,15 @@ export type EngineServices =
 export const engineServices = <A, E, E2, R>(options: {
   readonly store: Layer.Layer<StorePorts, E>
   readonly ids: Layer.Layer<Ids>
+  /** The tables the cascades know: the registry's unless a host adds its own. */
+  readonly relations?: Layer.Layer<Relations>
   readonly settings: Partial<SettingsShape>
   readonly adapters: Layer.Layer<A | Digests, E2, R>
 }): Layer.Layer<EngineServices | A | Digests, E | E2, Exclude<R, EngineServices>> => {
   const base = OrganizationLimitsLive.pipe(Layer.provideMerge(Layer.mergeAll(
     options.store,
     options.ids,
-    RelationsLive,
+    options.relations ?? RelationsLive,
     LoginThrottle.layer(),
     FeatureCache.layer(),
     CredentialCache.layer(),
@@ -142,3 +152,27 @@ export const engineServices = <A, E, E2, R>(options: {
   const adapted = options.adapters.pipe(Layer.provideMerge(base))
   return Layer.merge(adapted, consentLogLayer.pipe(Layer.provide(adapted)))
 }
+
+/** A resource a platform serves, the registry's or its host's own: its hooks need at most the platform's services. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type ServedResource = ResourceDef<AnyShape, PlatformServices, any>
+
+/**
+ * An action a platform serves, the registry's or its host's own: its use-case needs at most the
+ * platform's services. A bearer action or an open one, told apart by `auth`.
+ */
+export type ServedAction =
+  | ActionDef<string, string, string, AnySchema | undefined, "find" | "lookUp" | undefined, "bearer", unknown, PlatformServices>
+  | ActionDef<string, string, string, AnySchema | undefined, "find" | "lookUp" | undefined, "none", unknown, PlatformServices>
+
+/** The resources and actions a platform serves. */
+export interface DeclarationsShape {
+  readonly resources: ReadonlyArray<ServedResource>
+  readonly actions: ReadonlyArray<ServedAction>
+}
+
+/**
+ * What a platform serves: the registry's resources and actions, then those its host declared.
+ * Provided at composition, so the routes, the OpenAPI document and the host API follow one list.
+ */
+export class Declarations extends Context.Tag("@cmp/core/Declarations")<Declarations, DeclarationsShape>() {}

@@ -1,4 +1,3 @@
-import { resources, SecretsResource } from "@cmp/core"
 import { SqliteStore } from "@cmp/store-sqlite"
 import express from "express"
 import type * as http from "node:http"
@@ -9,12 +8,20 @@ import { ADMIN, as, call, client, expect401, expect404, operatorOf, START } from
 import { type Api, createApi, startServer } from "../src/index.js"
 
 /**
- * The API mounted under a prefix of the host application's own Express app. A stand-in
- * service under `consents/` (the secrets resource on another path) checks that requests
- * to /v1/consents/* stay out of the `api_requests` quota wherever the API is mounted.
+ * The API mounted under a prefix of the host application's own Express app. Requests to
+ * /v1/consents/* (the consent events here) stay out of the `api_requests` quota wherever the
+ * API is mounted.
  */
 
-const probe = { ...SecretsResource, path: "consents/probe" }
+/** A tenant whose quota allows `apiRequests` counted requests, with the consents API on. */
+const limitedTenant = async (op: Awaited<ReturnType<typeof operatorOf>>, apiRequests: number) => {
+  const t = await op.tenant()
+  const quota = await op.quotaOf(t.org.id)
+  expect((await op.call("PATCH", `/v1/quotas/${quota.id}`, { body: { api_requests: apiRequests } })).status).toBe(200)
+  const flags = await op.featuresOf(t.org.id)
+  expect((await op.call("PATCH", `/v1/premium-features/${flags.id}`, { body: { consents_api: true } })).status).toBe(200)
+  return t
+}
 
 let api: Api
 let server: http.Server
@@ -29,8 +36,7 @@ beforeAll(async () => {
     hashCost: 1024,
     clock,
     admin: ADMIN,
-    logLevel: "None",
-    resources: [...resources, probe]
+    logLevel: "None"
   })
   const app = express()
   app.get("/health", (_req, res) => {
@@ -88,12 +94,10 @@ describe("mounted under /api in a host app", () => {
 
   it("requests to /v1/consents/* do not count against api_requests when mounted under a prefix", async () => {
     const op = await operatorOf(`${base}/api`)
-    const t = await op.tenant()
-    const quota = await op.quotaOf(t.org.id)
-    expect((await op.call("PATCH", `/v1/quotas/${quota.id}`, { body: { api_requests: 2 } })).status).toBe(200)
+    const t = await limitedTenant(op, 2)
     const asT = as(base, t.token)
     for (let i = 0; i < 4; i++) {
-      const r = await asT("GET", "/api/v1/consents/probe")
+      const r = await asT("GET", "/api/v1/consents/events")
       expect(r.status, `consents request ${i + 1}: ${r.text}`).toBe(200)
     }
     expect((await asT("GET", "/api/v1/keys")).status).toBe(200)
@@ -102,7 +106,7 @@ describe("mounted under /api in a host app", () => {
     expect(limited.status).toBe(429)
     expect(limited.headers.get("retry-after")).toMatch(/^[1-9]\d*$/)
     // Still served: consents are outside the quota.
-    expect((await asT("GET", "/api/v1/consents/probe")).status).toBe(200)
+    expect((await asT("GET", "/api/v1/consents/events")).status).toBe(200)
     const { login } = client(`${base}/api`)
     expect(typeof (await login(t.key.id, t.secret))).toBe("string")
   })
@@ -116,16 +120,13 @@ describe("the same quota rule at the root (startServer)", () => {
       allowHttp: true,
       hashCost: 1024,
       admin: ADMIN,
-      logLevel: "None",
-      resources: [...resources, probe]
+      logLevel: "None"
     })
     try {
       const op = await operatorOf(root.url)
-      const t = await op.tenant()
-      const quota = await op.quotaOf(t.org.id)
-      expect((await op.call("PATCH", `/v1/quotas/${quota.id}`, { body: { api_requests: 1 } })).status).toBe(200)
+      const t = await limitedTenant(op, 1)
       const asT = as(root.url, t.token)
-      for (let i = 0; i < 3; i++) expect((await asT("GET", "/v1/consents/probe")).status).toBe(200)
+      for (let i = 0; i < 3; i++) expect((await asT("GET", "/v1/consents/events")).status).toBe(200)
       expect((await asT("GET", "/v1/keys")).status).toBe(200)
       expect((await asT("GET", "/v1/keys")).status).toBe(429)
       // Every other service stays counted.

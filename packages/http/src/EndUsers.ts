@@ -1,4 +1,4 @@
-import type { AnyAction, EndUserCredential, RegisteredResource } from "@cmp/core"
+import type { AnyAction, EndUserCredential, ServedResource } from "@cmp/core"
 import { type ApiRequest, type ApiResponse, header } from "./Message.js"
 
 /**
@@ -77,7 +77,7 @@ const refusedUnlessDeclared: Readonly<Record<EndUserCredential, string>> = {
  * the declarations that take it give (`elsewhere`), the first served one's.
  */
 export const refusalsOf = (
-  resources: ReadonlyArray<RegisteredResource>,
+  resources: ReadonlyArray<ServedResource>,
   actions: ReadonlyArray<AnyAction>
 ): (credential: EndUserCredential) => string => {
   const said = [

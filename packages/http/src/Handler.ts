@@ -1,9 +1,8 @@
 import {
-  actions as defaultActions,
-  type AnyAction,
   ApiUsage,
   authenticate,
   authenticatePublicKey,
+  Declarations,
   endUserCredentialOf,
   endUserWriteLimits,
   Forbidden,
@@ -17,9 +16,7 @@ import {
   type PlatformRuntime,
   type Principal,
   PublicRateLimit,
-  type RegisteredResource,
   requireOrigin,
-  resources as defaultResources,
   tracedRequest
 } from "@cmp/core"
 import * as Cause from "effect/Cause"
@@ -69,10 +66,6 @@ export interface HandlerOptions {
    * largest size any route may take).
    */
   readonly bodyMemoryLimit?: number | undefined
-  /** The resources served (default: every declared resource). */
-  readonly resources?: ReadonlyArray<RegisteredResource> | undefined
-  /** The actions served beside them (default: every declared action). */
-  readonly actions?: ReadonlyArray<AnyAction> | undefined
   /** `Info` and below log one line per request. */
   readonly logLevel?: LogLevel.Literal | undefined
   /** Swagger UI's files for the docs page (`/docs/`); the adapters read them from `swagger-ui-dist`. */
@@ -173,14 +166,17 @@ const finish = (response: ApiResponse, requestId: string): ApiResponse => ({
   headers: { ...response.headers, "x-request-id": requestId, "x-content-type-options": "nosniff" }
 })
 
-/** The REST API over a platform runtime: one function from a plain request to a plain response. */
-export const makeHandler = (runtime: PlatformRuntime, options: HandlerOptions = {}): Handler => {
-  const served = options.resources ?? defaultResources
+/**
+ * The REST API over a platform runtime: one function from a plain request to a plain response,
+ * serving the resources and actions the platform was composed with (the registry's and its
+ * host's own). Builds the runtime's services if they are not yet.
+ */
+export const makeHandler = async (runtime: PlatformRuntime, options: HandlerOptions = {}): Promise<Handler> => {
+  const { actions: servedActions, resources: served } = await runtime.runPromise(Declarations)
   const hops = proxyHops(options.trustProxy)
   const bodyLimit = options.bodyLimit ?? 1024 * 1024
   const bodyTimeoutMs = options.bodyTimeoutMs ?? 10_000
   const bodyBudget = new BodyBudget(options.bodyMemoryLimit ?? 64 * 1024 * 1024)
-  const servedActions = options.actions ?? defaultActions
   const actionRoutes = servedActions.map(actionRoute)
   const openapi = openApiDocument(served, servedActions)
   const byPath = new Map(served.map((def) => [def.path, def]))

@@ -19,5 +19,5 @@ export const fromRuntime = async (runtime: PlatformRuntime, options: HandlerOpti
     await runtime.dispose().catch(() => undefined)
     throw error
   }
-  return { ...makeHandler(runtime, options), runtime, dispose: () => runtime.dispose() }
+  return { ...(await makeHandler(runtime, options)), runtime, dispose: () => runtime.dispose() }
 }

@@ -6,7 +6,7 @@ import {
   type EndUserCredential,
   type Method,
   operationsOf,
-  type RegisteredResource,
+  type ServedResource,
   takesId
 } from "@cmp/core"
 import * as JSONSchema from "effect/JSONSchema"
@@ -52,7 +52,7 @@ const securityFor = (open: ReadonlyArray<EndUserCredential>) => [
 ]
 
 /** The security of a resource's method. */
-const securityOf = (def: RegisteredResource, method: Method) => securityFor(def.endUsers?.methods[method] ?? [])
+const securityOf = (def: ServedResource, method: Method) => securityFor(def.endUsers?.methods[method] ?? [])
 
 const errorSchema = {
   type: "object",
@@ -83,7 +83,7 @@ const cursorParameter = {
 }
 
 /** View parameters choose how each record is shown (a consent user's regulation), never which match. */
-const viewParameters = (def: RegisteredResource) =>
+const viewParameters = (def: ServedResource) =>
   Object.keys(def.viewParams ?? {}).map((name) => ({
     name,
     in: "query",
@@ -93,7 +93,7 @@ const viewParameters = (def: RegisteredResource) =>
     schema: { type: "string" }
   }))
 
-const queryParameters = (def: RegisteredResource) => [
+const queryParameters = (def: ServedResource) => [
   ...viewParameters(def),
   { name: "$limit", in: "query", schema: { type: "integer", minimum: 0, maximum: 1000, default: 100 } },
   { name: "$skip", in: "query", schema: { type: "integer", minimum: 0, default: 0 } },
@@ -121,7 +121,7 @@ const queryParameters = (def: RegisteredResource) => [
 ]
 
 /** The answer of a find: an offset page, or on a resource that pages by cursor, either kind. */
-const findPage = (def: RegisteredResource, name: string) => {
+const findPage = (def: ServedResource, name: string) => {
   const data = { type: "array", items: { $ref: `#/components/schemas/${name}` } }
   const offset = {
     type: "object",
@@ -174,7 +174,7 @@ const actionErrors = (a: AnyAction): ReadonlyArray<number> => {
 const openApiPath = (path: string) => `/v1/${path.replace(/:([A-Za-z_]+)/g, "{$1}")}`
 
 export const openApiDocument = (
-  resources: ReadonlyArray<RegisteredResource>,
+  resources: ReadonlyArray<ServedResource>,
   actions: ReadonlyArray<AnyAction>
 ): Record<string, unknown> => {
   const schemas: Record<string, unknown> = { Error: errorSchema }
@@ -182,14 +182,22 @@ export const openApiDocument = (
   const json = (ref: string) => ({ "application/json": { schema: { $ref: `${componentsPath}${ref}` } } })
   const definitions: Record<string, JSONSchema.JsonSchema7> = {}
   const jsonSchema = jsonSchemaInto(definitions)
+  /** A schema under its name: the same name for another schema (a host's resource named like one of the registry's) is refused. */
+  const nameSchema = (name: string, schema: Record<string, unknown>) => {
+    const named = schemas[name]
+    if (named !== undefined && JSON.stringify(named) !== JSON.stringify(schema)) {
+      throw new Error(`The OpenAPI document names two different schemas ${name}`)
+    }
+    schemas[name] = schema
+  }
 
   for (const def of resources) {
     const name = pascal(def.path)
-    schemas[name] = jsonSchema(def.output)
-    if (def.createInput) schemas[`${name}Create`] = jsonSchema(def.createInput)
+    nameSchema(name, jsonSchema(def.output))
+    if (def.createInput) nameSchema(`${name}Create`, jsonSchema(def.createInput))
     const offered = operationsOf(def)
-    if (def.updateInput && offered.includes("update")) schemas[`${name}Update`] = jsonSchema(def.updateInput)
-    if (def.updateInput && offered.includes("patch")) schemas[`${name}Patch`] = jsonSchema(Schema.partial(def.updateInput))
+    if (def.updateInput && offered.includes("update")) nameSchema(`${name}Update`, jsonSchema(def.updateInput))
+    if (def.updateInput && offered.includes("patch")) nameSchema(`${name}Patch`, jsonSchema(Schema.partial(def.updateInput)))
     // Only its own actions answer it: they describe themselves.
     if (def.ownActions === true) continue
     const tags = [def.path]
@@ -230,7 +238,7 @@ export const openApiDocument = (
       }
     }
     /** A create through the public key answers only the fields the declaration lists. */
-    function createdContent(d: RegisteredResource, n: string) {
+    function createdContent(d: ServedResource, n: string) {
       const shown = d.endUsers?.publicAnswer
       if (!shown) return json(n)
       const full = schemas[n] as { properties?: Record<string, unknown> }
@@ -272,12 +280,12 @@ export const openApiDocument = (
   const answerOf = (output: ActionOutput): Record<string, unknown> => {
     switch (output._tag) {
       case "Schema":
-        schemas[output.schema.name] ??= jsonSchema(output.schema.schema)
+        nameSchema(output.schema.name, jsonSchema(output.schema.schema))
         return { $ref: `${componentsPath}${output.schema.name}` }
       case "Output":
         return { $ref: `${componentsPath}${pascal(output.of.path)}` }
       case "Page":
-        return findPage(output.of as RegisteredResource, pascal(output.of.path))
+        return findPage(output.of, pascal(output.of.path))
       case "File":
         return { type: "string", format: "binary" }
     }
@@ -287,12 +295,12 @@ export const openApiDocument = (
   for (const a of actions) {
     const hasId = takesId(a)
     const of: AnyResource | undefined = a.answers._tag === "Output" || a.answers._tag === "Page" ? a.answers.of : undefined
-    if (a.body) schemas[a.body.name] ??= jsonSchema(a.body.schema)
+    if (a.body) nameSchema(a.body.name, jsonSchema(a.body.schema))
     const parameters = [
       ...(hasId ? [{ name: "id", in: "path", required: true, schema: { type: "string" } }] : []),
       ...(a.credentialHeader ? [{ name: a.credentialHeader, in: "header", required: true, schema: { type: "string" } }] : []),
       ...(a.query === "lookUp" ? [organizationParam] : []),
-      ...(a.query === "find" && of ? queryParameters(of as RegisteredResource) : []),
+      ...(a.query === "find" && of ? queryParameters(of) : []),
       ...(a.parameters ?? []).map((p) => ({ ...p, schema: { type: "string" } }))
     ]
     // A file is answered as itself, in whichever of its types it is.

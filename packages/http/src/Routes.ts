@@ -10,7 +10,7 @@ import {
   operationsOf,
   type PlatformServices,
   type Principal,
-  type RegisteredResource,
+  type ServedResource,
   ResourceService
 } from "@cmp/core"
 import * as Effect from "effect/Effect"
@@ -199,13 +199,13 @@ export const endUserActionMethods = (actions: ReadonlyArray<Route>, segments: Re
   actions.filter((r) => r.auth === "bearer" && r.endUsers.length > 0 && paramsOf(r, segments) !== undefined).map((r) => r.method)
 
 /** The methods of a path that an end user's credential may use (what a CORS preflight allows). */
-export const endUserMethodsOf = (def: RegisteredResource, withId: boolean): Array<string> => {
+export const endUserMethodsOf = (def: ServedResource, withId: boolean): Array<string> => {
   const open = def.endUsers?.methods ?? {}
   const has = (m: Method) => (open[m]?.length ?? 0) > 0 && operationsOf(def).includes(m)
   return withId ? (has("get") ? ["GET"] : []) : [...(has("find") ? ["GET"] : []), ...(has("create") ? ["POST"] : [])]
 }
 
-export const methodsOf = (def: RegisteredResource, withId: boolean): Array<string> => {
+export const methodsOf = (def: ServedResource, withId: boolean): Array<string> => {
   const m = operationsOf(def)
   const out: Array<string> = []
   if (withId) {
@@ -221,7 +221,7 @@ export const methodsOf = (def: RegisteredResource, withId: boolean): Array<strin
 }
 
 /** The generic method of a resource, or undefined when the resource does not have it. */
-export const resourceRoute = (def: RegisteredResource, method: string, id: string | undefined): BearerRoute | undefined => {
+export const resourceRoute = (def: ServedResource, method: string, id: string | undefined): BearerRoute | undefined => {
   const m = operationsOf(def)
   const credentials = def.revealsCredentials
   const verbs: Record<string, Method> = id === undefined ? { GET: "find", POST: "create" } : { GET: "get", PUT: "update", PATCH: "patch", DELETE: "remove" }

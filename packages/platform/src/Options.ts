@@ -1,4 +1,4 @@
-import type { SettingsShape, StorePorts } from "@cmp/core"
+import type { HostMigration, ServedAction, ServedResource, SettingsShape, StorePorts } from "@cmp/core"
 import type { NodeAdaptersOptions } from "@cmp/platform-node"
 import type { DispatcherConfig } from "@cmp/webhooks"
 import type * as Clock from "effect/Clock"
@@ -13,8 +13,27 @@ import type { TracingOptions } from "./Tracing.js"
  */
 export type StoreLayer = Layer.Layer<StorePorts, unknown>
 
+/**
+ * What a host declares of its own, served beside the registry's declarations: routes under `/v1`,
+ * OpenAPI operations, the host API's functions, organization scope, quotas and relations all
+ * follow from them, as for a built-in resource. Their paths and tables may not be the platform's.
+ */
+export interface HostDeclarations {
+  /** Resources (`defineResource`): their hooks may use any of the platform's services (`PlatformServices`). */
+  readonly resources?: ReadonlyArray<ServedResource> | undefined
+  /** Actions (`defineAction`), each at a place of the host's own. */
+  readonly actions?: ReadonlyArray<ServedAction> | undefined
+  /**
+   * The SQL of the resources' tables, by name (`0001_loyalty_preferences`: numbered in the order
+   * they run), run by the store after its own migrations, each once. A list of statements, or one
+   * per store (`{ sqlite, postgres }`) where their SQL differs. Like the store's own, a migration
+   * that ran is never edited: a change is a new one, numbered after it.
+   */
+  readonly migrations?: Readonly<Record<string, HostMigration>> | undefined
+}
+
 /** The Node adapters' own settings (keys, provisioning, exports, TCF) are `NodeAdaptersOptions`. */
-export interface PlatformOptions extends Omit<NodeAdaptersOptions, "allowHosts" | "localAddress"> {
+export interface PlatformOptions extends HostDeclarations, Omit<NodeAdaptersOptions, "allowHosts" | "localAddress"> {
   /** The storage ports: `sqlite({ filename })` (`@cmp/store-sqlite`), `postgres({ url })` (`@cmp/store-postgres`), or any store layer. */
   readonly store: StoreLayer
   readonly settings?: Partial<SettingsShape> | undefined

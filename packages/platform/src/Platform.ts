@@ -2,6 +2,7 @@ import {
   ApiUsage,
   backfillConsentLog,
   bootstrap,
+  Declarations,
   Endpoints,
   EndpointsLive,
   engineServices,
@@ -21,7 +22,8 @@ import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import * as ManagedRuntime from "effect/ManagedRuntime"
-import type { PlatformOptions, StoreLayer } from "./Options.js"
+import * as Served from "./Served.js"
+import type { HostDeclarations, PlatformOptions, StoreLayer } from "./Options.js"
 import * as PlatformConfig from "./PlatformConfig.js"
 import * as Tracing from "./Tracing.js"
 import * as ReadinessLive from "./ReadinessLive.js"
@@ -46,11 +48,16 @@ export const layer = (options: PlatformOptions): Layer.Layer<PlatformServices, u
         "give them from a secret store rather than keep generated keys in the database"
     ))
   }
+  // A host's resources and actions clash with none of the platform's, or nothing starts.
+  const declarations = Served.declarationsOf(options)
+  if (declarations instanceof Served.HostDeclarationError) return Layer.fail(declarations)
   const allowHosts = options.webhookAllowHosts ?? []
-  // Core's services with the Node adapters, every write of consent data logged.
+  // Core's services with the Node adapters, every write of consent data logged; the tables and
+  // declarations served are the registry's and the host's.
   const logged = engineServices({
-    store: options.store,
+    store: Served.migrated(options.store, options.migrations),
     ids: Ids.Live,
+    relations: Served.relations(declarations),
     settings: {
       ...options.settings,
       ...(options.webhookAllowHosts ? { webhookAllowHosts: allowHosts } : {}),
@@ -59,7 +66,8 @@ export const layer = (options: PlatformOptions): Layer.Layer<PlatformServices, u
     adapters: Layer.mergeAll(
       ApiUsage.layer(),
       PromMetrics.layer,
-      NodeAdapters.layer({ ...options, allowHosts, localAddress: options.webhookLocalAddress })
+      NodeAdapters.layer({ ...options, allowHosts, localAddress: options.webhookLocalAddress }),
+      Layer.succeed(Declarations, declarations)
     )
   })
   // Every transaction in a span when traces are recorded, the consent log's writes within it.
@@ -104,7 +112,8 @@ const startWarnings = (options: PlatformOptions, keptInDatabase: ReadonlyArray<s
 /** The platform as a runtime a host keeps and disposes of (`runtime.dispose()`). */
 export const makeRuntime = (options: PlatformOptions): PlatformRuntime => ManagedRuntime.make(layer(options))
 
-export interface LayerConfigOptions {
+/** `Platform.layerConfig`'s options: the store, delivery, and the host's own declarations (`HostDeclarations`). */
+export interface LayerConfigOptions extends HostDeclarations {
   /**
    * The store: a layer (`sqlite({ filename })`, `postgres({ url })`), or a `Config` that reads
    * one, whose mistakes are then reported with the other variables'.
@@ -122,8 +131,9 @@ const isStoreLayer = (store: StoreLayer | Config.Config<StoreLayer>): store is S
 
 /**
  * The platform from Effect `Config` (the environment unless another `ConfigProvider` is set),
- * with the variables and defaults of the README's table, on the store its caller hands in. A
- * configuration mistake fails the layer with a `ConfigError` naming every variable at fault.
+ * with the variables and defaults of the README's table, on the store its caller hands in, with
+ * the host's own declarations when it has some. A configuration mistake fails the layer with a
+ * `ConfigError` naming every variable at fault.
  */
 export const layerConfig = (options: LayerConfigOptions): Layer.Layer<PlatformServices, unknown> =>
   Layer.unwrapEffect(
@@ -136,7 +146,8 @@ export const layerConfig = (options: LayerConfigOptions): Layer.Layer<PlatformSe
       ([{ dispatcherSettings, ...settings }, inServer, store]) => {
         const deliver = options.dispatcher === "config" || options.dispatcher === undefined ? inServer : options.dispatcher
         const dispatcher = deliver ? { ...dispatcherSettings, ...(options.workerId ? { workerId: options.workerId } : {}) } : undefined
-        return layer({ ...settings, store, dispatcher, ...options.overrides })
+        const { resources, actions, migrations } = options
+        return layer({ ...settings, store, dispatcher, resources, actions, migrations, ...options.overrides })
       }
     )
   )

@@ -1,40 +1,43 @@
 export * as Platform from "./Platform.js"
-export type { PlatformOptions, StoreLayer } from "./Options.js"
+export type { HostDeclarations, PlatformOptions, StoreLayer } from "./Options.js"
+export { HostDeclarationError } from "./Served.js"
 export type { TracingOptions } from "./Tracing.js"
 export type { LayerConfigOptions, PlatformRuntime, PlatformServices } from "./Platform.js"
 export * as PlatformConfig from "./PlatformConfig.js"
+export type { Actor } from "./Actor.js"
+export { createPlatform, type CreatePlatformOptions, HOST_KEY_ID } from "./Host.js"
 export {
-  type Actor,
   BadRequest,
-  type CallOptions,
   Conflict,
-  type ConsentPlatformApi,
-  createPlatform,
-  type FindEffect,
-  type FindPromise,
   Forbidden,
   GeneralError,
-  HOST_KEY_ID,
   NotAuthenticated,
   NotFound,
-  type OpenCallOptions,
-  type OrganizationClient,
-  type Page,
   PlatformError,
-  type PlatformEffects,
-  type Promised,
-  type ResourceClient,
-  type ResourceEffects,
-  type ResourceOperations,
-  type Scoped,
-  type ScopedOptions,
   TooManyRequests,
   toPlatformError,
   Unavailable
-} from "./Host.js"
+} from "./HostErrors.js"
+export type {
+  CallOptions,
+  ConsentPlatformApi,
+  FindEffect,
+  FindPromise,
+  OpenCallOptions,
+  OrganizationClient,
+  PlatformEffects,
+  PlatformMembers,
+  Promised,
+  ResourceClient,
+  ResourceEffects,
+  ResourceOperations,
+  Scoped,
+  ScopedOptions
+} from "./HostTypes.js"
 export type {
   CursorOf,
   CursorPage,
+  Page,
   FieldValue,
   FilterableField,
   FindQueryOf,

@@ -22,7 +22,7 @@ const failure = (p: Promise<unknown>) => p.then(() => undefined, (e: unknown) =>
 
 /** A GET through the REST API over the same platform, with a bearer token. */
 const get = async (url: string, token: string) => {
-  const api = makeHandler(cmp.runtime, { allowHttp: true, logLevel: "None" })
+  const api = await makeHandler(cmp.runtime, { allowHttp: true, logLevel: "None" })
   const r = await api.handle({ method: "GET", url, headers: { authorization: `Bearer ${token}` }, encrypted: false, remoteAddress: "127.0.0.1" })
   const text = typeof r.body === "string" ? r.body : new TextDecoder().decode(r.body)
   return { status: r.status, body: text.length > 0 ? JSON.parse(text) : undefined, text }

@@ -1,4 +1,4 @@
-import { Platform } from "@cmp/platform"
+import { type HostDeclarations, Platform } from "@cmp/platform"
 import * as Effect from "effect/Effect"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as os from "node:os"
@@ -8,13 +8,14 @@ import * as StoreConfig from "./StoreConfig.js"
 
 /**
  * `pnpm worker`: only deliver webhooks and invitation mail (more of them, on other machines, scale delivery), with
- * `/healthz`, `/readyz` and `/metrics` on its own `PORT`, when set, for the orchestrator and Prometheus.
+ * `/healthz`, `/readyz` and `/metrics` on its own `PORT`, when set, for the orchestrator and Prometheus. A host's
+ * declarations are those its servers have, so a worker started first migrates its tables too.
  */
-export const work = async () => {
+export const work = async (host: HostDeclarations = {}) => {
   const workerId = `${os.hostname()}-${process.pid}`
   const store = await Effect.runPromise(StoreConfig.settings)
   const probes = await Effect.runPromise(ProbeServer.settings)
-  const runtime = ManagedRuntime.make(Platform.layerConfig({ dispatcher: true, workerId, store: StoreConfig.layer(store) }))
+  const runtime = ManagedRuntime.make(Platform.layerConfig({ ...host, dispatcher: true, workerId, store: StoreConfig.layer(store) }))
   // Building the runtime starts the delivery loop.
   await runtime.runtime()
   const port = probes.port

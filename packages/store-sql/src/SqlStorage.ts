@@ -1,4 +1,16 @@
-import type { ConsentLogStore, DeliveryQueue, DeliveryStats, MailQueue, ProofFiles, Storage, StoreProbe, SubscriberRegistrations, UnitOfWork, UsageStore } from "@cmp/core"
+import type {
+  ConsentLogStore,
+  DeliveryQueue,
+  DeliveryStats,
+  HostMigrator,
+  MailQueue,
+  ProofFiles,
+  Storage,
+  StoreProbe,
+  SubscriberRegistrations,
+  UnitOfWork,
+  UsageStore
+} from "@cmp/core"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import * as Layer from "effect/Layer"
 import * as SqlDeliveryQueue from "./SqlDeliveryQueue.js"
@@ -11,18 +23,29 @@ import * as SqlUsage from "./SqlUsage.js"
 import * as SqlConsentLog from "./SqlConsentLog.js"
 import * as SqlProofFiles from "./SqlProofFiles.js"
 import * as SqlStoreProbe from "./SqlStoreProbe.js"
+import * as SqlHostMigrator from "./SqlHostMigrator.js"
 
 /**
  * The core storage ports over whatever `SqlClient` is provided, one module per port (the
- * repository, the unit of work, the delivery queue and its figures, the mail queue, subscriber registrations, usage), for
- * SQLite and PostgreSQL. The delivery queue writes its attempts through the repository and its
+ * repository, the unit of work, the delivery queue and its figures, the mail queue, subscriber registrations, usage,
+ * a host's migrations), for SQLite and PostgreSQL. The delivery queue writes its attempts through the repository and its
  * batches through the unit of work, so both are built once and shared.
  */
 export const layer: Layer.Layer<
-  Storage | UnitOfWork | UsageStore | DeliveryQueue | MailQueue | DeliveryStats | SubscriberRegistrations | ConsentLogStore | ProofFiles | StoreProbe,
+  | Storage
+  | UnitOfWork
+  | UsageStore
+  | DeliveryQueue
+  | MailQueue
+  | DeliveryStats
+  | SubscriberRegistrations
+  | ConsentLogStore
+  | ProofFiles
+  | StoreProbe
+  | HostMigrator,
   never,
   SqlClient.SqlClient
 > = Layer
-  .mergeAll(SqlDeliveryQueue.layer, SqlMailQueue.layer, SqlDeliveryStats.layer, SqlSubscribers.layer, SqlUsage.layer, SqlConsentLog.layer, SqlProofFiles.layer, SqlStoreProbe.layer).pipe(
+  .mergeAll(SqlDeliveryQueue.layer, SqlMailQueue.layer, SqlDeliveryStats.layer, SqlSubscribers.layer, SqlUsage.layer, SqlConsentLog.layer, SqlProofFiles.layer, SqlStoreProbe.layer, SqlHostMigrator.layer).pipe(
     Layer.provideMerge(Layer.merge(SqlRepository.layer, SqlUnitOfWork.layer))
   )

@@ -57,17 +57,21 @@ export const checkQuota = (
   extra: ReadonlyArray<Condition> = []
 ) =>
   Effect.gen(function*() {
-    if (!def.quota || def.ownerField === undefined) return
+    const quota = def.quota
+    if (!quota || def.ownerField === undefined) return
+    const name = typeof quota === "string" ? quota : quota.name
     // Two concurrent creates must not both see "one below the limit".
-    yield* Effect.flatMap(UnitOfWork, (uow) => uow.lock(`quota:${def.quota}:${organizationId}`))
-    const limit = yield* Effect.flatMap(OrganizationLimits, (limits) => limits.quotaOf(organizationId, def.quota!))
+    yield* Effect.flatMap(UnitOfWork, (uow) => uow.lock(`quota:${name}:${organizationId}`))
+    const limit = typeof quota === "string"
+      ? yield* Effect.flatMap(OrganizationLimits, (limits) => limits.quotaOf(organizationId, quota))
+      : typeof quota.limit === "number" ? quota.limit : yield* quota.limit(organizationId)
     if (limit === undefined) return
     const used = yield* (yield* Storage).repository(def.tableDef).count([eq(def.ownerField, organizationId), ...extra])
     if (used >= limit) {
       return yield* Effect.fail(
         new QuotaExceeded({
-          message: `Quota '${def.quota}' reached: the organization may have at most ${limit}`,
-          quota: def.quota,
+          message: `Quota '${name}' reached: the organization may have at most ${limit}`,
+          quota: name,
           limit
         })
       )

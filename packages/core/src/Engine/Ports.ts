@@ -133,6 +133,23 @@ export class UsageStore extends Context.Tag("@cmp/core/UsageStore")<
   }
 >() {}
 
+/**
+ * A host's own migration, for the tables of the resources it declares: SQL statements run in
+ * order, the same on every store, or one list per store where their SQL differs.
+ */
+export type HostMigration =
+  | ReadonlyArray<string>
+  | { readonly sqlite: ReadonlyArray<string>; readonly postgres: ReadonlyArray<string> }
+
+/**
+ * Runs a host's migrations after the store's own: each once, in the order of their names
+ * (`0001_loyalty_preferences`), recorded apart from the store's so that both lists can grow.
+ */
+export class HostMigrator extends Context.Tag("@cmp/core/HostMigrator")<
+  HostMigrator,
+  { readonly migrate: (migrations: Readonly<Record<string, HostMigration>>) => Effect.Effect<void> }
+>() {}
+
 /** Identifier source; tests replace it to get predictable ids. */
 export class Ids extends Context.Tag("@cmp/core/Ids")<Ids, { readonly next: Effect.Effect<string> }>() {
   /** Time-ordered UUIDs (version 7): unique like v4, and kind to the primary-key index. */

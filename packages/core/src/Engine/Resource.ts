@@ -19,6 +19,24 @@ import {
 } from "./Shape.js"
 import { Hooks } from "./Hooks.js"
 
+/**
+ * A count quota that is not a column of the organization's quotas (a host's resource): its name,
+ * as the 403 names it, and how many rows an organization may have (none: no limit).
+ */
+export interface OwnQuota {
+  readonly name: string
+  readonly limit: number | ((organizationId: string) => Effect.Effect<number | undefined, never, CoreServices>)
+}
+
+/**
+ * A count quota that is not a column of the organization's quotas (a host's resource): its name,
+ * as the 403 names it, and how many rows an organization may have (none: no limit).
+ */
+export interface OwnQuota {
+  readonly name: string
+  readonly limit: number | ((organizationId: string) => Effect.Effect<number | undefined, never, CoreServices>)
+}
+
 /** The data of a declaration: schemas, columns, scope and rules, without behaviour. */
 export interface ResourceData<
   O extends AnySchema = AnySchema,
@@ -75,8 +93,8 @@ export interface ResourceData<
   /** Where ids are chosen by the client and unique only within their organization. */
   readonly keyedByOrganization?: boolean
   readonly defaults?: Row
-  /** A count quota checked on create. */
-  readonly quota?: QuotaField
+  /** A count quota checked on create: one of the organization's quotas, or one of its own (a host's resource). */
+  readonly quota?: QuotaField | OwnQuota
   /**
    * Whether a request to it counts against the organization's `api_requests` quota: it does
    * unless the declaration says `false`, for every method.
