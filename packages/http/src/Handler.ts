@@ -354,7 +354,7 @@ export const makeHandler = async (runtime: PlatformRuntime, options: HandlerOpti
       seen.metric = found.metric
       return run(request, found, [], rawQuery, requestId, seen)
     }
-    // A public key opens one route: with it, anything else is unauthenticated, whatever the path.
+    // A public key opens only the operations declared to take it: with it, anything else is unauthenticated, whatever the path.
     if (bearer(request) === undefined && method !== "OPTIONS" && publicKeyOf(request.headers, rawQuery) !== undefined) {
       return publicKeyElsewhere()
     }
