@@ -3,6 +3,7 @@ import {
   Declarations,
   type DeclarationsShape,
   HostMigrator,
+  type Method,
   operationsOf,
   Relations,
   resources,
@@ -60,6 +61,9 @@ export const hostKeys = (path: string): ReadonlyArray<string> => path.split("/")
 
 const firstKey = (path: string): string => hostKeys(path)[0]!
 
+/** The HTTP method of each generic operation. */
+const genericRoutes: Readonly<Record<Method, string>> = { find: "GET", get: "GET", create: "POST", update: "PUT", patch: "PATCH", remove: "DELETE" }
+
 /** Every problem of a host's declarations: paths, places, tables and migration names. */
 const problemsOf = (host: HostDeclarations): ReadonlyArray<string> => {
   const own = host.resources ?? []
@@ -72,7 +76,8 @@ const problemsOf = (host: HostDeclarations): ReadonlyArray<string> => {
   ])
   const platformTables = new Set([...tables.map((t) => t.table), ...storeTables])
   const placed = (what: string, path: string, segment: (s: string) => boolean) => {
-    if (!path.split("/").every(segment)) {
+    const [first = "", ...rest] = path.split("/")
+    if (!SEGMENT.test(first) || !rest.every(segment)) {
       problems.push(`${what}: a path is lower-case words joined by "-", its segments by "/"`)
     } else if (platformPlaces.has(firstKey(path))) {
       problems.push(`${what}: "${path.split("/")[0]}" is a place of the platform's; a host's paths start with a segment of their own`)
@@ -80,12 +85,14 @@ const problemsOf = (host: HostDeclarations): ReadonlyArray<string> => {
   }
   // What the host tree holds at each place: the operations there, and the places under it.
   const leaves = new Map<string, string>()
-  const leaf = (what: string, keys: ReadonlyArray<string>) => {
+  const leaf = (what: string, label: string, keys: ReadonlyArray<string>) => {
     const at = keys.join(".")
     const before = leaves.get(at)
-    if (before !== undefined) problems.push(`${what}: ${before} is already cmp.${at}`)
-    else leaves.set(at, what)
+    if (before !== undefined) problems.push(`${what}: cmp.${at} is already ${before}`)
+    else leaves.set(at, label)
   }
+  // Each route of the host's, `METHOD path` with `:` for a parameter: an action's must be none of them.
+  const routes = new Map<string, string>()
   const paths = new Set<string>()
   for (const def of own) {
     const what = `The resource "${def.path}"`
@@ -94,20 +101,26 @@ const problemsOf = (host: HostDeclarations): ReadonlyArray<string> => {
     paths.add(def.path)
     if (!TABLE.test(def.table)) problems.push(`${what}: its table "${def.table}" is not a lower-case SQL name`)
     else if (platformTables.has(def.table)) problems.push(`${what}: the table "${def.table}" is the platform's`)
-    if (def.ownActions !== true) for (const method of operationsOf(def)) leaf(`${what}'s ${method}`, [...hostKeys(def.path), method])
+    if (def.ownActions !== true) {
+      for (const method of operationsOf(def)) {
+        const label = `the ${method} of the resource "${def.path}"`
+        leaf(what, label, [...hostKeys(def.path), method])
+        routes.set(`${genericRoutes[method]} ${def.path}${method === "find" || method === "create" ? "" : "/:"}`, label)
+      }
+    }
   }
-  const routes = new Set<string>()
   for (const a of ownActions) {
     const what = `The action "${a.place}.${a.name}"`
     placed(what, a.place, (s) => SEGMENT.test(s))
     placed(`${what} (${a.method} ${a.path})`, a.path, (s) => SEGMENT.test(s) || /^:[a-z_]+$/.test(s))
     const route = `${a.method} ${a.path.replace(/:[a-z_]+/g, ":")}`
-    if (routes.has(route)) problems.push(`${what}: another action is ${a.method} ${a.path}`)
-    routes.add(route)
-    leaf(what, [...hostKeys(a.place), a.name])
+    const before = routes.get(route)
+    if (before !== undefined) problems.push(`${what}: ${a.method} ${a.path} is already ${before}`)
+    else routes.set(route, `the action "${a.place}.${a.name}"`)
+    leaf(what, `the action "${a.place}.${a.name}"`, [...hostKeys(a.place), a.name])
   }
-  for (const [at, what] of leaves) {
-    if ([...leaves.keys()].some((other) => other.startsWith(`${at}.`))) problems.push(`${what}: cmp.${at} is also a place of others`)
+  for (const [at, label] of leaves) {
+    if ([...leaves.keys()].some((other) => other.startsWith(`${at}.`))) problems.push(`cmp.${at}, ${label}, is also a place of others`)
   }
   for (const name of Object.keys(host.migrations ?? {})) {
     if (!MIGRATION.test(name)) problems.push(`The migration "${name}": a migration is named NNNN_name, its number ordering it`)

@@ -188,11 +188,12 @@ describe("what a host may declare", () => {
     const message = await refusal({
       store: store(),
       resources: [NotesResource, NotesResource],
-      actions: [{ ...PinNoteAction, name: "find" }],
+      actions: [{ ...PinNoteAction, name: "find" }, { ...PinNoteAction, name: "add", path: "team-notes" }],
       migrations: { team_notes: [] }
     })
     expect(message).toContain(`The resource "team-notes" is declared twice`)
-    expect(message).toContain(`The action "team-notes.find": The resource "team-notes"'s find is already cmp.teamNotes.find`)
+    expect(message).toContain(`The action "team-notes.find": cmp.teamNotes.find is already the find of the resource "team-notes"`)
+    expect(message).toContain(`The action "team-notes.add": POST team-notes is already the create of the resource "team-notes"`)
     expect(message).toContain(`The migration "team_notes"`)
   })
 
