@@ -99,7 +99,6 @@ export type PlatformServices =
   | Metrics
   | Readiness
   | Declarations
-  | Declarations
 
 /** Those services, built and running: what a host's composition hands the REST layer. */
 export type PlatformRuntime = ManagedRuntime.ManagedRuntime<PlatformServices, unknown>

@@ -1,16 +1,4 @@
-import type {
-  ConsentLogStore,
-  DeliveryQueue,
-  DeliveryStats,
-  HostMigrator,
-  MailQueue,
-  ProofFiles,
-  Storage,
-  StoreProbe,
-  SubscriberRegistrations,
-  UnitOfWork,
-  UsageStore
-} from "@cmp/core"
+import type { StorePorts } from "@cmp/core"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import * as Layer from "effect/Layer"
 import * as SqlDeliveryQueue from "./SqlDeliveryQueue.js"
@@ -31,21 +19,7 @@ import * as SqlHostMigrator from "./SqlHostMigrator.js"
  * a host's migrations), for SQLite and PostgreSQL. The delivery queue writes its attempts through the repository and its
  * batches through the unit of work, so both are built once and shared.
  */
-export const layer: Layer.Layer<
-  | Storage
-  | UnitOfWork
-  | UsageStore
-  | DeliveryQueue
-  | MailQueue
-  | DeliveryStats
-  | SubscriberRegistrations
-  | ConsentLogStore
-  | ProofFiles
-  | StoreProbe
-  | HostMigrator,
-  never,
-  SqlClient.SqlClient
-> = Layer
+export const layer: Layer.Layer<StorePorts, never, SqlClient.SqlClient> = Layer
   .mergeAll(SqlDeliveryQueue.layer, SqlMailQueue.layer, SqlDeliveryStats.layer, SqlSubscribers.layer, SqlUsage.layer, SqlConsentLog.layer, SqlProofFiles.layer, SqlStoreProbe.layer, SqlHostMigrator.layer).pipe(
     Layer.provideMerge(Layer.merge(SqlRepository.layer, SqlUnitOfWork.layer))
   )
