@@ -1,4 +1,4 @@
-import { actions, type AnsweredOperation, answers, defineAction, SecretsResource } from "@cmp/core"
+import { type AnsweredOperation, answers, defineAction, SecretsResource } from "@cmp/core"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { beforeAll, describe, expect, it } from "vitest"
@@ -9,7 +9,7 @@ import { useServer } from "./fixture.js"
  * What the HTTP layer does for an operation beyond running it comes from the operation's
  * declaration: which end users' credentials it takes, whether it counts against `api_requests`,
  * what it adds to the metrics, and the count quota it checks first. The operations here exist
- * only in this file and are handed to the server beside the registry's, as a host would.
+ * only in this file and are handed to the server as a host's own.
  */
 
 const Caller = Schema.Struct({ principal: Schema.String })
@@ -91,7 +91,7 @@ defineAction({
 })
 
 const { server, op, tenants: [t, u] } = useServer(
-  { actions: [...actions, PublicPingAction, FreePingAction, CountedPingAction, SecretsGateAction] },
+  { actions: [PublicPingAction, FreePingAction, CountedPingAction, SecretsGateAction] },
   { tenants: 2 }
 )
 
