@@ -16,7 +16,7 @@ import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from "vitest"
 import { apiMembers } from "../src/Served.js"
 import { type ConsentPlatformApi, createPlatform, Forbidden, HostDeclarationError, NotFound, Platform } from "../src/index.js"
-import { organizationIn, testPlatform } from "./hostFixture.js"
+import { functions, hostPathOf, organizationIn, testPlatform } from "./hostFixture.js"
 
 /**
  * A host's own resources and actions, handed to `createPlatform` with their migrations: in the
@@ -44,23 +44,6 @@ const served = async (platform: { readonly runtime: ConsentPlatformApi["runtime"
   const api = await makeHandler(platform.runtime, { allowHttp: true, logLevel: "None" })
   const r = await api.handle({ method: "GET", url, headers: {}, encrypted: false })
   return typeof r.body === "string" ? r.body : new TextDecoder().decode(r.body)
-}
-
-/** Every function of a tree, by its keys joined with `/`. */
-const functions = (tree: object, prefix: Array<string> = []): Array<string> =>
-  Object.entries(tree).flatMap(([key, value]) =>
-    typeof value === "function"
-      ? [[...prefix, key].join("/")]
-      : typeof value === "object" && value !== null
-      ? functions(value, [...prefix, key])
-      : []
-  )
-
-/** `team-notes.pin` is `teamNotes/pin`. */
-const hostPathOf = (operationId: string): string => {
-  const dot = operationId.lastIndexOf(".")
-  const place = operationId.slice(0, dot).split("/").map((s) => s.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase()))
-  return [...place, operationId.slice(dot + 1)].join("/")
 }
 
 describe("a host's resources and actions in the host API", () => {

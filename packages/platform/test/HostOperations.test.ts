@@ -2,7 +2,7 @@ import { actions, resources } from "@cmp/core"
 import { openApiDocument } from "@cmp/http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ConsentPlatformApi } from "../src/index.js"
-import { testPlatform } from "./hostFixture.js"
+import { functions, hostPathOf, testPlatform } from "./hostFixture.js"
 
 /**
  * The REST API and the host API follow from the same declarations: every operation of the
@@ -16,23 +16,6 @@ beforeAll(async () => {
   cmp = await testPlatform()
 })
 afterAll(() => cmp?.dispose())
-
-/** `platform-integrations/sessions.create` is `platformIntegrations/sessions/create`. */
-const hostPathOf = (operationId: string): string => {
-  const dot = operationId.lastIndexOf(".")
-  const place = operationId.slice(0, dot).split("/").map((s) => s.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase()))
-  return [...place, operationId.slice(dot + 1)].join("/")
-}
-
-/** Every function of a tree, by its keys joined with `/`. */
-const functions = (tree: object, prefix: Array<string> = []): Array<string> =>
-  Object.entries(tree).flatMap(([key, value]) =>
-    typeof value === "function"
-      ? [[...prefix, key].join("/")]
-      : typeof value === "object" && value !== null
-      ? functions(value, [...prefix, key])
-      : []
-  )
 
 /** The operation tree of the host API: what is not a resource's or an action's is left out. */
 const operationTree = (api: ConsentPlatformApi): object => {
