@@ -1,6 +1,5 @@
 import {
   actions,
-  Declarations,
   type DeclarationsShape,
   HostMigrator,
   type Method,

@@ -1,9 +1,8 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as Schema from "effect/Schema"
 import { answers, defineAction } from "../Engine/Action.js"
-import { Conflict, Forbidden, InvalidInput } from "../Domain/Errors.js"
+import { Conflict, InvalidInput } from "../Domain/Errors.js"
 import type { EventConsents } from "../Domain/Consent.js"
 import {
   NoticeConfig,
@@ -30,7 +29,6 @@ import { eq } from "../Engine/Query.js"
 import { declareResource, defineResource, type StoredRow } from "../Engine/Resource.js"
 import { decode } from "../Engine/Bodies.js"
 import { loadVisible } from "../Engine/Reads.js"
-import { type LookUp } from "../Engine/Shape.js"
 
 /**
  * Notices: texts and their reviewed contents, notice configs, template configs (IAB TCF rules

@@ -1,6 +1,5 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
 import type { WebhookDeliveryStatus, WebhookEventType } from "../Domain/Webhook.js"
 
