@@ -3,16 +3,18 @@
  *
  *   node scripts/pack-check.mjs [host.mjs [more npm packages the host imports, e.g. name@1.2.3]]
  *
- * 1. Packs every library package (each `packages/*` that is not private) with `pnpm pack` into a
- *    temporary directory outside the workspace; each package's `prepack` compiles it.
+ * 1. Packs every library package (each `packages/*` that is not private) with the command the
+ *    docs give for it, `pnpm pack:packages` (scripts/pack-packages.mjs), into a temporary
+ *    directory outside the workspace; each package's `prepack` compiles it.
  * 2. Checks each tarball: no tests, fixtures, keys or TypeScript sources (`.d.ts` is fine), a
  *    LICENSE, the files that `exports`, `types` and `bin` name, no `workspace:` or `catalog:`
  *    range left in the packed package.json, no compiled file whose source is gone, and every
  *    package that its `.d.ts` files import declared as a dependency (with its `@types/…` package
  *    when it has no declarations of its own).
  * 3. Makes a plain npm project under the system's temporary directory, `npm install`s every
- *    tarball (their own dependencies come from the registry; better-sqlite3 compiles from
- *    source when no prebuilt binary can be fetched) and express, checks that each declared
+ *    tarball and express in one command, as docs/embedding.md says to (what the `@cmp` packages
+ *    need of each other comes from the tarballs given with them, the rest from the registry;
+ *    better-sqlite3 compiles from source when no prebuilt binary can be fetched), checks that each declared
  *    command is installed (and that `cmp-server` starts), copies the host script into it
  *    and runs it with plain `node`: no TypeScript, no loader. The host exits 0 when all is well.
  *    By default the host is `scripts/pack-smoke.mjs`; any other `.mjs` file can be given.
@@ -22,6 +24,8 @@
  *    handler on PostgreSQL (`DATABASE_URL`, default postgres://postgres@127.0.0.1:5432/postgres,
  *    in a database of its own, dropped after) given web `Request`s and answering `Response`s.
  *
+ * npm runs without the `npm_config_*` variables of the pnpm script around it (scripts/packing.mjs):
+ * it reads its settings from its own `.npmrc` files.
  * Exits non-zero on the first failure. PACK_CHECK_KEEP=1 keeps the temporary directory.
  */
 import { execFileSync, spawnSync } from "node:child_process"
@@ -29,8 +33,8 @@ import * as fs from "node:fs"
 import { builtinModules } from "node:module"
 import * as os from "node:os"
 import * as path from "node:path"
+import { libraryPackages, npmEnvironment, root, tarballName } from "./packing.mjs"
 
-const root = path.resolve(import.meta.dirname, "..")
 const host = path.resolve(process.argv[2] ?? path.join(root, "scripts", "pack-smoke.mjs"))
 const hostDependencies = process.argv.slice(3)
 if (!fs.existsSync(host)) fail(`no host script at ${host}`)
@@ -56,15 +60,16 @@ const run = (command, args, options = {}) => {
   if (result.status !== 0) fail(`${command} ${args.join(" ")} (in ${options.cwd ?? process.cwd()}) exited with ${result.status ?? result.signal}`)
 }
 
-// The library packages: every package under packages/ that is not private.
-const libraries = fs
-  .readdirSync(path.join(root, "packages"))
-  .map((dir) => path.join(root, "packages", dir))
-  .filter((dir) => fs.existsSync(path.join(dir, "package.json")))
-  .map((dir) => ({ dir, manifest: JSON.parse(fs.readFileSync(path.join(dir, "package.json"), "utf8")) }))
-  .filter(({ manifest }) => manifest.private !== true)
+const libraries = libraryPackages()
 if (libraries.length === 0) fail("no library package found")
 console.log(`pack-check: ${libraries.length} packages: ${libraries.map((l) => l.manifest.name).join(", ")}`)
+
+// The documented command, into this run's own directory (an argument replaces `packed/`).
+console.log(`\npack-check: pnpm pack:packages ${tarballs}`)
+run("pnpm", ["--silent", "pack:packages", tarballs], { cwd: root })
+const made = fs.readdirSync(tarballs).sort()
+const expectedTarballs = libraries.map((l) => tarballName(l.manifest)).sort()
+if (made.join() !== expectedTarballs.join()) fail(`pnpm pack:packages wrote ${made.join(", ") || "nothing"}; expected ${expectedTarballs.join(", ")}`)
 
 /** A path inside a tarball that must not be published. */
 const forbidden = (file) =>
@@ -93,18 +98,8 @@ const packedByName = new Map()
 
 for (const { dir, manifest } of libraries) {
   const name = manifest.name
-  console.log(`\npack-check: packing ${name}`)
-  const before = new Set(fs.readdirSync(tarballs))
-  // The output (the compiler's, from prepack) is shown only when packing fails.
-  const packing = spawnSync("pnpm", ["pack", "--pack-destination", tarballs], { cwd: dir, encoding: "utf8" })
-  if (packing.status !== 0) {
-    process.stdout.write(packing.stdout)
-    process.stderr.write(packing.stderr)
-    fail(`${name}: pnpm pack exited with ${packing.status ?? packing.signal}`)
-  }
-  const created = fs.readdirSync(tarballs).filter((f) => !before.has(f) && f.endsWith(".tgz"))
-  if (created.length !== 1) fail(`${name}: expected one tarball, found ${created.join(", ") || "none"}`)
-  const tarball = path.join(tarballs, created[0])
+  console.log(`\npack-check: ${name}`)
+  const tarball = path.join(tarballs, tarballName(manifest))
   packed.push(tarball)
   packedByName.set(name, tarball)
 
@@ -179,7 +174,7 @@ const catalog = fs.readFileSync(path.join(root, "pnpm-workspace.yaml"), "utf8")
 const express = /^\s+express:\s*"?([^"\s]+)"?\s*$/m.exec(catalog)?.[1]
 if (!express) fail("no express version in the catalog of pnpm-workspace.yaml")
 console.log(`\npack-check: npm install in ${app}`)
-run("npm", ["init", "-y"], { cwd: app, stdio: ["ignore", "ignore", "inherit"] })
+run("npm", ["init", "-y"], { cwd: app, stdio: ["ignore", "ignore", "inherit"], env: npmEnvironment() })
 const appManifest = JSON.parse(fs.readFileSync(path.join(app, "package.json"), "utf8"))
 appManifest.type = "module"
 appManifest.private = true
@@ -188,10 +183,10 @@ fs.writeFileSync(path.join(app, "package.json"), JSON.stringify(appManifest, nul
 // needs Node's headers. Where npm is not set up for them already, the headers installed beside
 // this node (same version) are used rather than a download.
 // Both cores for the native compile, unless told otherwise.
-const npmEnv = { JOBS: "max", ...process.env }
+const npmEnv = npmEnvironment({ JOBS: process.env.JOBS ?? "max" })
 const prefix = path.dirname(path.dirname(process.execPath))
 const headers = path.join(prefix, "include", "node", "node_version.h")
-if (!npmEnv.npm_config_nodedir && !/^\s*nodedir\s*=/m.test(readOr(path.join(os.homedir(), ".npmrc"))) && fs.existsSync(headers)) {
+if (!/^\s*nodedir\s*=/m.test(readOr(path.join(os.homedir(), ".npmrc"))) && fs.existsSync(headers)) {
   const version = ["MAJOR", "MINOR", "PATCH"].map((part) => new RegExp(`#define NODE_${part}_VERSION (\\d+)`).exec(readOr(headers))?.[1]).join(".")
   if (`v${version}` === process.version) npmEnv.npm_config_nodedir = prefix
 }
@@ -247,6 +242,13 @@ const addWithDependencies = (name) => {
 }
 chosen.forEach(addWithDependencies)
 if (needed.has("@cmp/store-sqlite")) fail(`${chosen.join(" with ")} depend on @cmp/store-sqlite: ${[...needed].join(", ")}`)
+// docs/embedding.md gives this install as `npm install $CMP/packed/cmp-{core,…}-<version>.tgz`.
+const documented = /packed\/cmp-\{([^}]+)\}-([^\s]+)\.tgz/.exec(readOr(path.join(root, "docs", "embedding.md")))
+const documentedNames = (documented?.[1].split(",") ?? []).map((n) => `@cmp/${n}`).sort()
+const neededVersions = new Set(libraries.filter((l) => needed.has(l.manifest.name)).map((l) => l.manifest.version))
+if (documentedNames.join() !== [...needed].sort().join() || neededVersions.size !== 1 || !neededVersions.has(documented?.[2])) {
+  fail(`docs/embedding.md installs ${documented?.[0] ?? "nothing"} for the fetch handler on PostgreSQL; it needs ${[...needed].map((n) => tarballName(libraries.find((l) => l.manifest.name === n).manifest)).join(" ")}`)
+}
 const serverManifest = JSON.parse(fs.readFileSync(path.join(root, "packages", "server", "package.json"), "utf8"))
 const pgVersion = serverManifest.devDependencies?.pg
 if (!pgVersion) fail("no pg version in the devDependencies of packages/server")
@@ -273,7 +275,7 @@ const walk = (dir) => {
 }
 walk(path.join(fetchApp, "node_modules"))
 if (built.length > 0) fail(`${chosen.join(" with ")} built native modules: ${built.join(", ")}`)
-const sqliteTree = spawnSync("npm", ["ls", "better-sqlite3", "--all", "--parseable"], { cwd: fetchApp, encoding: "utf8" })
+const sqliteTree = spawnSync("npm", ["ls", "better-sqlite3", "--all", "--parseable"], { cwd: fetchApp, encoding: "utf8", env: npmEnv })
 if (sqliteTree.stdout.trim() !== "") fail(`npm ls better-sqlite3 in ${fetchApp}: ${sqliteTree.stdout.trim()}`)
 console.log(`pack-check: no native module built, no better-sqlite3${prebuilt.length > 0 ? `; prebuilt binaries installed as packages: ${prebuilt.join(", ")}` : ""}`)
 const fetchHost = path.join(fetchApp, "fetch-postgres.mjs")

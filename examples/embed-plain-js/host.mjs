@@ -3,8 +3,16 @@
 // in-process API, reads it back over HTTP, and receives its webhook, signed, on a local
 // receiver. It exits 0 only when all of that held.
 //
-//   npm install @cmp/platform @cmp/http-express @cmp/store-sqlite express standardwebhooks
+// Until the packages are published, install them from the tarballs this repository packs
+// (docs/embedding.md), every one in the same command: they need each other at versions no
+// registry has yet. `pnpm pack:check` runs it so.
+//
+//   pnpm pack:packages                                  # at this repository's root: packed/*.tgz
+//   npm install /path/to/this/repository/packed/*.tgz express standardwebhooks  # in the host's project
 //   node host.mjs
+//
+// Once they are published (docs/releasing.md):
+//   npm install @cmp/platform @cmp/http-express @cmp/store-sqlite express standardwebhooks
 import { createApiFromRuntime } from "@cmp/http-express"
 import { createPlatform } from "@cmp/platform"
 import { sqlite } from "@cmp/store-sqlite"

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Api, createApi } from "../src/index.js"
 
 /**
- * The README's "Embedding" example with its own options (a SQLite file, the operator key, plain
+ * The embedding example of docs/embedding.md with its own options (a SQLite file, the operator key, plain
  * http, a local webhook receiver allowed, the dispatcher left at its default), in a host app that
  * has its own `express.json()` and routes, with the API under /consent-api. Only the file and
  * port differ.
@@ -34,7 +34,7 @@ const listening = async (app: express.Express) => {
   }
 }
 
-/** The README's `createApi` call, on a fresh SQLite file. */
+/** The example's API with `createApi`, on a fresh SQLite file. */
 const readmeApi = (name: string): Promise<Api> =>
   createApi({
     store: sqlite({ filename: path.join(dir, name, "data", "consent.db") }), // a directory not made yet, as ./data may be
@@ -80,7 +80,7 @@ afterAll(() => {
   fs.rmSync(dir, { recursive: true, force: true })
 })
 
-describe("the README's embedding example", () => {
+describe("the embedding example of docs/embedding.md", () => {
   it("host express.json() first: sessions, organizations, features, a webhook and a signed delivery", async () => {
     const api = await readmeApi("readme")
     const app = express()

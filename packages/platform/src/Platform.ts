@@ -131,7 +131,7 @@ const isStoreLayer = (store: StoreLayer | Config.Config<StoreLayer>): store is S
 
 /**
  * The platform from Effect `Config` (the environment unless another `ConfigProvider` is set),
- * with the variables and defaults of the README's table, on the store its caller hands in, with
+ * with the variables and defaults of docs/configuration.md, on the store its caller hands in, with
  * the host's own declarations when it has some. A configuration mistake fails the layer with a
  * `ConfigError` naming every variable at fault.
  */

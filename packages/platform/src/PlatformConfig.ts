@@ -22,7 +22,7 @@ import type { TracingOptions } from "./Tracing.js"
 
 /**
  * The platform's settings as Effect `Config`, read from the environment by default (the
- * variables of the README's table). An empty variable counts as unset, as it did in a shell
+ * variables of docs/configuration.md). An empty variable counts as unset, as it did in a shell
  * `VAR= pnpm start`. Every mistake is an `InvalidData` naming the variable, so a start fails
  * with one line per problem instead of a stack trace.
  */

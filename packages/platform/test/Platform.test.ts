@@ -39,7 +39,7 @@ describe("Platform.layer", () => {
 })
 
 describe("Platform.layerConfig", () => {
-  it.scopedLive("reads the README's variables through Effect Config", () =>
+  it.scopedLive("reads the documented variables through Effect Config", () =>
     Effect.gen(function*() {
       const settings = yield* Settings
       assert.deepStrictEqual(settings.defaultPremiumFeatures, ["webhooks"])

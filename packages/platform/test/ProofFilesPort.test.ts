@@ -10,7 +10,7 @@ import { organizationIn } from "./hostFixture.js"
 
 /**
  * A host keeps the bytes of proofs elsewhere (an object store) by handing in its own
- * `ProofFiles` after the store's, as the README shows: the platform then writes, reads and
+ * `ProofFiles` after the store's, as docs/embedding.md shows: the platform then writes, reads and
  * removes them there, and the database holds none.
  */
 

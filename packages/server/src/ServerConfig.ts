@@ -9,7 +9,7 @@ import * as StoreConfig from "./StoreConfig.js"
 
 /**
  * What `pnpm start` needs beyond the platform: where and how it listens. Read through Effect
- * `Config` like the platform's settings, with the variables of the README's table.
+ * `Config` like the platform's settings, with the variables of docs/configuration.md.
  */
 
 /** PEM text as given, or the file a path names (relative to the directory the command was started from). */

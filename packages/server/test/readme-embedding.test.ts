@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from "vitest"
 import { childEnv, freePort, packageDir, repositoryRoot } from "./built.js"
 
 /**
- * The README's embedding example, as pasted: its one ```js block of the "Embedding" section is
+ * The embedding example of docs/embedding.md, as pasted: the page's one ```js block is
  * written to a module of this package (so the workspace's packages resolve, through tsx) and run
  * from an empty directory, where its relative `./data/consent.db` lands. Only the port is
  * rewritten, to a free one. Then, from outside: the host's own route answers, the API answers
@@ -14,9 +14,8 @@ import { childEnv, freePort, packageDir, repositoryRoot } from "./built.js"
  * reads back over HTTP with the operator key the example created.
  */
 
-const readme = fs.readFileSync(path.join(repositoryRoot, "README.md"), "utf8")
-const section = readme.split(/^## /m).find((s) => s.startsWith("Embedding"))
-const blocks = [...(section ?? "").matchAll(/^```js\n([\s\S]*?)^```$/gm)].map((m) => m[1]!)
+const page = fs.readFileSync(path.join(repositoryRoot, "docs", "embedding.md"), "utf8")
+const blocks = [...page.matchAll(/^```js\n([\s\S]*?)^```$/gm)].map((m) => m[1]!)
 
 const generated = path.join(packageDir, ".generated")
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "cmp-readme-embed-"))
@@ -45,9 +44,9 @@ const eventually = async <A>(probe: () => Promise<A | undefined>, what: string, 
   }
 }
 
-describe.skipIf(process.env.CMP_TEST_STORE === "postgres")("README embedding example", () => {
+describe.skipIf(process.env.CMP_TEST_STORE === "postgres")("the embedding example of docs/embedding.md", () => {
   it("runs as pasted: the host's route, the mounted API, and its in-process calls", async () => {
-    expect(blocks, "the Embedding section has one js block").toHaveLength(1)
+    expect(blocks, "docs/embedding.md has one js block").toHaveLength(1)
     const port = await freePort()
     const listen = "app.listen(3002)"
     expect(blocks[0]!.split(listen)).toHaveLength(2)

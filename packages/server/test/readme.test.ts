@@ -1,33 +1,49 @@
-import { spawn } from "node:child_process"
+import { spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { afterAll, describe, expect, it } from "vitest"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { childEnv, freePort, killLeftovers, repositoryRoot, startServer } from "./built.js"
 
 /**
- * The README's walk-throughs, run as a reader runs them: the server started with the command the
- * README gives (on a new SQLite file), then every shell block of the walk-through sections pasted
- * into one bash, in order, from the repository root. Only the API's address and the receiver's
- * port are rewritten, to free ones. A `curl` wrapper fails the script on any 4xx or 5xx and logs
- * each call's status, which is what the assertions read, with the receiver's lines.
+ * The walk-through (`docs/walkthrough.md`), run as a reader runs it: the server started with the
+ * command it gives (on a new SQLite file), then every shell block of its sections pasted into one
+ * bash, in order, from the repository root; then all of it once more, in a new bash against the
+ * same server, as a reader who runs it again. Only the API's address and the receiver's port are
+ * rewritten, to free ones. `curl` on the shell's PATH is a wrapper that fails the script on any
+ * 4xx or 5xx and logs each call's status, which is what the assertions read, with the receiver's
+ * lines. And the README's own two commands are the ones it names.
  */
 
 const SECTIONS = ["Try it", "Consents and webhooks", "Notices", "Organization resources", "Collecting consent in the browser", "Proof of consent"]
+const walkthrough = fs.readFileSync(path.join(repositoryRoot, "docs", "walkthrough.md"), "utf8")
 const readme = fs.readFileSync(path.join(repositoryRoot, "README.md"), "utf8")
 
-/** The ```sh blocks of the section whose heading starts with `title`. */
+/** The ```sh blocks of `text`. */
+const shellBlocksOf = (text: string): Array<string> => [...text.matchAll(/^```sh\n([\s\S]*?)^```$/gm)].map((m) => m[1]!)
+
+/** The ```sh blocks of the walk-through's section whose heading starts with `title`. */
 const shellBlocks = (title: string): Array<string> => {
-  const section = readme.split(/^## /m).find((s) => s.startsWith(title))
-  if (section === undefined) throw new Error(`README has no section '${title}'`)
-  return [...section.matchAll(/^```sh\n([\s\S]*?)^```$/gm)].map((m) => m[1]!)
+  const section = walkthrough.split(/^## /m).find((s) => s.startsWith(title))
+  if (section === undefined) throw new Error(`docs/walkthrough.md has no section '${title}'`)
+  return shellBlocksOf(section)
+}
+
+const [setup, ...walk] = shellBlocks("Try it")
+const blocks = [...walk, ...SECTIONS.slice(1).flatMap(shellBlocks)]
+
+/** `NAME=value …` of a `NAME=value … pnpm start` line of `block`, or undefined. */
+const startEnv = (block: string | undefined): Record<string, string> | undefined => {
+  const command = /^((?:[A-Z_]+=\S+ )+)pnpm start$/m.exec(block ?? "")
+  if (command === null) return undefined
+  return Object.fromEntries(command[1]!.trim().split(/ +/).map((pair) => pair.split(/=(.*)/s).slice(0, 2) as [string, string]))
 }
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "cmp-readme-"))
-let shell: number | undefined
+const shells = new Set<number>()
 afterAll(() => {
   // The receivers the walk-through starts belong to the shell's process group.
-  if (shell !== undefined) {
+  for (const shell of shells) {
     try {
       process.kill(-shell, "SIGKILL")
     } catch {
@@ -38,10 +54,28 @@ afterAll(() => {
   fs.rmSync(dir, { recursive: true, force: true })
 })
 
-const runShell = (script: string) =>
+/**
+ * A directory holding `curl`: the real one, told to fail on a 4xx or 5xx and to log each call's
+ * status, method and URL on stderr. Its options come last, so they win over the walk-through's
+ * own `-w`; it ends the answer with a newline as that does.
+ */
+const curlWrapper = () => {
+  const real = spawnSync("bash", ["-c", "command -v curl"], { encoding: "utf8" }).stdout.trim()
+  expect(real, "curl is installed").not.toBe("")
+  const bin = path.join(dir, "bin")
+  fs.mkdirSync(bin, { recursive: true })
+  fs.writeFileSync(
+    path.join(bin, "curl"),
+    `#!/bin/sh\nexec '${real}' "$@" --fail-with-body --write-out '%{stderr}HTTP %{http_code} %{method} %{url_effective}\\n%{stdout}\\n'\n`,
+    { mode: 0o755 }
+  )
+  return bin
+}
+
+const runShell = (script: string, env: NodeJS.ProcessEnv) =>
   new Promise<{ code: number | string; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn("bash", ["-c", script], { cwd: repositoryRoot, detached: true, env: childEnv({}) })
-    shell = child.pid
+    const child = spawn("bash", ["-c", script], { cwd: repositoryRoot, detached: true, env })
+    if (child.pid !== undefined) shells.add(child.pid)
     let stdout = ""
     let stderr = ""
     child.stdout.on("data", (d) => (stdout += String(d)))
@@ -51,32 +85,81 @@ const runShell = (script: string) =>
 
 /** Replaces the one line `from` of the script, which must be there exactly once. */
 const rewrite = (script: string, from: string, to: string) => {
-  expect(script.split("\n").filter((l) => l === from), `the README sets ${from}`).toHaveLength(1)
+  expect(script.split("\n").filter((l) => l === from), `the walk-through sets ${from}`).toHaveLength(1)
   return script.replace(from, to)
 }
 
-// SQLite is the store the README starts on; the PostgreSQL run of the suite has nothing to add.
-describe.skipIf(process.env.CMP_TEST_STORE === "postgres")("README walk-throughs", () => {
-  it("run as pasted, in one shell, against the server the README starts", async () => {
-    const [setup, ...walk] = shellBlocks("Try it")
-    // The walk-through's server: `NAME=value … pnpm start`.
-    const command = /^((?:[A-Z_]+=\S+ )+)pnpm start$/m.exec(setup ?? "")
-    expect(command, "Try it opens with the server command").not.toBeNull()
-    const readmeEnv = Object.fromEntries(command![1]!.trim().split(/ +/).map((pair) => pair.split(/=(.*)/s).slice(0, 2)))
-    expect(readmeEnv).toMatchObject({ WEBHOOK_ALLOW_HOSTS: "127.0.0.1", ALLOW_HTTP: "true" })
+describe("the README's commands", () => {
+  it("start the server on the SQLite default and run the tests; the walk-through's server adds to the first", () => {
+    const commands = shellBlocksOf(readme).map((b) => b.trim())
+    const start = "pnpm install && ALLOW_HTTP=true ADMIN_API_KEY=admin ADMIN_API_SECRET=change-me-0123456789 pnpm start"
+    expect(commands).toContain(start)
+    expect(commands).toContain("pnpm install && pnpm test")
+    expect(startEnv(setup)).toMatchObject(startEnv(start.replace("pnpm install && ", ""))!)
+  })
 
-    const server = await startServer(childEnv({ ...readmeEnv, SQLITE_PATH: path.join(dir, "consent.db"), LOG_LEVEL: "Warning" }))
-    const hookPort = await freePort()
-    const blocks = [...walk, ...SECTIONS.slice(1).flatMap(shellBlocks)]
+  it("the walk-through's shell blocks are all in the sections run below, in order", () => {
+    expect([setup, ...blocks]).toEqual(shellBlocksOf(walkthrough))
+  })
+})
+
+describe("the walk-through's field helper", () => {
+  const definition = /^field\(\) \{\n[\s\S]*?^\}$/m.exec(walk[0] ?? "")?.[0]
+  const field = (answer: string, name: string) =>
+    spawnSync("bash", ["-c", `${definition}\nprintf '%s' "$1" | field "$2"`, "bash", answer, name], { encoding: "utf8" })
+
+  it("prints a field of the answer: a string as it is, anything else as JSON", () => {
+    expect(definition, "Try it defines field()").toBeDefined()
+    const answer = JSON.stringify({ id: "org_1", total: 0, data: [{ id: "pf_1" }], flags: { on: true } })
+    expect([field(answer, "id").stdout, field(answer, "total").stdout]).toEqual(["org_1\n", "0\n"])
+    expect([field(answer, "data[0].id").stdout, field(answer, "flags").stdout]).toEqual(["pf_1\n", "{\"on\":true}\n"])
+    expect(field(answer, "id").status).toBe(0)
+  })
+
+  it("fails on a field the answer does not have, naming it and showing the answer", () => {
+    const refused = JSON.stringify({ name: "Conflict", message: "An organization named Acme exists", code: 409 })
+    const missing = field(refused, "id")
+    expect(missing.status).not.toBe(0)
+    expect(missing.stdout).toBe("")
+    expect(missing.stderr).toContain(`field: no id in the answer: ${refused}`)
+    expect(field(JSON.stringify({ data: [] }), "data[0].id").status).not.toBe(0)
+    const notJson = field("<html>Bad Gateway</html>", "id")
+    expect([notJson.status, notJson.stderr]).toEqual([1, "field: no id in the answer: <html>Bad Gateway</html>\n"])
+  })
+})
+
+// SQLite is the store the walk-through starts on; the PostgreSQL run of the suite has nothing to add.
+describe.skipIf(process.env.CMP_TEST_STORE === "postgres")("the walk-through", () => {
+  const walkEnv = startEnv(setup)
+  let server: Awaited<ReturnType<typeof startServer>>
+  let script: string
+  let shellEnv: NodeJS.ProcessEnv
+
+  beforeAll(async () => {
+    expect(walkEnv, "Try it opens with the server command").toBeDefined()
+    expect(walkEnv).toMatchObject({ WEBHOOK_ALLOW_HOSTS: "127.0.0.1", ALLOW_HTTP: "true" })
+    server = await startServer(childEnv({ ...walkEnv, SQLITE_PATH: path.join(dir, "consent.db"), LOG_LEVEL: "Warning" }))
     expect(blocks.length).toBeGreaterThanOrEqual(SECTIONS.length)
-    let script = blocks.join("\n")
+    script = blocks.join("\n")
     script = rewrite(script, "API=http://127.0.0.1:3000", `API=${server.url}`)
-    script = rewrite(script, "HOOK_PORT=3999", `HOOK_PORT=${hookPort}`)
-    const run = await runShell([
-      "set -euo pipefail",
-      `curl() { command curl --fail-with-body --write-out '%{stderr}HTTP %{http_code} %{method} %{url_effective}\\n' "$@"; }`,
-      script
-    ].join("\n"))
+    script = rewrite(script, "HOOK_PORT=3999", `HOOK_PORT=${await freePort()}`)
+    shellEnv = childEnv({ PATH: `${curlWrapper()}${path.delimiter}${process.env.PATH ?? ""}` })
+  })
+
+  /** A session of the walk-through's operator key. */
+  const operatorToken = async () => {
+    const session = await fetch(`${server.url}/v1/sessions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ type: "api-key", key: walkEnv!.ADMIN_API_KEY, secret: walkEnv!.ADMIN_API_SECRET })
+    })
+    expect(session.status).toBe(201)
+    return ((await session.json()) as { access_token: string }).access_token
+  }
+
+  /** One run of the whole walk-through in a new bash, and what it must have done. */
+  const runOnce = async () => {
+    const run = await runShell(["set -euo pipefail", script].join("\n"), shellEnv)
     const report = `exit ${run.code}\n--- calls and errors\n${run.stderr}\n--- output\n${run.stdout}\n--- server\n${server.output()}`
     expect(run.code, report).toBe(0)
 
@@ -89,6 +172,7 @@ describe.skipIf(process.env.CMP_TEST_STORE === "postgres")("README walk-throughs
     expect(calls.length, report).toBeGreaterThan(30)
     expect(calls.filter((c) => c.status >= 300), report).toEqual([])
     const statusOf = (pattern: RegExp) => calls.filter((c) => pattern.test(c.call)).map((c) => c.status)
+    expect(statusOf(/^POST \/v1\/organizations$/), report).toEqual([201])
     expect(statusOf(/^POST \/v1\/vendors$/), report).toEqual([201])
     expect(statusOf(/^POST \/v1\/cookies$/), report).toEqual([201])
     expect(statusOf(/^POST \/v1\/platform-integrations\/sessions$/), report).toEqual([201])
@@ -122,21 +206,47 @@ describe.skipIf(process.env.CMP_TEST_STORE === "postgres")("README walk-throughs
 
     // What the server recorded for the replayed messages: failed attempts while the receiver was
     // down, then the receiver's 204.
-    const session = await fetch(`${server.url}/v1/sessions`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ type: "api-key", key: readmeEnv.ADMIN_API_KEY, secret: readmeEnv.ADMIN_API_SECRET })
-    })
-    const { access_token } = await session.json() as { access_token: string }
+    const access_token = await operatorToken()
     for (const { id } of replayed) {
       const res = await fetch(`${server.url}/v1/webhooks/deliveries/${id}`, { headers: { authorization: `Bearer ${access_token}` } })
       const message = await res.json() as { status: string; attempts: Array<{ status_code: number | null; error: string | null }> }
       expect(message.status).toBe("delivered")
       expect(message.attempts.at(-1)!.status_code).toBe(204)
       const failed = message.attempts.slice(0, -1)
-      // The first attempt and one per retry of the README's schedule, at least.
-      expect(failed.length).toBeGreaterThanOrEqual(readmeEnv.WEBHOOK_RETRY_SCHEDULE!.split(",").length + 1)
+      // The first attempt and one per retry of the walk-through's schedule, at least.
+      expect(failed.length).toBeGreaterThanOrEqual(walkEnv!.WEBHOOK_RETRY_SCHEDULE!.split(",").length + 1)
       for (const a of failed) expect([a.status_code, a.error]).toEqual([null, expect.stringMatching(/ECONNREFUSED/)])
     }
-  }, 60_000)
+  }
+
+  /** Waits until no webhook message is waiting to be sent (pending or delivering), any organization's. */
+  const waitForOutbox = async () => {
+    const token = await operatorToken()
+    const waiting = `${server.url}/v1/webhooks/deliveries?status[$in][]=pending&status[$in][]=delivering&$limit=0`
+    for (;;) {
+      const res = await fetch(waiting, { headers: { authorization: `Bearer ${token}` } })
+      expect(res.status).toBe(200)
+      if (((await res.json()) as { total: number }).total === 0) return
+      await new Promise((resolve) => setTimeout(resolve, 500))
+    }
+  }
+
+  it("ends every answer with a newline, so the next prompt starts on a line of its own", () => {
+    // The walk-through's own curl, on the real one: no wrapper on this PATH.
+    const definition = /^curl\(\) \{.*\}$/m.exec(walk[0] ?? "")?.[0]
+    expect(definition, "Try it defines curl()").toBeDefined()
+    const run = spawnSync("bash", ["-c", `${definition}\ncurl -s "$1/healthz"`, "bash", server.url], { encoding: "utf8", env: childEnv({}) })
+    expect([run.status, run.stdout]).toEqual([0, '{"status":"ok"}\n'])
+  })
+
+  it("runs as pasted, in one shell, against the server it starts", async () => {
+    await runOnce()
+  }, 90_000)
+
+  it("runs again, as pasted, in a new shell against the same server", async () => {
+    // As a reader's second run comes later: the first run's last messages, queued after its
+    // receiver went away, are given up by now (retried on the walk-through's short schedule).
+    await waitForOutbox()
+    await runOnce()
+  }, 90_000)
 })

@@ -13,9 +13,9 @@ import { childEnv, freePort, packageDir, repositoryRoot } from "../built.js"
 
 /**
  * Public consent collection in a real browser (Debian's Chromium, headless). A page of the
- * organization's property runs the README's browser code ("Collecting consent in the browser")
- * and records guest consents with `fetch` (JSON and the public key header, so the browser sends a
- * preflight first) and with `navigator.sendBeacon` (the key in the query, the JSON as text/plain),
+ * organization's property runs the browser code of docs/walkthrough.md ("Collecting consent in
+ * the browser") and records guest consents with `fetch` (JSON and the public key header, so the
+ * browser sends a preflight first) and with `navigator.sendBeacon` (the key in the query, the JSON as text/plain),
  * over HTTPS across origins. The same page served from another origin gets nothing through: its
  * fetch rejects as a CORS failure and its beacon stores nothing. Inside the browser every host
  * name of `example.test` is this machine, and both servers serve a certificate made for those
@@ -113,17 +113,17 @@ const created = (r: Reply) => {
 }
 
 /**
- * The browser code of the README's "Collecting consent in the browser" (its one ```js block), with
- * this API's address and the organization's key and id in place of the README's.
+ * The browser code of the walk-through's "Collecting consent in the browser" (its one ```js block), with
+ * this API's address and the organization's key and id in place of the walk-through's.
  */
 const readmeScript = (): string => {
-  const readme = fs.readFileSync(path.join(repositoryRoot, "README.md"), "utf8")
+  const readme = fs.readFileSync(path.join(repositoryRoot, "docs", "walkthrough.md"), "utf8")
   const section = readme.split(/^## /m).find((s) => s.startsWith("Collecting consent in the browser"))
   const blocks = [...(section ?? "").matchAll(/^```js\n([\s\S]*?)^```$/gm)].map((m) => m[1]!)
-  expect(blocks, "the README's browser section has one js block").toHaveLength(1)
+  expect(blocks, "the walk-through's browser section has one js block").toHaveLength(1)
   const setting = (script: string, start: string, value: string) => {
     const lines = script.split("\n").filter((l) => l.startsWith(start))
-    expect(lines, `the README's script sets ${start}`).toHaveLength(1)
+    expect(lines, `the walk-through's script sets ${start}`).toHaveLength(1)
     return script.replace(lines[0]!, `${start}${JSON.stringify(value)}`)
   }
   let script = setting(blocks[0]!, "const API = ", `https://${API}:${new URL(server.url).port}`)
@@ -132,7 +132,7 @@ const readmeScript = (): string => {
 }
 
 /**
- * The organization's page, wherever it is served from: the README's script, and what the test
+ * The organization's page, wherever it is served from: the walk-through's script, and what the test
  * calls in it (a failed fetch answered as its error's name and message).
  */
 const page = (script: string) => `<!doctype html>
