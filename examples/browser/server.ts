@@ -3,10 +3,12 @@
  * records the visitor's choice straight to the API with the organization's public key. For a
  * signed-in visitor the page carries the visitor's id signed by this backend, and a preference
  * center reads and changes that visitor's consents with a consent token this backend mints.
- * The API is mounted in the same Express app, on a fresh in-memory database each start.
+ * The API is mounted in the same Express app: a consent platform of its own, on a fresh
+ * in-memory database each start, with its own operator key (not the server of `pnpm start`).
  * Listens on PORT (default 3005) and HOST (default 127.0.0.1).
  *   pnpm --filter @cmp/examples browser
- * then open http://localhost:3005/ (a guest) or http://localhost:3005/?user=u-42 (signed in).
+ * then open http://localhost:3005/ (a guest) or http://localhost:3005/?user=u-42 (signed in):
+ * localhost, the shop property's website, is the only origin whose pages may record consents.
  */
 import { createApiFromRuntime } from "@cmp/http-express"
 import { createPlatform, organizationUserIdAuth } from "@cmp/platform"
@@ -20,11 +22,9 @@ const host = process.env.HOST || "127.0.0.1"
 // Where visitors open the page: its origin must be one of the organization's (a property's website).
 const site = `http://localhost:${port}`
 
-const cmp = await createPlatform({
-  store: sqlite({ filename: ":memory:" }),
-  admin: { key: "admin", secret: "change-me-to-a-long-secret" }, // the operator key, for a look through the API
-  logLevel: "Warning"
-})
+// The operator key, for a look through the API (printed at start).
+const admin = { key: "admin", secret: "change-me-to-a-long-secret" }
+const cmp = await createPlatform({ store: sqlite({ filename: ":memory:" }), admin, logLevel: "Warning" })
 // Development only: plain HTTP, which also lets http://localhost pages of the organization in.
 const api = await createApiFromRuntime(cmp.runtime, { allowHttp: true })
 
@@ -55,6 +55,8 @@ app.get("/", (req, res) => {
   const user = signedIn(req)
   const settings = {
     api: "/consent-api",
+    // The origin the organization allows: a page opened at another (127.0.0.1) says to open this one.
+    site,
     publicKey: org.public_api_key,
     organizationId: org.id,
     // The page may record for this user id, and only this one, for the next hour.
@@ -81,8 +83,22 @@ app.post("/preferences/token", async (req, res) => {
   res.status(201).set("cache-control", "no-store").json({ id_token: token.id_token, expires_at: token.expires_at })
 })
 
+/** A shell command that prints the organization's consent events, as the operator reads them. */
+const whatWasRecorded = () => {
+  const login = JSON.stringify({ type: "api-key", ...admin })
+  const token = `$(curl -s -X POST ${site}/consent-api/v1/sessions -H 'content-type: application/json' -d '${login}'` +
+    ` | node -pe 'JSON.parse(require("fs").readFileSync(0)).access_token')`
+  return `curl -s "${site}/consent-api/v1/consents/events?organization_id=${org.id}" -H "authorization: Bearer ${token}"`
+}
+
 const server = app.listen(port, host, () => {
-  console.log(`shop on ${site}/ (a guest) and ${site}/?user=u-42 (signed in); API under ${site}/consent-api/v1`)
+  console.log([
+    `shop on ${site}/ (a guest) and ${site}/?user=u-42 (signed in); API under ${site}/consent-api/v1`,
+    "This example runs a consent platform of its own, in memory (emptied when it stops), not the server of `pnpm start`.",
+    `Its operator key: ${admin.key}, secret ${admin.secret}; the shop's organization: ${org.id}.`,
+    "What the shop's pages recorded:",
+    `  ${whatWasRecorded()}`
+  ].join("\n"))
 })
 const stop = () => {
   server.close()

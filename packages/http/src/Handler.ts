@@ -111,6 +111,20 @@ const noStore = (response: ApiResponse): ApiResponse => ({
 })
 
 /**
+ * Plain HTTP where HTTPS is required. The body says why in the contract's error shape: a client
+ * that does not follow redirects (`curl` without `-L`, a script reading JSON) shows that rather
+ * than failing on an empty body, and a developer learns the switch for a local server.
+ */
+const toHttps = (location: string): ApiResponse =>
+  errorResponse(
+    301,
+    `This API is served over HTTPS only: use ${location}. For local development over plain HTTP, ` +
+      "start the server with ALLOW_HTTP=true (allowHttp: true when embedding it).",
+    {},
+    { location }
+  )
+
+/**
  * A file as a download: its own type, saved rather than shown, and sandboxed should a browser
  * render it anyway, so an uploaded document never runs as a page of this origin.
  */
@@ -392,7 +406,7 @@ export const makeHandler = async (runtime: PlatformRuntime, options: HandlerOpti
     }
     if (options.allowHttp !== true && !isSecure(request, hops)) {
       if (host === undefined) return errorResponse(400, "Invalid Host header")
-      return { status: 301, headers: { location: `https://${host}${base}${request.url}` }, body: "" }
+      return toHttps(`https://${host}${base}${request.url}`)
     }
     const lower = path.toLowerCase()
     if (lower === "/v1" || lower.startsWith("/v1/")) return v1(request, path.slice(3), rawQuery, requestId, base, seen)

@@ -102,6 +102,16 @@ describe("plain requests", () => {
       const r = await strict.handle(request("GET", "/v1/keys?$limit=1", { mountPath: "/consent", headers: { host: "api.example.com" } }))
       expect(r.status).toBe(301)
       expect(r.headers.location).toBe("https://api.example.com/consent/v1/keys?$limit=1")
+      // Said in the contract's error shape too, for a client that does not follow redirects.
+      expect(r.headers["content-type"]).toMatch(/^application\/json/)
+      expect(body(r)).toEqual({
+        name: "MovedPermanently",
+        message: expect.stringContaining("https://api.example.com/consent/v1/keys?$limit=1"),
+        code: 301,
+        className: "moved-permanently",
+        errors: {}
+      })
+      expect(body(r).message).toContain("ALLOW_HTTP=true")
       const secure = await strict.handle(request("GET", "/v1/keys", { encrypted: true }))
       expect(secure.status).toBe(401)
     } finally {

@@ -42,11 +42,7 @@ export const layer = (options: PlatformOptions): Layer.Layer<PlatformServices, u
   ]
   // Refused before the store is opened, so not even a key is generated into it.
   if (options.requireExternalKeys === true && keptInDatabase.length > 0) {
-    return Layer.fail(ConfigError.MissingData(
-      ["REQUIRE_EXTERNAL_KEYS"],
-      `REQUIRE_EXTERNAL_KEYS is true but ${keptInDatabase.join(" and ")} ${keptInDatabase.length > 1 ? "are" : "is"} not set: ` +
-        "give them from a secret store rather than keep generated keys in the database"
-    ))
+    return Layer.fail(ConfigError.MissingData(["REQUIRE_EXTERNAL_KEYS"], PlatformConfig.externalKeysMissing(keptInDatabase)))
   }
   // A host's resources and actions clash with none of the platform's, or nothing starts.
   const declarations = Served.declarationsOf(options)

@@ -127,13 +127,52 @@ const list = (name: string, lower = false) =>
 
 const admin = Config.all({ key: raw("ADMIN_API_KEY"), secret: raw("ADMIN_API_SECRET") }).pipe(
   Config.mapOrFail(({ key, secret }) => {
+    // Both problems of the pair in one message, which names each variable once.
+    const short = Option.isSome(secret) && secret.value.length < 16
     if (Option.isSome(key) !== Option.isSome(secret)) {
-      return Either.left(invalid("ADMIN_API_KEY", "ADMIN_API_KEY and ADMIN_API_SECRET must be set together"))
+      return Either.left(invalid(
+        "ADMIN_API_KEY",
+        `ADMIN_API_KEY and ADMIN_API_SECRET must be set together${short ? ", the secret at least 16 characters long" : ""}`
+      ))
     }
-    if (Option.isSome(secret) && secret.value.length < 16) {
-      return Either.left(invalid("ADMIN_API_SECRET", "ADMIN_API_SECRET must be at least 16 characters long"))
-    }
+    if (short) return Either.left(invalid("ADMIN_API_SECRET", "ADMIN_API_SECRET must be at least 16 characters long"))
     return Either.right({ key: Option.getOrUndefined(key), secret: Option.getOrUndefined(secret) })
+  })
+)
+
+// ---------------------------------------------------------------- the keys the platform signs and seals with
+
+/** `JWT_SECRET`: the HS256 key of access tokens (a secret: not trimmed). */
+const jwtSecret = Config.mapOrFail(raw("JWT_SECRET"), (o) =>
+  Option.isSome(o) && o.value.length < 32
+    ? Either.left(invalid("JWT_SECRET", "JWT_SECRET must be at least 32 characters long"))
+    : Either.right(Option.getOrUndefined(o)))
+
+/** `ENCRYPTION_KEY`: 32 bytes as 64 hex characters or base64, read as the secret box reads it. */
+const encryptionKey = Config.mapOrFail(trimmed("ENCRYPTION_KEY"), (o) => {
+  if (Option.isNone(o)) return Either.right(undefined)
+  const bytes = /^[0-9a-f]{64}$/i.test(o.value) ? Buffer.from(o.value, "hex") : Buffer.from(o.value, "base64")
+  return bytes.length === 32
+    ? Either.right(o.value)
+    : Either.left(invalid("ENCRYPTION_KEY", "ENCRYPTION_KEY must be 32 bytes, as base64 or 64 hex characters (openssl rand -base64 32)"))
+})
+
+/** Why `requireExternalKeys` refuses a start without these keys. */
+export const externalKeysMissing = (missing: ReadonlyArray<string>) =>
+  `REQUIRE_EXTERNAL_KEYS is true but ${missing.join(" and ")} ${missing.length > 1 ? "are" : "is"} not set: ` +
+  "give them from a secret store rather than keep generated keys in the database"
+
+/**
+ * `REQUIRE_EXTERNAL_KEYS`, refused here as well as by the platform's layer when a key it asks for
+ * is unset, so that the refusal is named beside any other mistake of the same start (a key set
+ * but invalid is that key's own mistake).
+ */
+const requireExternalKeys = Config.all({ require: flag("REQUIRE_EXTERNAL_KEYS", false), jwt: raw("JWT_SECRET"), box: trimmed("ENCRYPTION_KEY") }).pipe(
+  Config.mapOrFail(({ box, jwt, require }) => {
+    const missing = [...(Option.isNone(jwt) ? ["JWT_SECRET"] : []), ...(Option.isNone(box) ? ["ENCRYPTION_KEY"] : [])]
+    return require && missing.length > 0
+      ? Either.left(invalid("REQUIRE_EXTERNAL_KEYS", externalKeysMissing(missing)))
+      : Either.right(require)
   })
 )
 
@@ -143,7 +182,8 @@ const retrySchedule = Config.mapOrFail(raw("WEBHOOK_RETRY_SCHEDULE"), (o) => {
   try {
     return Either.right(parseRetrySchedule(Option.getOrUndefined(o)))
   } catch (e) {
-    return Either.left(invalid("WEBHOOK_RETRY_SCHEDULE", `WEBHOOK_RETRY_SCHEDULE: ${e instanceof Error ? e.message : String(e)}`))
+    // The parser's message names the variable already.
+    return Either.left(invalid("WEBHOOK_RETRY_SCHEDULE", e instanceof Error ? e.message : String(e)))
   }
 })
 
@@ -302,9 +342,9 @@ export const metricsToken: Config.Config<string | undefined> = Config.mapOrFail(
 export const platform: Config.Config<Omit<PlatformOptions, "store"> & { readonly dispatcherSettings: DispatcherConfig }> = Config.all({
   admin,
   logLevel,
-  jwtSecret: Config.map(raw("JWT_SECRET"), Option.getOrUndefined),
-  encryptionKey: Config.map(trimmed("ENCRYPTION_KEY"), Option.getOrUndefined),
-  requireExternalKeys: flag("REQUIRE_EXTERNAL_KEYS", false),
+  jwtSecret,
+  encryptionKey,
+  requireExternalKeys,
   smtp,
   urlSigningKey,
   provisioner,

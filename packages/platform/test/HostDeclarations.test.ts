@@ -1,5 +1,4 @@
 import { actions, Common, Declarations, defineResource, field, resources, Storage, UrlSigner } from "@cmp/core"
-import { makeHandler, openApiDocument, servedAt } from "@cmp/http"
 import { sqlite } from "@cmp/store-sqlite"
 import { notes, NotesResource, noteLimits, PinNoteAction } from "@cmp/test-support/host-resource"
 import * as Cause from "effect/Cause"
@@ -16,12 +15,13 @@ import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from "vitest"
 import { apiMembers } from "../src/Served.js"
 import { type ConsentPlatformApi, createPlatform, Forbidden, HostDeclarationError, NotFound, Platform } from "../src/index.js"
-import { functions, hostPathOf, organizationIn, testPlatform } from "./hostFixture.js"
+import { organizationIn, testPlatform } from "./hostFixture.js"
 
 /**
  * A host's own resources and actions, handed to `createPlatform` with their migrations: in the
- * typed tree beside the registry's, documented beside them, scoped and counted like them, and
- * refused when they would take a place or a table of the platform's.
+ * typed tree beside the registry's, scoped and counted like them, and refused when they would
+ * take a place or a table of the platform's. That they are documented beside them is tested
+ * where the REST API is (http-fetch's host-and-rest test).
  */
 
 const withNotes = () =>
@@ -38,13 +38,6 @@ afterAll(async () => {
   await cmp?.dispose()
   await plain?.dispose()
 })
-
-/** A GET of the REST API over a platform. */
-const served = async (platform: { readonly runtime: ConsentPlatformApi["runtime"] }, url: string) => {
-  const api = await makeHandler(platform.runtime, { allowHttp: true, logLevel: "None" })
-  const r = await api.handle({ method: "GET", url, headers: {}, encrypted: false })
-  return typeof r.body === "string" ? r.body : new TextDecoder().decode(r.body)
-}
 
 describe("a host's resources and actions in the host API", () => {
   it("are typed from their declarations, beside the registry's", () => {
@@ -98,29 +91,6 @@ describe("a host's resources and actions in the host API", () => {
     const as = cmp.asOperator()
     await cmp.organizations.remove(org.id, { as })
     await expect(cmp.teamNotes.get(note.id, { as })).rejects.toBeInstanceOf(NotFound)
-  })
-
-  it("are operations of the OpenAPI document, and the tree holds nothing else", async () => {
-    const document = JSON.parse(await served(cmp, "/openapi.json")) as { paths: Record<string, Record<string, { operationId: string }>> }
-    const documented = Object.values(document.paths).flatMap((ops) => Object.values(ops).map((o) => hostPathOf(o.operationId))).sort()
-    expect(documented).toEqual(expect.arrayContaining(["teamNotes/find", "teamNotes/remove", "teamNotes/pin"]))
-    const { effect: _e, runtime: _r, asOrganization: _a, asOperator: _o, forOrganization: _f, dispose: _d, ...tree } = cmp
-    expect(functions(Object.fromEntries(Object.entries(tree).filter(([, v]) => typeof v === "object"))).sort()).toEqual(documented)
-    expect(functions(cmp.effect).sort()).toEqual(documented)
-  })
-
-  it("grow the OpenAPI document by their operations and schemas only", async () => {
-    const without = await served(plain, "/openapi.json")
-    // Without a host's declarations, the registry's document.
-    expect(without).toBe(JSON.stringify(servedAt(openApiDocument(resources, actions), "")))
-    const grown = JSON.parse(await served(cmp, "/openapi.json"))
-    const base = JSON.parse(without)
-    const added = (of: Record<string, unknown>, before: Record<string, unknown>) => Object.keys(of).filter((k) => !(k in before))
-    expect(added(grown.paths, base.paths)).toEqual(["/v1/team-notes", "/v1/team-notes/{id}", "/v1/team-notes/{id}/pin"])
-    expect(added(grown.components.schemas, base.components.schemas)).toEqual(["TeamNotes", "TeamNotesCreate", "TeamNotesUpdate", "TeamNotesPatch"])
-    for (const path of added(grown.paths, base.paths)) delete grown.paths[path]
-    for (const name of added(grown.components.schemas, base.components.schemas)) delete grown.components.schemas[name]
-    expect(JSON.stringify(grown)).toBe(without)
   })
 
   it("leave the API object's own members as they are, which no place may take", () => {

@@ -15,20 +15,3 @@ export const organizationIn = async (cmp: ConsentPlatformApi, name: string, feat
   }
   return org
 }
-
-/** The host function an operation id names: `platform-integrations/sessions.create` is `platformIntegrations/sessions/create`. */
-export const hostPathOf = (operationId: string): string => {
-  const dot = operationId.lastIndexOf(".")
-  const place = operationId.slice(0, dot).split("/").map((s) => s.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase()))
-  return [...place, operationId.slice(dot + 1)].join("/")
-}
-
-/** Every function of a tree, by its keys joined with `/`. */
-export const functions = (tree: object, prefix: Array<string> = []): Array<string> =>
-  Object.entries(tree).flatMap(([key, value]) =>
-    typeof value === "function"
-      ? [[...prefix, key].join("/")]
-      : typeof value === "object" && value !== null
-      ? functions(value, [...prefix, key])
-      : []
-  )

@@ -5,6 +5,7 @@ import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { createSecureContext as tlsContext } from "node:tls"
 import * as StoreConfig from "./StoreConfig.js"
 
 /**
@@ -31,8 +32,23 @@ const tls = Config.all({
   if (Option.isNone(cert) || Option.isNone(key)) {
     return Either.left(ConfigError.InvalidData(["TLS_CERT"], "TLS_CERT and TLS_KEY must be set together"))
   }
-  return Either.all({ cert: pem("TLS_CERT", cert.value, base), key: pem("TLS_KEY", key.value, base) })
+  return Either.flatMap(Either.all({ cert: pem("TLS_CERT", cert.value, base), key: pem("TLS_KEY", key.value, base) }), usable)
 }))
+
+/**
+ * A certificate and key that TLS can serve with, checked here so that a wrong file, a truncated
+ * PEM or a key of another certificate is a configuration error naming them, not OpenSSL's words
+ * from deep inside the listen.
+ */
+const usable = (pems: { readonly cert: string; readonly key: string }): Either.Either<typeof pems, ConfigError.ConfigError> => {
+  try {
+    tlsContext(pems)
+    return Either.right(pems)
+  } catch (e) {
+    const reason = e instanceof Error ? e.message : String(e)
+    return Either.left(ConfigError.InvalidData(["TLS_CERT"], `TLS_CERT and TLS_KEY must be a PEM certificate chain and its private key: ${reason}`))
+  }
+}
 
 /**
  * `TRUST_PROXY`: how many proxies are in front, `true` meaning one and `false` none. A count,
@@ -70,3 +86,11 @@ export const server = Config.all({
 })
 
 export type ServerSettings = Config.Config.Success<typeof server>
+
+/**
+ * A command's own settings read together with the platform's, which the platform's layer reads
+ * again when it is built: a start with several mistakes names them all at once, not only those of
+ * whichever part happens to be read first.
+ */
+export const withPlatform = <A>(own: Config.Config<A>): Config.Config<A> =>
+  Config.map(Config.all([own, PlatformConfig.platform, PlatformConfig.inServerDispatcher]), ([settings]) => settings)

@@ -1,9 +1,11 @@
 import { type HostDeclarations, Platform } from "@cmp/platform"
+import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as os from "node:os"
-import { stopOnSignal } from "./Failure.js"
+import { stopOnFatalError, stopOnSignal } from "./Failure.js"
 import * as ProbeServer from "./ProbeServer.js"
+import * as ServerConfig from "./ServerConfig.js"
 import * as StoreConfig from "./StoreConfig.js"
 
 /**
@@ -13,8 +15,9 @@ import * as StoreConfig from "./StoreConfig.js"
  */
 export const work = async (host: HostDeclarations = {}) => {
   const workerId = `${os.hostname()}-${process.pid}`
-  const store = await Effect.runPromise(StoreConfig.settings)
-  const probes = await Effect.runPromise(ProbeServer.settings)
+  const { probes, store } = await Effect.runPromise(
+    ServerConfig.withPlatform(Config.all({ store: StoreConfig.settings, probes: ProbeServer.settings }))
+  )
   const runtime = ManagedRuntime.make(Platform.layerConfig({ ...host, dispatcher: true, workerId, store: StoreConfig.layer(store) }))
   // Building the runtime starts the delivery loop.
   await runtime.runtime()
@@ -25,5 +28,6 @@ export const work = async (host: HostDeclarations = {}) => {
   })
   console.log(JSON.stringify({ message: "delivering webhooks", workerId, database: store._tag, ...(served ? { probes: served.url } : {}) }))
   // The probes answer while the dispatcher drains: `/readyz` then says it is not running.
+  stopOnFatalError()
   stopOnSignal(() => runtime.dispose().finally(() => served?.close()))
 }

@@ -4,6 +4,7 @@ import { createRequire } from "node:module"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
+import { childEnv, killLeftovers, startServer } from "./built.js"
 
 /**
  * The real commands of the README, as child processes on a temporary SQLite file: what
@@ -19,6 +20,7 @@ const main = path.join(packageDir, "dist", "main.mjs")
 const children: Array<ChildProcess> = []
 
 afterAll(() => {
+  killLeftovers()
   for (const c of children) c.kill("SIGTERM")
   fs.rmSync(dir, { recursive: true, force: true })
 })
@@ -76,6 +78,65 @@ describe("command line", () => {
     expect(r.stderr).toMatch(/Configuration error: PORT must be an integer/)
     expect(r.stderr).not.toMatch(/\n\s+at /)
   }, 30_000)
+
+  it.each([["serve"], ["worker"]])("%s names every variable at fault in one configuration error, each once", async (command) => {
+    const r = await run([command], { PORT: "abc", JWT_SECRET: "short", ADMIN_API_SECRET: "short", WEBHOOK_RETRY_SCHEDULE: "x" })
+    expect(r.code).toBe(1)
+    const lines = r.stderr.trim().split("\n")
+    expect(lines, r.stderr).toHaveLength(1)
+    expect(lines[0]).toMatch(/^Configuration error: /)
+    for (const name of ["PORT", "JWT_SECRET", "ADMIN_API_SECRET", "WEBHOOK_RETRY_SCHEDULE"]) {
+      expect(lines[0]!.split(new RegExp(`\\b${name}\\b`)).length, `${name} once in: ${lines[0]}`).toBe(2)
+    }
+  }, 30_000)
+
+  it("a port already taken is named with what to do, not as Node's EADDRINUSE", async () => {
+    const taken = new URL(await start({ PORT: "0" })).port
+    const r = await run([], { PORT: taken })
+    expect(r.code).toBe(1)
+    expect(r.stderr.trim()).toBe(
+      `Cannot listen on 127.0.0.1:${taken}: the address is in use, most likely by a server started earlier; stop it, or set PORT (or HOST) to another`
+    )
+  }, 30_000)
+
+  it("a changed ADMIN_API_SECRET is not taken: the start says so, never showing a secret, and the first secret still opens a session", async () => {
+    const first = "first-secret-0123456789"
+    const changed = "changed-secret-0123456789"
+    const own = childEnv({ SQLITE_PATH: path.join(dir, "changed", "consent.db"), ALLOW_HTTP: "true", LOG_LEVEL: "Warning", ADMIN_API_KEY: "admin" })
+    const warning = /ADMIN_API_SECRET does not open the operator key 'admin'/
+    const session = (url: string, secret: string) =>
+      fetch(`${url}/v1/sessions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ type: "api-key", key: "admin", secret })
+      }).then(async (res) => ({ status: res.status, body: await res.json() as { message?: string } }))
+    const startStop = async (secret: string, check: (url: string) => Promise<void>) => {
+      const server = await startServer({ ...own, ADMIN_API_SECRET: secret })
+      try {
+        await check(server.url)
+      } finally {
+        server.child.kill("SIGTERM")
+        await server.exited
+      }
+      return server.output()
+    }
+
+    expect(await startStop(first, async () => {})).not.toMatch(warning)
+    const output = await startStop(changed, async (url) => {
+      const refused = await session(url, changed)
+      expect(refused.status).toBe(400)
+      expect(refused.body.message).toBe("Invalid login")
+      expect((await session(url, first)).status).toBe(201)
+    })
+    const said = output.split("\n").filter((l) => warning.test(l)).map((l) => JSON.parse(l) as { message: string; logLevel: string })
+    expect(said).toHaveLength(1)
+    expect(said[0]!.logLevel).toBe("WARN")
+    expect(said[0]!.message).toMatch(/Start with the first secret; in development, start with a fresh database/)
+    expect(output).not.toContain(changed)
+    expect(output).not.toContain(first)
+    // Started again with the first secret, it says nothing of it.
+    expect(await startStop(first, async () => {})).not.toMatch(warning)
+  }, 60_000)
 
   it("REQUIRE_EXTERNAL_KEYS=true without JWT_SECRET and ENCRYPTION_KEY refuses to start, creating no database", async () => {
     const file = path.join(dir, "refused", "consent.db")

@@ -17,6 +17,9 @@ const read = (env: Record<string, string>) =>
     )
   )
 
+/** A certificate for localhost and its key, as `TLS_CERT` and `TLS_KEY` name them. */
+const fixtures = path.join(import.meta.dirname, "api", "fixtures")
+
 const settings = (env: Record<string, string>) => {
   const r = read(env)
   if (Either.isLeft(r)) throw new Error(PlatformConfig.describe(r.left))
@@ -57,7 +60,7 @@ describe("configuration from the environment", () => {
 
   it("reads every variable", () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "cmp-config-"))
-    fs.writeFileSync(path.join(dir, "c.pem"), "-----BEGIN CERTIFICATE-----\nc\n-----END CERTIFICATE-----\n")
+    fs.copyFileSync(path.join(fixtures, "localhost-cert.pem"), path.join(dir, "c.pem"))
     const { platform: p, server: s } = settings({
       PORT: "8080",
       HOST: "0.0.0.0",
@@ -71,7 +74,7 @@ describe("configuration from the environment", () => {
       DEFAULT_QUOTAS: "{\"secrets\": 3}",
       API_REQUESTS_PERIOD: "day",
       TLS_CERT: path.join(dir, "c.pem"),
-      TLS_KEY: "-----BEGIN PRIVATE KEY-----\nk\n-----END PRIVATE KEY-----",
+      TLS_KEY: fs.readFileSync(path.join(fixtures, "localhost-key.pem"), "utf8"),
       WEBHOOK_ALLOW_HOSTS: "Receiver.local, 127.0.0.1",
       WEBHOOK_LOCAL_ADDRESS: "127.0.0.1",
       WEBHOOK_RETRY_SCHEDULE: "1,2",
@@ -147,9 +150,19 @@ describe("configuration from the environment", () => {
     [{ PORT: "http" }, /PORT/],
     [{ ALLOW_HTTP: "maybe" }, /ALLOW_HTTP/],
     [{ ADMIN_API_KEY: "admin" }, /ADMIN_API_KEY/],
-    [{ ADMIN_API_KEY: "admin", ADMIN_API_SECRET: "short" }, /ADMIN_API_SECRET/],
+    [{ ADMIN_API_KEY: "admin", ADMIN_API_SECRET: "short" }, /^ADMIN_API_SECRET must be at least 16 characters long$/],
+    [{ ADMIN_API_SECRET: "short" }, /^ADMIN_API_KEY and ADMIN_API_SECRET must be set together, the secret at least 16 characters long$/],
+    [{ JWT_SECRET: "short" }, /^JWT_SECRET must be at least 32 characters long$/],
+    [{ ENCRYPTION_KEY: "abc" }, /^ENCRYPTION_KEY must be 32 bytes, as base64 or 64 hex characters/],
+    [{ ENCRYPTION_KEY: "a".repeat(63) }, /^ENCRYPTION_KEY must be 32 bytes/],
+    [{ REQUIRE_EXTERNAL_KEYS: "true", JWT_SECRET: "j".repeat(32) }, /^REQUIRE_EXTERNAL_KEYS is true but ENCRYPTION_KEY is not set/],
+    [{ REQUIRE_EXTERNAL_KEYS: "true" }, /^REQUIRE_EXTERNAL_KEYS is true but JWT_SECRET and ENCRYPTION_KEY are not set/],
     [{ TLS_CERT: "/c.pem" }, /TLS_CERT/],
     [{ TLS_CERT: "/nowhere/c.pem", TLS_KEY: "/nowhere/k.pem" }, /TLS_CERT must be PEM text or a readable file/],
+    [{ TLS_CERT: "-----BEGIN CERTIFICATE-----\nc\n-----END CERTIFICATE-----", TLS_KEY: "-----BEGIN PRIVATE KEY-----\nk\n-----END PRIVATE KEY-----" },
+      /^TLS_CERT and TLS_KEY must be a PEM certificate chain and its private key: /],
+    [{ TLS_CERT: path.join(fixtures, "localhost-cert.pem"), TLS_KEY: path.join(fixtures, "localhost-cert.pem") },
+      /^TLS_CERT and TLS_KEY must be a PEM certificate chain and its private key: /],
     [{ DEFAULT_PREMIUM_FEATURES: "flying" }, /flying/],
     [{ DEFAULT_QUOTAS: "{\"nope\": 1}" }, /nope/],
     [{ DEFAULT_QUOTAS: "not json" }, /DEFAULT_QUOTAS/],
@@ -157,7 +170,7 @@ describe("configuration from the environment", () => {
     [{ LOG_LEVEL: "loud" }, /LOG_LEVEL/],
     [{ DATABASE_URL: "mysql://localhost/db" }, /DATABASE_URL/],
     [{ DATABASE_URL: "postgres://localhost/db", DATABASE_POOL_SIZE: "0" }, /DATABASE_POOL_SIZE/],
-    [{ WEBHOOK_RETRY_SCHEDULE: "300,x" }, /WEBHOOK_RETRY_SCHEDULE/],
+    [{ WEBHOOK_RETRY_SCHEDULE: "300,x" }, /^WEBHOOK_RETRY_SCHEDULE must be comma-separated non-negative seconds, got "300,x"$/],
     [{ WEBHOOK_LOCAL_ADDRESS: "eth0" }, /WEBHOOK_LOCAL_ADDRESS/],
     [{ WEBHOOK_LEASE_MS: "10" }, /WEBHOOK_LEASE_MS/],
     [{ METRICS_TOKEN: "fifteen-chars-x" }, /^METRICS_TOKEN must be at least 16 characters long$/]
@@ -170,5 +183,12 @@ describe("configuration from the environment", () => {
     expect(p).toMatch(/PORT/)
     expect(p).toMatch(/LOG_LEVEL/)
     expect(p).toMatch(/DEFAULT_QUOTAS/)
+  })
+
+  it("names each variable at fault once, the platform's keys beside the server's settings", () => {
+    const p = problem({ PORT: "abc", JWT_SECRET: "short", ADMIN_API_SECRET: "short", ENCRYPTION_KEY: "abc", WEBHOOK_RETRY_SCHEDULE: "x" })
+    for (const name of ["PORT", "JWT_SECRET", "ADMIN_API_SECRET", "ENCRYPTION_KEY", "WEBHOOK_RETRY_SCHEDULE"]) {
+      expect(p?.split(new RegExp(`\\b${name}\\b`)).length, `${name} in: ${p}`).toBe(2)
+    }
   })
 })

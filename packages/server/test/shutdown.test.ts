@@ -46,6 +46,10 @@ const environment = async () => {
   })
 }
 
+/** The process's own lines of one message (`stopping`, `stopped`), parsed. */
+const said = (output: string, message: string) =>
+  output.split("\n").filter((l) => l.startsWith(`{"message":"${message}"`)).map((l) => JSON.parse(l) as Record<string, unknown>)
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 const call = async (url: string, method: string, body?: unknown, token?: string) => {
@@ -160,6 +164,9 @@ describe("the server on a signal", () => {
       expect(server.alive()).toBe(true)
       receiver.answer()
       expect(await server.exited, server.output()).toBe(0)
+      // It said that it was stopping, then that it stopped, and why.
+      expect(said(server.output(), "stopping")).toEqual([{ message: "stopping", signal, pid: server.child.pid }])
+      expect(said(server.output(), "stopped")).toEqual([{ message: "stopped", signal, exitCode: 0, pid: server.child.pid }])
 
       const message = await messageAfterRestart(env, id)
       expect([message.status, message.attempts_count, message.last_status_code]).toEqual(["delivered", 1, 204])
@@ -179,6 +186,9 @@ describe("the server on a signal", () => {
     expect(server.alive()).toBe(true)
     server.child.kill("SIGINT")
     expect(await server.exited).toBe(130)
+    expect(said(server.output(), "stopped")).toEqual([
+      { message: "stopped", signal: "SIGINT", drain: "cut short by a second signal", exitCode: 130, pid: server.child.pid }
+    ])
   }, 60_000)
 })
 
@@ -198,6 +208,7 @@ describe("the worker on a signal", () => {
       expect(worker.alive()).toBe(true)
       receiver.answer()
       expect(await worker.exited, worker.output()).toBe(0)
+      expect(said(worker.output(), "stopped")).toEqual([{ message: "stopped", signal, exitCode: 0, pid: worker.child.pid }])
 
       const message = await call(`${server.url}/v1/webhooks/deliveries/${id}`, "GET", undefined, token)
       expect([message.status, message.attempts_count, message.last_status_code]).toEqual(["delivered", 1, 204])

@@ -75,10 +75,29 @@ export const bootstrap = (admin: { readonly key?: string | undefined; readonly s
     uow.transaction(Effect.gen(function*() {
       yield* uow.lock(BOOTSTRAP_LOCK)
       yield* ensureOperatorOrganization
-      if (!admin.key || !admin.secret) return
+      if (!admin.key || !admin.secret) return Option.none()
       const existing = yield* (yield* Storage).repository(Tables.keys).get(admin.key)
       if (Option.isNone(existing)) yield* createOperatorKeyRow(admin.key, admin.secret, `admin-${admin.key}`)
-    })))
+      return existing
+    }))).pipe(Effect.flatMap((existing) =>
+      Option.isSome(existing) && admin.key && admin.secret ? warnOfChangedSecret(admin.key, admin.secret, existing.value.secret_hash) : Effect.void
+    ))
+
+/**
+ * The operator key is made from `ADMIN_API_SECRET` once and kept hashed: a secret changed since
+ * is not taken, and sessions with it fail as any wrong secret does ("Invalid login"). Said at
+ * start, without the secret, rather than left for the operator to find out at the first login.
+ * Checked after the transaction, so the hashing holds no lock.
+ */
+const warnOfChangedSecret = (key: string, secret: string, secretHash: string) =>
+  Effect.flatMap(SecretHasher, (h) => h.verify(secret, secretHash)).pipe(Effect.flatMap((opens) =>
+    opens ? Effect.void : Effect.logWarning(
+      `ADMIN_API_SECRET does not open the operator key '${key}' kept in the database: the key was made on the ` +
+        "first start with the secret given then and is stored hashed, so a secret changed since is ignored and " +
+        "sessions with it fail (\"Invalid login\"). Start with the first secret; in development, start with a fresh " +
+        "database instead (another SQLITE_PATH or DATABASE_URL). `pnpm bootstrap` prints a new operator key."
+    )
+  ))
 
 /** A new operator key with a random secret (the `bootstrap` command). */
 export const createOperatorKey = Effect.flatMap(UnitOfWork, (uow) =>

@@ -14,6 +14,8 @@ export interface ErrorBody {
 }
 
 const kinds = {
+  // Not an error, but plain HTTP refused: a client that reads every answer as this body reads why.
+  301: ["MovedPermanently", "moved-permanently"],
   400: ["BadRequest", "bad-request"],
   401: ["NotAuthenticated", "not-authenticated"],
   403: ["Forbidden", "forbidden"],

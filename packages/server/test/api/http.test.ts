@@ -29,6 +29,15 @@ describe("HTTPS enforcement", () => {
     const r = await call(strict.url, "GET", "/v1/keys?name=a&$limit=2")
     expect(r.status).toBe(301)
     expect(r.headers.get("location")).toBe(`https://${host}/v1/keys?name=a&$limit=2`)
+    // The body says why and what to do, in the contract's error shape: a curl without -L shows it.
+    expect(r.body).toEqual({
+      name: "MovedPermanently",
+      message: `This API is served over HTTPS only: use https://${host}/v1/keys?name=a&$limit=2. ` +
+        "For local development over plain HTTP, start the server with ALLOW_HTTP=true (allowHttp: true when embedding it).",
+      code: 301,
+      className: "moved-permanently",
+      errors: {}
+    })
     const post = await call(strict.url, "POST", "/v1/sessions", { body: { type: "api-key", key: "k", secret: "s" } })
     expect(post.status).toBe(301)
     expect(post.headers.get("location")).toBe(`https://${host}/v1/sessions`)

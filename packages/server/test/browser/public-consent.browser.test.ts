@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from "node:child_process"
+import { type ChildProcess, execFile, spawn } from "node:child_process"
 import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import type { IncomingHttpHeaders, ServerResponse } from "node:http"
@@ -343,7 +343,9 @@ describe("public consent collection in a browser", () => {
 /**
  * `examples/browser`, as `pnpm --filter @cmp/examples browser` runs it, on a free port: a guest
  * accepts through the banner; a signed-in user accepts, then turns analytics off in the preference
- * center, with a consent token. What they chose is read back through the example's API.
+ * center, with a consent token. What they chose is read back through the example's API, and with
+ * the command its console printed. The same page opened at 127.0.0.1, an origin the organization
+ * does not allow, records nothing and says to open it at localhost.
  */
 describe.skipIf(process.env.CMP_TEST_STORE === "postgres")("the browser example", () => {
   let example: ChildProcess | undefined
@@ -371,7 +373,8 @@ describe.skipIf(process.env.CMP_TEST_STORE === "postgres")("the browser example"
     await new Promise<void>((resolve, reject) => {
       example!.stdout!.on("data", (d) => {
         output += String(d)
-        if (output.includes("shop on ")) resolve()
+        // Ready once it has said all it says at start, the command last.
+        if (output.includes("shop on ") && /^ {2}curl .*\n/m.test(output)) resolve()
       })
       example!.stderr!.on("data", (d) => (output += String(d)))
       example!.once("exit", (code) => reject(new Error(`the example exited (${code}): ${output}`)))
@@ -384,6 +387,11 @@ describe.skipIf(process.env.CMP_TEST_STORE === "postgres")("the browser example"
       })
       return { status: res.status, body: await res.json() as any }
     }
+    // It says that it runs a platform of its own, with which operator key, and how to see what it recorded.
+    expect(output).toContain("This example runs a consent platform of its own, in memory")
+    expect(output).toContain("Its operator key: admin, secret change-me-to-a-long-secret;")
+    const printed = output.split("\n").map((l) => l.trim()).filter((l) => l.startsWith("curl "))
+    expect(printed, output).toHaveLength(1)
     const operator = (await api("POST", "/v1/sessions", undefined, { type: "api-key", key: "admin", secret: "change-me-to-a-long-secret" }))
       .body.access_token as string
 
@@ -399,6 +407,7 @@ describe.skipIf(process.env.CMP_TEST_STORE === "postgres")("the browser example"
     try {
       const tab = await guest.newPage()
       await tab.goto(`${site}/`)
+      expect(await tab.locator("#about").textContent()).toMatch(/runs a consent platform of its own, in memory, under \/consent-api/)
       expect(await tab.locator("#who").textContent()).toBe("Not signed in")
       await tab.getByRole("button", { name: "Accept" }).click()
       expect(await statusText(tab, ""), output).toBe("Recorded: analytics accepted")
@@ -407,8 +416,32 @@ describe.skipIf(process.env.CMP_TEST_STORE === "postgres")("the browser example"
       const events = await api("GET", `/v1/consents/events?user_id=${encodeURIComponent(deviceId!)}`, operator)
       expect(events.status).toBe(200)
       expect(events.body.data.map((e: any) => e.consents.purposes)).toMatchObject([[{ id: "analytics", enabled: true }]])
+      // The printed command lists it too, run as pasted into a shell.
+      const listed = await new Promise<string>((resolve, reject) =>
+        execFile("bash", ["-c", printed[0]!], { env: childEnv({}) }, (error, stdout, stderr) => (error ? reject(new Error(`${error.message}: ${stderr}`)) : resolve(stdout)))
+      )
+      expect(JSON.parse(listed).data.map((e: any) => e.user.id)).toContain(deviceId)
     } finally {
       await guest.close()
+    }
+
+    // Opened at 127.0.0.1, the page is not on the organization's website: refused, and it says where to go.
+    const elsewhere = await browser.newContext()
+    try {
+      const tab = await elsewhere.newPage()
+      await tab.goto(`http://127.0.0.1:${port}/`)
+      await tab.getByRole("button", { name: "Accept" }).click()
+      expect(await statusText(tab, "")).toBe(
+        `Not recorded (403): this page is open at http://127.0.0.1:${port}, but the shop's organization accepts consents only ` +
+          `from its website, ${site}. Open ${site}/ instead.`
+      )
+      expect(await tab.locator("#status a").getAttribute("href")).toBe(`${site}/`)
+      expect(await tab.locator("#banner").isHidden()).toBe(false)
+      const deviceId = await tab.evaluate(() => localStorage.getItem("consent-device-id"))
+      const events = await api("GET", `/v1/consents/events?user_id=${encodeURIComponent(deviceId!)}`, operator)
+      expect(events.body.total).toBe(0)
+    } finally {
+      await elsewhere.close()
     }
 
     const member = await browser.newContext()
@@ -422,7 +455,8 @@ describe.skipIf(process.env.CMP_TEST_STORE === "postgres")("the browser example"
       await tab.locator("#analytics", { hasText: /^on$/ }).waitFor()
       await tab.getByRole("button", { name: "Change", exact: true }).click()
       await tab.locator("#analytics", { hasText: /^off$/ }).waitFor()
-      expect(await tab.locator("#status").textContent()).toBe("Recorded: analytics accepted")
+      // The status line follows the change.
+      expect(await statusText(tab, "Recorded: analytics accepted")).toBe("Recorded: analytics rejected")
     } finally {
       await member.close()
     }
