@@ -183,6 +183,14 @@ export const openApiDocument = (
       ...(def.tableDef.key.includes("organization_id") ? [organizationParam] : []),
       ...viewParameters(def)
     ]
+    // The other key a get may name its record by.
+    const getByParam = def.getBy === undefined ? [] : [{
+      name: def.getBy.param,
+      in: "query",
+      required: false,
+      description: def.getBy.description ?? "`true`: the id in the path is the record's other key, not the server's id",
+      schema: { type: "boolean" }
+    }]
     const common = errorResponses(401, 403, 429)
     if (offered.includes("find")) {
       collection.get = {
@@ -234,7 +242,7 @@ export const openApiDocument = (
       tags,
       operationId: `${def.path}.${method}`,
       summary,
-      parameters: idParam,
+      parameters: method === "get" ? [...idParam, ...getByParam] : idParam,
       ...(body ? { requestBody: { required: true, content: json(body) } } : {}),
       responses: {
         "200": { description: "OK", content: json(name) },

@@ -10,7 +10,7 @@ import { body, type Caller, memoryApi, request, tenants, text } from "./requests
  * request body has one that its own schema decodes, and that the server accepts once the ids it
  * makes up name real records; every object query parameter has one made of the resource's
  * fields, serialized as the parameter's style says, that the server accepts and that shows
- * records. And the document's summaries read as English.
+ * records. The parameters a call may need are declared, and the summaries read as English.
  */
 
 let api: HttpApi
@@ -262,6 +262,17 @@ describe("the organization a call acts in", () => {
       expect((await operator("GET", path)).status, path).toBe(400)
       expect((await operator("GET", `${path}?organization_id=${organizationId}`)).status, path).toBe(200)
     }
+  })
+})
+
+describe("the other key of a record", () => {
+  it("is a declared parameter of the get that takes it: a consent user by the organization's own id", async () => {
+    const parameter = document.paths["/v1/consents/users/{id}"].get.parameters.find((p: any) => p.name === "$by_organization_user_id")
+    expect(parameter).toMatchObject({ in: "query", required: false, schema: { type: "boolean" } })
+    const user = made.get("/v1/consents/users")
+    const r = await operator("GET", `/v1/consents/users/${encodeURIComponent(user.organization_user_id)}?$by_organization_user_id=true`)
+    expect(r.status, text(r)).toBe(200)
+    expect(body(r).id).toBe(user.id)
   })
 })
 
