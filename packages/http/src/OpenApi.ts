@@ -11,6 +11,9 @@ import {
 } from "@cmp/core"
 import * as JSONSchema from "effect/JSONSchema"
 import * as Schema from "effect/Schema"
+import { pluralOf, withArticle } from "./NounPhrases.js"
+import { examplesOf } from "./OpenApiExamples.js"
+import { queryParameters, viewParameters } from "./OpenApiQuery.js"
 
 /**
  * The OpenAPI document, generated from the same resource declarations that register the
@@ -72,54 +75,6 @@ const errorResponses = (...codes: Array<number>) =>
 const pascal = (p: string) =>
   p.split(/[^a-zA-Z0-9]+/).filter(Boolean).map((w) => w[0]!.toUpperCase() + w.slice(1)).join("")
 
-const cursorParameter = {
-  name: "$cursor",
-  in: "query",
-  description: "Pages by cursor instead of by offset: empty for the first page, then the `cursor` of the previous " +
-    "page. Pages are in ascending `created_at`, then key order, and stay exact while records are added. Send the " +
-    "same filters and `$limit` with every page (a cursor used with another query is a 400); `$sort` and `$skip` " +
-    "cannot be combined with it. The answer is `{ data, limit, cursor }`, `cursor` null after the last page.",
-  schema: { type: "string" }
-}
-
-/** View parameters choose how each record is shown (a consent user's regulation), never which match. */
-const viewParameters = (def: ServedResource) =>
-  Object.keys(def.viewParams ?? {}).map((name) => ({
-    name,
-    in: "query",
-    required: false,
-    description: `Shows each ${def.name} in this ${name} (the default when absent is documented on the field); a view, not a filter: \`${name}=<value>\` only, ` +
-      `no operators, $sort, $select or $or on it. A create or patch body naming ${name} chooses the view of its answer.`,
-    schema: { type: "string" }
-  }))
-
-const queryParameters = (def: ServedResource) => [
-  ...viewParameters(def),
-  { name: "$limit", in: "query", schema: { type: "integer", minimum: 0, maximum: 1000, default: 100 } },
-  { name: "$skip", in: "query", schema: { type: "integer", minimum: 0, default: 0 } },
-  ...(def.cursorPaging ? [cursorParameter] : []),
-  {
-    name: "$sort",
-    in: "query",
-    style: "deepObject",
-    explode: true,
-    description: "`$sort[field]=1` ascending, `-1` descending",
-    schema: { type: "object", additionalProperties: { type: "integer", enum: [1, -1] } }
-  },
-  { name: "$select", in: "query", description: "`$select[]=field`", schema: { type: "array", items: { type: "string" } } },
-  {
-    name: "filter",
-    in: "query",
-    style: "deepObject",
-    explode: true,
-    description: "Equality `field=value` (`null` matches null) and operators `field[$in][]`, `$nin`, `$ne`, `$lt`, " +
-      "`$lte`, `$gt`, `$gte`, and `$or[0][field]=value`. Fields: " + Object.keys(def.queryFields).filter((f) =>
-        def.queryFields[f]!.kind !== "json"
-      ).join(", "),
-    schema: { type: "object" }
-  }
-]
-
 /** The answer of a find: an offset page, or on a resource that pages by cursor, either kind. */
 const findPage = (def: ServedResource, name: string) => {
   const data = { type: "array", items: { $ref: `#/components/schemas/${name}` } }
@@ -149,6 +104,23 @@ const organizationParam = {
   description: "The organization of the record: required (400 without it) when the id is held by more than one of the organizations the caller sees",
   schema: { type: "string" }
 }
+
+/**
+ * The organization an action without an id acts in, where its declaration does not say more:
+ * a caller of one organization acts in it.
+ */
+const actingOrganizationParam = {
+  name: "organization_id",
+  in: "query",
+  required: false,
+  description: "The organization the call acts in: implied for a caller of one organization (a client key, a member " +
+    "of one), required (400 without it) from the operator and a member of several",
+  schema: { type: "string" }
+}
+
+/** A schema with examples, where there are some. */
+const withExamples = (schema: Record<string, unknown>, examples: ReadonlyArray<unknown> | undefined) =>
+  examples === undefined || examples.length === 0 ? schema : { ...schema, examples }
 
 /**
  * The error statuses an action answers: a credential exchange never a 401 or 403; an action with
@@ -197,7 +169,10 @@ export const openApiDocument = (
     if (def.createInput) nameSchema(`${name}Create`, jsonSchema(def.createInput))
     const offered = operationsOf(def)
     if (def.updateInput && offered.includes("update")) nameSchema(`${name}Update`, jsonSchema(def.updateInput))
-    if (def.updateInput && offered.includes("patch")) nameSchema(`${name}Patch`, jsonSchema(Schema.partial(def.updateInput)))
+    // Every full update body is a patch too: the update's examples serve both.
+    if (def.updateInput && offered.includes("patch")) {
+      nameSchema(`${name}Patch`, withExamples(jsonSchema(Schema.partial(def.updateInput)), examplesOf(def.updateInput)))
+    }
     // Only its own actions answer it: they describe themselves.
     if (def.ownActions === true) continue
     const tags = [def.path]
@@ -208,12 +183,20 @@ export const openApiDocument = (
       ...(def.tableDef.key.includes("organization_id") ? [organizationParam] : []),
       ...viewParameters(def)
     ]
+    // The other key a get may name its record by.
+    const getByParam = def.getBy === undefined ? [] : [{
+      name: def.getBy.param,
+      in: "query",
+      required: false,
+      description: def.getBy.description ?? "`true`: the id in the path is the record's other key, not the server's id",
+      schema: { type: "boolean" }
+    }]
     const common = errorResponses(401, 403, 429)
     if (offered.includes("find")) {
       collection.get = {
         tags,
         operationId: `${def.path}.find`,
-        summary: `Find ${def.name}s`,
+        summary: `Find ${pluralOf(def.name)}`,
         parameters: queryParameters(def),
         responses: {
           "200": {
@@ -230,7 +213,7 @@ export const openApiDocument = (
       collection.post = {
         tags,
         operationId: `${def.path}.create`,
-        summary: `Create a ${def.name}`,
+        summary: `Create ${withArticle(def.name)}`,
         ...(def.viewParams ? { parameters: viewParameters(def) } : {}),
         requestBody: { required: true, content: json(`${name}Create`) },
         responses: { "201": { description: "Created", content: createdContent(def, name) }, ...errorResponses(400, 409, 413, 415), ...common },
@@ -259,7 +242,7 @@ export const openApiDocument = (
       tags,
       operationId: `${def.path}.${method}`,
       summary,
-      parameters: idParam,
+      parameters: method === "get" ? [...idParam, ...getByParam] : idParam,
       ...(body ? { requestBody: { required: true, content: json(body) } } : {}),
       responses: {
         "200": { description: "OK", content: json(name) },
@@ -268,10 +251,11 @@ export const openApiDocument = (
       },
       security: securityOf(def, method)
     })
-    if (offered.includes("get")) item.get = itemOp("get", `Get a ${def.name}`)
-    if (offered.includes("update") && def.updateInput) item.put = itemOp("update", `Replace a ${def.name}`, `${name}Update`)
-    if (offered.includes("patch") && def.updateInput) item.patch = itemOp("patch", `Change a ${def.name}`, `${name}Patch`)
-    if (offered.includes("remove")) item.delete = itemOp("remove", `Remove a ${def.name}`)
+    const one = withArticle(def.name)
+    if (offered.includes("get")) item.get = itemOp("get", `Get ${one}`)
+    if (offered.includes("update") && def.updateInput) item.put = itemOp("update", `Replace ${one}`, `${name}Update`)
+    if (offered.includes("patch") && def.updateInput) item.patch = itemOp("patch", `Change ${one}`, `${name}Patch`)
+    if (offered.includes("remove")) item.delete = itemOp("remove", `Remove ${one}`)
     if (Object.keys(collection).length > 0) paths[`/v1/${def.path}`] = collection
     if (Object.keys(item).length > 0) paths[`/v1/${def.path}/{id}`] = item
   }
@@ -296,12 +280,15 @@ export const openApiDocument = (
     const hasId = takesId(a)
     const of: AnyResource | undefined = a.answers._tag === "Output" || a.answers._tag === "Page" ? a.answers.of : undefined
     if (a.body) nameSchema(a.body.name, jsonSchema(a.body.schema))
+    const declared = (a.parameters ?? []).map((p) => ({ ...p, schema: { type: "string" } }))
+    const isDeclared = (name: string) => declared.some((p) => p.name === name)
     const parameters = [
       ...(hasId ? [{ name: "id", in: "path", required: true, schema: { type: "string" } }] : []),
       ...(a.credentialHeader ? [{ name: a.credentialHeader, in: "header", required: true, schema: { type: "string" } }] : []),
-      ...(a.query === "lookUp" ? [organizationParam] : []),
-      ...(a.query === "find" && of ? queryParameters(of) : []),
-      ...(a.parameters ?? []).map((p) => ({ ...p, schema: { type: "string" } }))
+      // A look-up by id names the record's organization; one without an id, the organization it acts in.
+      ...(a.query === "lookUp" && !isDeclared("organization_id") ? [hasId ? organizationParam : actingOrganizationParam] : []),
+      ...(a.query === "find" && of ? queryParameters(of, declared.map((p) => p.name)) : []),
+      ...declared
     ]
     // A file is answered as itself, in whichever of its types it is.
     const content = a.answers._tag === "File"

@@ -196,6 +196,13 @@ export const VerifyLogAction = defineAction({
   status: 200,
   premiumFeature: "consents_api",
   query: "lookUp",
+  parameters: [{
+    name: "organization_id",
+    in: "query",
+    required: false,
+    description: "The organization whose log is verified: implied for a caller of one organization (a client key, " +
+      "a member of one), required (400 without it) from the operator and a member of several; another organization is 403"
+  }],
   // The consents API (`/v1/consents/…`) is outside `api_requests`.
   countsApiRequests: false,
   run: (principal, request) =>

@@ -53,7 +53,12 @@ export interface UserCarry {
 export const ConsentUsersResource = Users.with<SubscriberRegistrations | ProofFiles | Digests | ConsentTokenStates, UserCarry>({
   ports: portList(SubscriberRegistrations, ProofFiles, Digests, ConsentTokenStates),
   // `GET consents/users/:id?$by_organization_user_id=true`: the id is the organization's own user id.
-  getBy: { param: "$by_organization_user_id", get: (principal, id, at) => getUserByOrganizationUserId(principal, id, at) },
+  getBy: {
+    param: "$by_organization_user_id",
+    description: "`true`: the id in the path is the organization's own id of the user (`organization_user_id`), " +
+      "not the server's; nothing else but `organization_id` and `regulation` may then be given",
+    get: (principal, id, at) => getUserByOrganizationUserId(principal, id, at)
+  },
   hooks: {
     present: (row, view) => userOut(row, view.regulation ?? DEFAULT_REGULATION),
     // A consent token sees its own user only; any other reads as absent.

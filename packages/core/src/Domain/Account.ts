@@ -1,5 +1,5 @@
 import * as Schema from "effect/Schema"
-import { Audit, Email, HttpsUrl, Id, Name, NonNegativeInt, opt, Text, Timestamp, Url } from "./Common.js"
+import { Audit, Email, exampleIds, HttpsUrl, Id, Name, NonNegativeInt, opt, Text, Timestamp, Url } from "./Common.js"
 
 // ---------------------------------------------------------------- sessions
 
@@ -9,6 +9,9 @@ export const SessionInput = Schema.Struct({
   type: SessionType,
   key: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(320)),
   secret: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(1024))
+}).annotations({
+  // The operator key of the README's quick start.
+  examples: [{ type: "api-key", key: "admin", secret: "change-me-0123456789" }]
 })
 export type SessionInput = typeof SessionInput.Type
 
@@ -20,7 +23,7 @@ export const Session = Schema.Struct({
 })
 export type Session = typeof Session.Type
 
-export const PlatformIntegrationSessionInput = Schema.Struct({})
+export const PlatformIntegrationSessionInput = Schema.Struct({}).annotations({ examples: [{}] })
 
 export const PlatformIntegrationSession = Schema.Struct({
   type: Schema.Literal("api-key"),
@@ -46,11 +49,20 @@ export const PlatformIntegrationCreate = Schema.Struct({
   description: opt(Text),
   organization_id: Id,
   enabled: Schema.optional(Schema.Boolean)
+}).annotations({
+  examples: [{
+    organization_id: exampleIds.organization,
+    name: "Shop hosting platform",
+    description: "Opens sessions for the shop on the platform that hosts it",
+    enabled: true
+  }]
 })
 export const PlatformIntegrationUpdate = Schema.Struct({
   name: Name,
   description: opt(Text),
   enabled: Schema.Boolean
+}).annotations({
+  examples: [{ name: "Shop hosting platform", description: "Opens sessions for the shop on the platform that hosts it", enabled: true }]
 })
 
 // ---------------------------------------------------------------- keys
@@ -73,12 +85,14 @@ export const ApiKeyCreate = Schema.Struct({
   name: Name,
   description: opt(Text),
   is_internal: Schema.optional(Schema.Boolean)
+}).annotations({
+  examples: [{ organization_id: exampleIds.organization, name: "Order service", description: "Records consent from the checkout" }]
 })
 export const ApiKeyUpdate = Schema.Struct({
   name: Name,
   description: opt(Text),
   enabled: Schema.Boolean
-})
+}).annotations({ examples: [{ name: "Order service", description: "Records consent from the checkout", enabled: true }] })
 
 // ---------------------------------------------------------------- organizations
 
@@ -125,11 +139,15 @@ const organizationInputFields = {
   crm_account_id: opt(Id)
 }
 
-export const OrganizationCreate = Schema.Struct(organizationInputFields)
+export const OrganizationCreate = Schema.Struct(organizationInputFields).annotations({
+  examples: [{ name: "Acme Shop", website: "https://www.acme.example.com" }]
+})
 export const OrganizationUpdate = Schema.Struct({
   ...organizationInputFields,
   /** Refuses the consent tokens issued before it; a date ahead of the server's is taken as now. */
   consent_tokens_revoked_before: opt(Timestamp)
+}).annotations({
+  examples: [{ name: "Acme Shop", website: "https://www.acme.example.com", consent_tokens_revoked_before: null }]
 })
 
 /** Output-only flags the operator (and nobody else) may set. */
@@ -178,8 +196,28 @@ export const Quota = Schema.Struct({
   ...Audit
 })
 export type Quota = typeof Quota.Type
-export const QuotaCreate = Schema.Struct({ organization_id: Id, ...quotaLimitsOptional })
-export const QuotaUpdate = Schema.Struct(quotaLimits)
+export const QuotaCreate = Schema.Struct({ organization_id: Id, ...quotaLimitsOptional }).annotations({
+  examples: [{ organization_id: exampleIds.organization, webhooks: 50, secrets: 40 }]
+})
+export const QuotaUpdate = Schema.Struct(quotaLimits).annotations({
+  examples: [{
+    exports_configs: 5,
+    exports_destinations: 3,
+    scraper_enabled_properties: 10,
+    parallel_notices_deployments: 5,
+    consent_proof_reports: 50,
+    api_requests: 2_000_000,
+    delivery_clouds: 1,
+    services_per_delivery_cloud: 10,
+    regions_per_delivery_cloud: 3,
+    domains_per_delivery_cloud: 10,
+    acm_scan_max_pages_per_property: 500,
+    secrets: 40,
+    metadata_purposes: 100,
+    metadata_partners: 500,
+    webhooks: 50
+  }]
+})
 
 // ---------------------------------------------------------------- premium features
 
@@ -235,8 +273,17 @@ const flagsOptional = Object.fromEntries(
 
 export const PremiumFeature = Schema.Struct({ id: Id, organization_id: Id, ...flags, ...Audit })
 export type PremiumFeature = typeof PremiumFeature.Type
-export const PremiumFeatureCreate = Schema.Struct({ organization_id: Id, ...flagsOptional })
-export const PremiumFeatureUpdate = Schema.Struct(flags)
+/** The premium features the examples switch on: what the consents API, its proofs and webhooks need. */
+const exampleFeatures: ReadonlyArray<PremiumFeatureFlag> = ["consents_api", "versions_and_proofs", "webhooks"]
+
+export const PremiumFeatureCreate = Schema.Struct({ organization_id: Id, ...flagsOptional }).annotations({
+  examples: [{ organization_id: exampleIds.organization, ...Object.fromEntries(exampleFeatures.map((f) => [f, true])) }]
+})
+export const PremiumFeatureUpdate = Schema.Struct(flags).annotations({
+  examples: [
+    Object.fromEntries(premiumFeatureFlags.map((f) => [f, exampleFeatures.includes(f)])) as { readonly [K in PremiumFeatureFlag]: boolean }
+  ]
+})
 
 // ---------------------------------------------------------------- secrets
 
@@ -256,8 +303,17 @@ export const SecretCreate = Schema.Struct({
   organization_id: Id,
   description: opt(Text),
   require_expiration: Schema.optional(Schema.Boolean)
+}).annotations({
+  examples: [{
+    organization_id: exampleIds.organization,
+    name: "User id signing",
+    description: "Signs organization_user_id in the shop's pages",
+    require_expiration: true
+  }]
 })
-export const SecretUpdate = Schema.Struct({ name: Name, description: opt(Text) })
+export const SecretUpdate = Schema.Struct({ name: Name, description: opt(Text) }).annotations({
+  examples: [{ name: "User id signing", description: "Signs organization_user_id in the shop's pages" }]
+})
 
 // ---------------------------------------------------------------- members
 
@@ -282,19 +338,26 @@ export const Member = Schema.Struct({
 })
 export type Member = typeof Member.Type
 /** Creating a member is an invitation. */
-export const MemberCreate = Schema.Struct({ name: Name, email: Email, organization_id: Id })
+export const MemberCreate = Schema.Struct({ name: Name, email: Email, organization_id: Id }).annotations({
+  examples: [{ name: "Ada Lovelace", email: "ada@acme.example.com", organization_id: exampleIds.organization }]
+})
 export const InvitationAcceptInput = Schema.Struct({
   token: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(512)),
   password: Schema.String.pipe(
     Schema.minLength(8, { message: () => "must have at least 8 characters" }),
     Schema.maxLength(1024)
   )
+}).annotations({
+  examples: [{
+    token: `inv_${exampleIds.invitation}.mV3q8ZtR0cXy1LbN5fKd7HwP2sJgA9eUoT4iCkQ6nYr`,
+    password: "correct horse battery staple"
+  }]
 })
 export const MemberUpdate = Schema.Struct({
   role_id: opt(Id),
   authentication_method: AuthenticationMethod,
   saml_active: Schema.Boolean
-})
+}).annotations({ examples: [{ role_id: null, authentication_method: "email_password", saml_active: false }] })
 
 // ---------------------------------------------------------------- SSO and source systems
 
@@ -328,6 +391,31 @@ const DomainAlias = Schema.String.pipe(
     message: () => "must be a domain name"
   })
 )
+/**
+ * The examples' identity provider: a self-signed certificate made for them (CN
+ * idp.acme.example.com, valid until 2126), whose key was thrown away; the server parses a
+ * certificate and refuses an expired one, so a made-up block would not do.
+ */
+const exampleIdp = {
+  idp_certificate: [
+    "-----BEGIN CERTIFICATE-----",
+    "MIIBlDCCATugAwIBAgIUF5gdW/ZQxWnOYJwuoXLFQ/PE72EwCgYIKoZIzj0EAwIw",
+    "HzEdMBsGA1UEAwwUaWRwLmFjbWUuZXhhbXBsZS5jb20wIBcNMjYxMTI4MDMxNDA3",
+    "WhgPMjEyNjExMDQwMzE0MDdaMB8xHTAbBgNVBAMMFGlkcC5hY21lLmV4YW1wbGUu",
+    "Y29tMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEndzuPgzdZTubc+DYHdBBt779",
+    "kzXn6pFrotD4UNcNUdjP70/m9mEdbiEVW3ViPxNwRvxTTW03DXz5fLUo06+AlKNT",
+    "MFEwHQYDVR0OBBYEFAs4bZrHM4pC1gH7X79O/1JtmznAMB8GA1UdIwQYMBaAFAs4",
+    "bZrHM4pC1gH7X79O/1JtmznAMA8GA1UdEwEB/wQFMAMBAf8wCgYIKoZIzj0EAwID",
+    "RwAwRAIgTEdyqkW+cNepAvbPw7d3uj2Ga43ZgrM7cxIhi7WlxXsCICc/NXYLO/Z/",
+    "fbrIie0mNnzxM0Kpv2n/abWZ0+Z1kmrN",
+    "-----END CERTIFICATE-----"
+  ].join("\n"),
+  idp_sign_in_endpoint: "https://idp.acme.example.com/saml/sso",
+  idp_sign_out_endpoint: "https://idp.acme.example.com/saml/slo",
+  idp_domain_aliases: ["acme.example.com"],
+  idp_sign_saml_request: true
+}
+
 export const SsoConnectionCreate = Schema.Struct({
   organization_id: Id,
   idp_certificate: PemCertificate,
@@ -335,7 +423,7 @@ export const SsoConnectionCreate = Schema.Struct({
   idp_sign_out_endpoint: opt(HttpsUrl),
   idp_domain_aliases: Schema.optional(Schema.Array(DomainAlias)),
   idp_sign_saml_request: Schema.optional(Schema.Boolean)
-})
+}).annotations({ examples: [{ organization_id: exampleIds.organization, ...exampleIdp }] })
 /** The spec requires `organization_id` on patch too (input only). */
 export const SsoConnectionUpdate = Schema.Struct({
   organization_id: Id,
@@ -344,7 +432,7 @@ export const SsoConnectionUpdate = Schema.Struct({
   idp_sign_out_endpoint: opt(HttpsUrl),
   idp_domain_aliases: Schema.Array(DomainAlias),
   idp_sign_saml_request: Schema.Boolean
-})
+}).annotations({ examples: [{ organization_id: exampleIds.organization, ...exampleIdp }] })
 
 export const OrganizationSourceSystem = Schema.Struct({
   id: Id,
@@ -359,4 +447,4 @@ export const OrganizationSourceSystemCreate = Schema.Struct({
   organization_id: Id,
   source_system: Schema.Literal("sp"),
   source_system_id: Id
-})
+}).annotations({ examples: [{ organization_id: exampleIds.organization, source_system: "sp", source_system_id: "sp-account-4821" }] })

@@ -43,12 +43,23 @@ const dashboardInputFields = {
 }
 
 /** An entry of the operator's dashboard catalogue. */
+const exampleDashboard = {
+  name: "Consent rates",
+  order: 1,
+  category: "analytics",
+  type: "metabase",
+  product: "cmp",
+  aggregation_period: "daily",
+  description: "The share of visitors who accept each purpose",
+  target_url: "https://dashboards.acme.example.com/consent-rates"
+} as const
+
 export const DashboardCreate = Schema.Struct({
   ...dashboardInputFields,
   /** null or absent: offered to every organization. */
   organization_id: opt(Id)
-})
-export const DashboardUpdate = Schema.Struct(dashboardInputFields)
+}).annotations({ examples: [{ ...exampleDashboard, organization_id: null }] })
+export const DashboardUpdate = Schema.Struct(dashboardInputFields).annotations({ examples: [exampleDashboard] })
 
 /** A catalogue entry as the operator sees it (`analytics/dashboards`): the unsigned target. */
 export const DashboardEntry = Schema.Struct({

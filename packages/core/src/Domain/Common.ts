@@ -106,3 +106,16 @@ export const Audit = {
 
 /** Optional in output and input; `null` means "not set". */
 export const opt = <S extends Schema.Schema.Any>(s: S) => Schema.optional(Schema.NullOr(s))
+
+/**
+ * The ids the examples of the OpenAPI document refer to: made up, in the form the server makes
+ * them (UUID version 7), so a reader sees where an id of their own goes.
+ */
+export const exampleIds = {
+  organization: "0193a6f2-7c41-7d1e-9a3b-5f2e8c4d1a07",
+  property: "0193a6f3-1d52-7a8c-b4e1-6c0f9d2e3b18",
+  text: "0193a6f3-5e07-7c3d-8f2a-9b1e4d6c7a29",
+  webhook: "0193a6f4-0a9c-7e41-a6d3-2f8b5c1e9d30",
+  exportConfig: "0193a6f4-6b3e-7f02-9c5a-7d1e3b8f4a41",
+  invitation: "0193a6f5-2c8d-7b16-b3f9-4e6a0d2c5b52"
+} as const

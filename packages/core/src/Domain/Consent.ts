@@ -1,5 +1,5 @@
 import * as Schema from "effect/Schema"
-import { Audit, Id, JsonObject, opt, Timestamp } from "./Common.js"
+import { Audit, exampleIds, Id, JsonObject, opt, Timestamp } from "./Common.js"
 
 // ---------------------------------------------------------------- shared pieces
 
@@ -155,6 +155,15 @@ export type ConsentEvent = typeof ConsentEvent.Type
 /** What a write through the public key answers: nothing the visitor did not send. */
 export const PUBLIC_EVENT_ANSWER = ["id", "created_at", "status", "regulation"] as const
 
+/**
+ * The choices of the examples: purposes and vendors by the organization's own ids. No TC string:
+ * one is the encoding of real choices, never an example's invention.
+ */
+const exampleChoices = {
+  purposes: [{ id: "analytics", enabled: true }, { id: "advertising", enabled: false }],
+  vendors: { enabled: ["google-analytics"], disabled: ["ad-network"] }
+}
+
 export const ConsentEventCreate = Schema.Struct({
   /** Client-chosen id; a duplicate is a conflict. */
   id: Schema.optional(Id),
@@ -173,6 +182,15 @@ export const ConsentEventCreate = Schema.Struct({
   proofs: Schema.optional(InlineProofs),
   notice_text_content_id: opt(Id),
   organization_id: Id
+}).annotations({
+  // A guest's choice in the shop's banner, the device's id as the user's.
+  examples: [{
+    organization_id: exampleIds.organization,
+    regulation: "gdpr",
+    user: { id: "device-5f1c9e2a", country: "FR" },
+    consents: exampleChoices,
+    metadata: { banner: "checkout" }
+  }]
 })
 export const ConsentEventUpdate = Schema.Struct({
   status: ConsentEventStatus,
@@ -183,7 +201,7 @@ export const ConsentEventUpdate = Schema.Struct({
   /** Files kept as proofs, their ids added to `proofs_id`. */
   proofs: Schema.optional(InlineProofs),
   notice_text_content_id: opt(Id)
-})
+}).annotations({ examples: [{ status: "confirmed", metadata: { banner: "checkout" }, consents: exampleChoices }] })
 
 // ---------------------------------------------------------------- users
 
@@ -249,6 +267,15 @@ export const ConsentUserCreate = Schema.Struct({
   country: opt(CountryCode),
   regulation: Schema.optional(Regulation),
   consents: Schema.optional(EventConsents)
+}).annotations({
+  examples: [{
+    organization_id: exampleIds.organization,
+    organization_user_id: "customer-1042",
+    country: "FR",
+    metadata: { plan: "premium" },
+    regulation: "gdpr",
+    consents: exampleChoices
+  }]
 })
 export const ConsentUserUpdate = Schema.Struct({
   organization_user_id: opt(Id),
@@ -256,6 +283,8 @@ export const ConsentUserUpdate = Schema.Struct({
   country: opt(CountryCode),
   regulation: Schema.optional(Regulation),
   consents: Schema.optional(EventConsents)
+}).annotations({
+  examples: [{ country: "DE", regulation: "gdpr", consents: { purposes: [{ id: "advertising", enabled: true }] } }]
 })
 
 // ---------------------------------------------------------------- consent tokens
@@ -280,6 +309,8 @@ export const ConsentTokenInput = Schema.Struct({
   metadata: opt(JsonObject),
   /** Recorded on every event the token records. */
   delegate: opt(Delegate)
+}).annotations({
+  examples: [{ organization_id: exampleIds.organization, organization_user_id: "customer-1042", lifetime: 900 }]
 })
 export type ConsentTokenInput = typeof ConsentTokenInput.Type
 

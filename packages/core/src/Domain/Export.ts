@@ -1,5 +1,5 @@
 import * as Schema from "effect/Schema"
-import { Audit, Id, Name, NonNegativeInt, Timestamp, Url } from "./Common.js"
+import { Audit, exampleIds, Id, Name, NonNegativeInt, Timestamp, Url } from "./Common.js"
 
 // ---------------------------------------------------------------- configurations
 
@@ -39,17 +39,23 @@ export const ExportConfig = Schema.Struct({
 })
 export type ExportConfig = typeof ExportConfig.Type
 
+const exampleExport = {
+  name: "Nightly export",
+  enabled: true,
+  destinations: [{ type: "https", url: "https://exports.acme.example.com/consents" }]
+} as const
+
 export const ExportConfigCreate = Schema.Struct({
   organization_id: Id,
   name: Name,
   enabled: Schema.optional(Schema.Boolean),
   destinations: Destinations
-})
+}).annotations({ examples: [{ organization_id: exampleIds.organization, ...exampleExport }] })
 export const ExportConfigUpdate = Schema.Struct({
   name: Name,
   enabled: Schema.Boolean,
   destinations: Destinations
-})
+}).annotations({ examples: [exampleExport] })
 
 // ---------------------------------------------------------------- runs (`exports/execute`)
 
@@ -60,6 +66,15 @@ export const ExportRunInput = Schema.Struct({
   from: Timestamp,
   to: Timestamp
 }).pipe(
+  // On the struct, which the OpenAPI document shows (a refinement it cannot).
+  Schema.annotations({
+    examples: [{
+      organization_id: exampleIds.organization,
+      export_config_id: exampleIds.exportConfig,
+      from: "2026-01-01T00:00:00.000Z",
+      to: "2026-02-01T00:00:00.000Z"
+    }]
+  }),
   Schema.filter((r) =>
     Date.parse(r.to) < Date.parse(r.from) ? { path: ["to"], message: "must not be before from" } : undefined
   )

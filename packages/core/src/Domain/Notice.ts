@@ -1,5 +1,5 @@
 import * as Schema from "effect/Schema"
-import { Audit, Id, JsonObject, Name, NonNegativeInt, opt } from "./Common.js"
+import { Audit, exampleIds, Id, JsonObject, Name, NonNegativeInt, opt } from "./Common.js"
 import { CountryCode } from "./Consent.js"
 
 // ---------------------------------------------------------------- notice texts
@@ -18,17 +18,19 @@ export const NoticeText = Schema.Struct({
 })
 export type NoticeText = typeof NoticeText.Type
 
+const exampleText = { name: "Cookie banner (web)", platforms: ["web"], default: true } as const
+
 export const NoticeTextCreate = Schema.Struct({
   organization_id: Id,
   name: Name,
   platforms: Schema.optional(Schema.Array(NoticeTextPlatform)),
   default: Schema.optional(Schema.Boolean)
-})
+}).annotations({ examples: [{ organization_id: exampleIds.organization, ...exampleText }] })
 export const NoticeTextUpdate = Schema.Struct({
   name: Name,
   platforms: Schema.Array(NoticeTextPlatform),
   default: Schema.Boolean
-})
+}).annotations({ examples: [exampleText] })
 
 // ---------------------------------------------------------------- notice text contents
 
@@ -54,16 +56,22 @@ export const NoticeTextContent = Schema.Struct({
 })
 export type NoticeTextContent = typeof NoticeTextContent.Type
 
+const exampleWording = {
+  content: "We and our partners use cookies to measure visits and to show you offers that suit you. " +
+    "You can change your choice at any time from the privacy settings at the bottom of every page.",
+  includes_purposes: true
+}
+
 export const NoticeTextContentCreate = Schema.Struct({
   content: ContentBody,
   includes_purposes: Schema.optional(Schema.Boolean),
   organization_id: Id,
   text_id: Id
-})
+}).annotations({ examples: [{ organization_id: exampleIds.organization, text_id: exampleIds.text, ...exampleWording }] })
 export const NoticeTextContentUpdate = Schema.Struct({
   content: ContentBody,
   includes_purposes: Schema.Boolean
-})
+}).annotations({ examples: [exampleWording] })
 /** What only the operator may write: the review. */
 export const NoticeTextContentReview = Schema.Struct({ status: ContentStatus })
 
@@ -133,11 +141,29 @@ const sdkOptionalFields = {
 }
 
 /** Input of `widgets/notices/generators/sdk`. */
+/** A banner that asks again after six months, with Google Consent Mode denied until the visitor chooses. */
+const exampleSdkFields = {
+  text_mode: "custom",
+  negative_action: "button",
+  consent_duration: 6,
+  consent_duration_unit: "months",
+  gcm_enabled: true,
+  gcm_set_default_status: true
+} as const
+
 export const SdkConfigurationInput = Schema.Struct({
   organization_id: Id,
   platform: SdkPlatform,
   config: JsonObject,
   ...sdkOptionalFields
+}).annotations({
+  examples: [{
+    organization_id: exampleIds.organization,
+    platform: "web",
+    config: {},
+    ...exampleSdkFields,
+    custom_json: { notice: { position: "bottom" } }
+  }]
 })
 export type SdkConfigurationInput = typeof SdkConfigurationInput.Type
 
@@ -167,10 +193,10 @@ export type NoticeConfig = typeof NoticeConfig.Type
 export const NoticeConfigCreate = Schema.Struct({
   organization_id: Id,
   config: NoticeConfigBody
-})
+}).annotations({ examples: [{ organization_id: exampleIds.organization, config: { platform: "web", ...exampleSdkFields } }] })
 export const NoticeConfigUpdate = Schema.Struct({
   config: NoticeConfigBody
-})
+}).annotations({ examples: [{ config: { platform: "web", ...exampleSdkFields } }] })
 
 // ---------------------------------------------------------------- notice template configs
 
@@ -256,12 +282,18 @@ export const NoticeTemplateConfig = Schema.Struct({
 })
 export type NoticeTemplateConfig = typeof NoticeTemplateConfig.Type
 
+/** Essential purposes and the organization's own vendors; no IAB vendors, so no TCF rule applies. */
+const exampleTemplate = {
+  template_id: null,
+  config: { app: { essentialPurposes: ["cookies"], vendors: { include: ["google-analytics"] } } }
+}
+
 export const NoticeTemplateConfigCreate = Schema.Struct({
   template_id: opt(Id),
   organization_id: Id,
   config: TemplateConfigBody
-})
+}).annotations({ examples: [{ organization_id: exampleIds.organization, ...exampleTemplate }] })
 export const NoticeTemplateConfigUpdate = Schema.Struct({
   template_id: opt(Id),
   config: TemplateConfigBody
-})
+}).annotations({ examples: [exampleTemplate] })

@@ -1,5 +1,5 @@
 import * as Schema from "effect/Schema"
-import { Id, JsonObject, NonNegativeInt, opt, Timestamp } from "./Common.js"
+import { exampleIds, Id, JsonObject, NonNegativeInt, opt, Timestamp } from "./Common.js"
 import { DataUri, Delegate, EventConsents, Regulation, UserConsents } from "./Consent.js"
 
 // ---------------------------------------------------------------- proofs
@@ -32,6 +32,12 @@ export type Proof = typeof Proof.Type
 export const ProofCreate = Schema.Struct({
   organization_id: Id,
   file: DataUri
+}).annotations({
+  // A real file, since the server reads its type from its bytes: a PNG of one transparent pixel.
+  examples: [{
+    organization_id: exampleIds.organization,
+    file: "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+  }]
 })
 
 
@@ -130,6 +136,9 @@ export const ProofReportCreate = Schema.Struct({
   user_id: Schema.optional(Id),
   organization_user_id: Schema.optional(Id),
   regulation: Schema.optional(Regulation)
+}).annotations({
+  // The user of the consent users' example.
+  examples: [{ organization_id: exampleIds.organization, organization_user_id: "customer-1042", regulation: "gdpr" }]
 })
 
 // ---------------------------------------------------------------- the consent log

@@ -1,5 +1,5 @@
 import * as Schema from "effect/Schema"
-import { Audit, Email, HttpsUrl, Id, Name, NonNegativeInt, JsonObject, opt, Text, Url } from "./Common.js"
+import { Audit, Email, exampleIds, HttpsUrl, Id, Name, NonNegativeInt, JsonObject, opt, Text, Url } from "./Common.js"
 
 // ---------------------------------------------------------------- properties
 
@@ -13,15 +13,18 @@ export const Property = Schema.Struct({
 })
 export type Property = typeof Property.Type
 
+/** The property of the examples: its cookies are set on its website's host. */
+const exampleProperty = { name: "Web shop", website: "https://shop.acme.example.com" }
+
 export const PropertyCreate = Schema.Struct({
   organization_id: Id,
   name: Name,
   website: opt(Url)
-})
+}).annotations({ examples: [{ organization_id: exampleIds.organization, ...exampleProperty }] })
 export const PropertyUpdate = Schema.Struct({
   name: Name,
   website: opt(Url)
-})
+}).annotations({ examples: [exampleProperty] })
 
 // ---------------------------------------------------------------- domains
 
@@ -76,6 +79,14 @@ export const DomainCreate = Schema.Struct({
   enabled: Schema.optional(Schema.Boolean),
   entity_id: opt(Id),
   bots_crawl: opt(BotsCrawl)
+}).annotations({
+  examples: [{
+    id: "consent.acme.example.com",
+    organization_id: exampleIds.organization,
+    usage: "cmp",
+    description: "Serves the consent banner of the web shop",
+    enabled: true
+  }]
 })
 /**
  * `id`, `organization_id` and `usage` are not updatable. `status` is a request for a
@@ -88,6 +99,9 @@ export const DomainUpdate = Schema.Struct({
   entity_id: opt(Id),
   status: Schema.optional(DomainStatus),
   bots_crawl: opt(BotsCrawl)
+}).annotations({
+  // No status: a transition is asked for only when meant.
+  examples: [{ description: "Serves the consent banner of the web shop", enabled: true, entity_id: null, bots_crawl: "allow_all" }]
 })
 
 // ---------------------------------------------------------------- cookies and vendors
@@ -119,6 +133,16 @@ export const Cookie = Schema.Struct({
 })
 export type Cookie = typeof Cookie.Type
 
+/** Google Analytics' cookie on the example property's host, kept two years. */
+const exampleCookie = {
+  name: "_ga",
+  domain: "shop.acme.example.com",
+  lifetime: 63_072_000,
+  status: "draft",
+  taxonomy_id: "analytics",
+  vendor_id: null
+} as const
+
 export const CookieCreate = Schema.Struct({
   name: Name,
   domain: CookieDomain,
@@ -127,7 +151,7 @@ export const CookieCreate = Schema.Struct({
   taxonomy_id: Id,
   property_id: Id,
   vendor_id: opt(Id)
-})
+}).annotations({ examples: [{ property_id: exampleIds.property, ...exampleCookie }] })
 /** `property_id` is not updatable. */
 export const CookieUpdate = Schema.Struct({
   name: Name,
@@ -136,7 +160,7 @@ export const CookieUpdate = Schema.Struct({
   status: PublicationStatus,
   taxonomy_id: Id,
   vendor_id: opt(Id)
-})
+}).annotations({ examples: [{ ...exampleCookie, status: "published" }] })
 
 /** A vendor of a property; its `id` differs from the vendor metadata ID. */
 export const Vendor = Schema.Struct({
@@ -152,11 +176,11 @@ export const VendorCreate = Schema.Struct({
   status: Schema.optional(PublicationStatus),
   property_id: Id,
   metadata_id: Id
-})
+}).annotations({ examples: [{ property_id: exampleIds.property, metadata_id: "google-analytics", status: "draft" }] })
 export const VendorUpdate = Schema.Struct({
   status: PublicationStatus,
   metadata_id: Id
-})
+}).annotations({ examples: [{ status: "published", metadata_id: "google-analytics" }] })
 
 // ---------------------------------------------------------------- privacy centers
 
@@ -230,13 +254,24 @@ export const PrivacyCenter = Schema.Struct({
 })
 export type PrivacyCenter = typeof PrivacyCenter.Type
 
+const examplePrivacyCenter = {
+  name: "Acme privacy center",
+  website: "https://www.acme.example.com",
+  custom_domains: ["privacy.acme.example.com"],
+  contact: { email: "privacy@acme.example.com", address: "1 Example Street, 75001 Paris, France" },
+  legal_name: "Acme Shop SAS",
+  display_cookies: "list",
+  languages: ["en", "fr"],
+  auth_required: false
+} as const
+
 export const PrivacyCenterCreate = Schema.Struct({
   ...privacyCenterFields,
   auth_required: Schema.optional(Schema.Boolean),
   organization_id: Id
-})
+}).annotations({ examples: [{ organization_id: exampleIds.organization, ...examplePrivacyCenter }] })
 /** The spec requires `organization_id` on input; it is not updatable, so update leaves it out. */
 export const PrivacyCenterUpdate = Schema.Struct({
   ...privacyCenterFields,
   auth_required: Schema.Boolean
-})
+}).annotations({ examples: [examplePrivacyCenter] })

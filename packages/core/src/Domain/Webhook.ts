@@ -1,5 +1,5 @@
 import * as Schema from "effect/Schema"
-import { Audit, Id, JsonObject, NonNegativeInt, opt, Timestamp, Url } from "./Common.js"
+import { Audit, exampleIds, Id, JsonObject, NonNegativeInt, opt, Timestamp, Url } from "./Common.js"
 import { Regulation } from "./Consent.js"
 
 // ---------------------------------------------------------------- event types
@@ -64,6 +64,14 @@ export const Webhook = Schema.Struct({
 })
 export type Webhook = typeof Webhook.Type
 
+const exampleWebhook = {
+  url: "https://hooks.acme.example.com/consent",
+  enabled: true,
+  event_types: ["event.created", "user.updated"],
+  flatten: false,
+  regulations: ["gdpr"]
+} as const
+
 export const WebhookCreate = Schema.Struct({
   organization_id: Id,
   url: Url,
@@ -72,7 +80,7 @@ export const WebhookCreate = Schema.Struct({
   flatten: Schema.optional(Schema.Boolean),
   regulations: Schema.optional(Schema.Array(Regulation)),
   auth: opt(WebhookAuthInput)
-})
+}).annotations({ examples: [{ organization_id: exampleIds.organization, ...exampleWebhook }] })
 export const WebhookUpdate = Schema.Struct({
   url: Url,
   enabled: Schema.Boolean,
@@ -80,7 +88,7 @@ export const WebhookUpdate = Schema.Struct({
   flatten: Schema.Boolean,
   regulations: Schema.Array(Regulation),
   auth: opt(WebhookAuthInput)
-})
+}).annotations({ examples: [{ ...exampleWebhook, auth: null }] })
 
 // ---------------------------------------------------------------- delivery log
 

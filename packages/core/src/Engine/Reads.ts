@@ -9,6 +9,7 @@ import { type Condition, eq, type FindQuery, inList, parseFindQuery } from "./Qu
 import { cursorAfter, type CursorPage, keysetFields, readCursor } from "./Cursor.js"
 import type { UrlSigner } from "./Secrets.js"
 import { type AnyResource, type Declared, type ResourceDef } from "./Resource.js"
+import { selectableFields } from "./QueryFields.js"
 import { type CoreServices, type LookUp, type Shape } from "./Shape.js"
 import { ensureMethod } from "./Bodies.js"
 import { outputOf, resolveView, selectFields, repoOf } from "./Views.js"
@@ -116,10 +117,7 @@ const prepareFind = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, principal
       fields: def.queryFields,
       passthrough: def.passthrough ?? [],
       views: Object.keys(def.viewParams ?? {}),
-      // Values shown once are never selectable; outputs a resource presents itself are.
-      selectable: Object.keys(def.hooks.present ? def.outputFields : def.queryFields).filter((f) =>
-        !Object.hasOwn(def.viewParams ?? {}, f)
-      )
+      selectable: selectableFields(def)
     })
     if (Either.isLeft(parsed)) return yield* Effect.fail(parsed.left)
     const view = yield* resolveView(def, parsed.right.view)

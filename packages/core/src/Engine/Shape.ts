@@ -22,6 +22,8 @@ export interface LookUp {
  */
 export interface GetBy<Out, R> {
   readonly param: string
+  /** What `?<param>=true` makes the id, for the OpenAPI document. */
+  readonly description?: string | undefined
   readonly get: (principal: Principal, id: string, at: LookUp) => Effect.Effect<Out, DomainError, CoreServices | R>
 }
 

@@ -4,7 +4,7 @@ import * as Schema from "effect/Schema"
 import { answers, defineAction } from "../Engine/Action.js"
 import { isAllowedHost, isNonPublicHostName } from "../Operations/AddressPolicy.js"
 import { nowIso, nowMillis } from "../Engine/Clock.js"
-import { Timestamp } from "../Domain/Common.js"
+import { exampleIds, Timestamp } from "../Domain/Common.js"
 import { Conflict, Forbidden, InvalidInput } from "../Domain/Errors.js"
 import {
   Webhook,
@@ -184,6 +184,8 @@ export const ReplayRange = Schema.Struct({
   webhook_id: Schema.String,
   from: Schema.optional(Timestamp),
   to: Schema.optional(Timestamp)
+}).annotations({
+  examples: [{ webhook_id: exampleIds.webhook, from: "2026-01-01T00:00:00.000Z", to: "2026-01-31T23:59:59.999Z" }]
 })
 
 /** Re-enqueues every failed message of one webhook created in [from, to]. */
@@ -304,6 +306,14 @@ export const DeliveryStatsAction = defineAction({
   status: 200,
   premiumFeature: "webhooks",
   query: "lookUp",
+  // Not implied even for a caller of one organization: every caller names it.
+  parameters: [{
+    name: "organization_id",
+    in: "query",
+    required: true,
+    description: "The organization whose webhooks are summed up: required from every caller (400 without it); " +
+      "another organization is 403"
+  }],
   run: (principal, request) => deliveryStats(principal, request.at.organizationId)
 })
 

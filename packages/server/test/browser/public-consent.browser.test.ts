@@ -10,6 +10,7 @@ import { generate } from "selfsigned"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ADMIN, start, type TestServer, unique } from "../api/helpers.js"
 import { childEnv, freePort, packageDir, repositoryRoot } from "../built.js"
+import { chromiumPath } from "./chromium.js"
 
 /**
  * Public consent collection in a real browser (Debian's Chromium, headless). A page of the
@@ -21,19 +22,6 @@ import { childEnv, freePort, packageDir, repositoryRoot } from "../built.js"
  * name of `example.test` is this machine, and both servers serve a certificate made for those
  * names here, which the browser trusts by its key. Then `examples/browser`, clicked through.
  */
-
-/** Chromium: `CHROMIUM_PATH`, else the first of these on PATH. CI installs Debian's `chromium`. */
-const chromiumPath = (): string => {
-  const named = process.env.CHROMIUM_PATH
-  if (named !== undefined && named !== "") return named
-  for (const dir of (process.env.PATH ?? "").split(path.delimiter)) {
-    for (const name of ["chromium", "chromium-browser", "google-chrome"]) {
-      const candidate = path.join(dir, name)
-      if (fs.existsSync(candidate)) return candidate
-    }
-  }
-  throw new Error("no Chromium found: install it (Debian: apt-get install chromium; .ci/run does) or set CHROMIUM_PATH")
-}
 
 const SHOP = "shop.example.test"
 const EVIL = "evil.example.test"
