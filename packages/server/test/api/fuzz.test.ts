@@ -141,8 +141,11 @@ describe("fuzzing every service of the OpenAPI document", () => {
 
   it("patches of the caller's own key and organization: never a 5xx; a rejected patch changes nothing", async () => {
     for (const [path, id, schema] of [["/v1/keys", keyId, "KeysPatch"], ["/v1/organizations", orgId, "OrganizationsPatch"]] as const) {
+      // The caller's own key switched off would refuse every later request of this file: a
+      // patch to do so, accepted, is left out (the key's own tests cover it).
+      const bodies = path === "/v1/keys" ? bodyFor(schema).filter((b: Record<string, unknown>) => b.enabled !== false) : bodyFor(schema)
       await fc.assert(
-        fc.asyncProperty(bodyFor(schema), async (body) => {
+        fc.asyncProperty(bodies, async (body) => {
           const before = (await call("GET", `${path}/${id}`)).body
           const r = await call("PATCH", `${path}/${id}`, { body })
           expectContract(r, `PATCH ${path} ${JSON.stringify(body).slice(0, 200)}`)
