@@ -33,6 +33,7 @@ import { OrganizationLimitsLive } from "./Accounts/AccountLimits.js"
 import { Settings, type SettingsShape } from "./Engine/Settings.js"
 import type { DeliveryStats } from "./Webhooks/DeliveryStats.js"
 import type { DeliveryQueue, Endpoints, SubscriberRegistrations } from "./Webhooks/Ports.js"
+import { WebhookTargets } from "./Webhooks/Targets.js"
 import type { OutboxSignal } from "./Engine/Ports.js"
 import type { SecretBox } from "./Engine/Secrets.js"
 
@@ -83,6 +84,7 @@ export type PlatformServices =
   | Endpoints
   | Relations
   | FeatureCache
+  | WebhookTargets
   | OrganizationLimits
   | CredentialCache
   | OutboxSignal
@@ -109,6 +111,7 @@ export type EngineServices =
   | Ids
   | Relations
   | FeatureCache
+  | WebhookTargets
   | OrganizationLimits
   | CredentialCache
   | LoginThrottle
@@ -140,6 +143,7 @@ export const engineServices = <A, E, E2, R>(options: {
     options.relations ?? RelationsLive,
     LoginThrottle.layer(),
     FeatureCache.layer(),
+    WebhookTargets.layer(),
     CredentialCache.layer(),
     OriginCache.layer(),
     SigningKeys.layer(),

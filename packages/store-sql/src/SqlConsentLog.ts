@@ -4,6 +4,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { CommitTail, literal } from "./CommitTail.js"
+import { execute } from "./Execute.js"
 import * as Unavailable from "./Unavailable.js"
 import { dialectOf } from "./SqlValues.js"
 
@@ -31,8 +32,8 @@ export const make = Effect.gen(function*() {
 
   /** SQLite: a chain's head row before its first entry (PostgreSQL's function makes its own). */
   const newHead = (organizationId: string, shard: number, at: string) =>
-    sql`INSERT INTO consent_log_heads (organization_id, shard, seq, hash, changes, created_at)
-      VALUES (${organizationId}, ${shard}, 0, '', '', ${at}) ON CONFLICT DO NOTHING`
+    execute(sql`INSERT INTO consent_log_heads (organization_id, shard, seq, hash, changes, created_at)
+      VALUES (${organizationId}, ${shard}, 0, '', '', ${at}) ON CONFLICT DO NOTHING`)
 
   /** PostgreSQL: the migration's function moves the head (made if missing) and inserts the entry. */
   const appendPg = (entry: LogAppend) =>
@@ -48,7 +49,7 @@ export const make = Effect.gen(function*() {
   /** SQLite: the head as stored (made when the chain has none yet). */
   const readHead = (organizationId: string, shard: number, at: string) =>
     Effect.gen(function*() {
-      const rows = yield* sql<{ seq: unknown; hash: string }>`SELECT seq, hash FROM consent_log_heads WHERE organization_id = ${organizationId} AND shard = ${shard}`
+      const rows = yield* execute(sql<{ seq: unknown; hash: string }>`SELECT seq, hash FROM consent_log_heads WHERE organization_id = ${organizationId} AND shard = ${shard}`)
       if (rows.length > 0) return { seq: Number(rows[0]!.seq), hash: rows[0]!.hash }
       yield* newHead(organizationId, shard, at)
       return { seq: 0, hash: "" }
@@ -60,7 +61,7 @@ export const make = Effect.gen(function*() {
    */
   const moveHeads = (moves: ReadonlyArray<{ entry: LogAppend; from: Position; to: Position }>) =>
     Effect.map(
-      sql<{ organization_id: string; shard: unknown }>`UPDATE consent_log_heads
+      execute(sql<{ organization_id: string; shard: unknown }>`UPDATE consent_log_heads
         SET seq = v.column3, hash = v.column4, changes = v.column5, created_at = v.column6
         FROM (VALUES ${
         sql.join(", ", false)(moves.map(({ entry, from, to }) =>
@@ -68,7 +69,7 @@ export const make = Effect.gen(function*() {
         ))
       }) AS v
         WHERE consent_log_heads.organization_id = v.column1 AND consent_log_heads.shard = v.column2 AND consent_log_heads.seq = v.column7
-        RETURNING consent_log_heads.organization_id, consent_log_heads.shard`,
+        RETURNING consent_log_heads.organization_id, consent_log_heads.shard`),
       (rows) => new Set(rows.map((r) => keyOf(r.organization_id, Number(r.shard))))
     )
 

@@ -16,6 +16,7 @@ import type * as Statement from "@effect/sql/Statement"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import { execute } from "./Execute.js"
 import * as Unavailable from "./Unavailable.js"
 import { decodeValue, dialectOf, encodeValue, mapWriteError } from "./SqlValues.js"
 
@@ -120,7 +121,7 @@ export const make = Effect.gen(function*() {
 
     const count = (where: ReadonlyArray<Condition>) => countWhere(conjunction(where))
     const countWhere = (where: Statement.Fragment) =>
-      sql<{ total: unknown }>`SELECT COUNT(*) AS total FROM ${t} WHERE ${where}`.pipe(
+      execute(sql<{ total: unknown }>`SELECT COUNT(*) AS total FROM ${t} WHERE ${where}`).pipe(
         Effect.map((rows) => Number(rows[0]?.total ?? 0)),
         Unavailable.orDie
       )
@@ -137,7 +138,7 @@ export const make = Effect.gen(function*() {
           : sql`ORDER BY ${orderBy(q)}`
         const rows = q.limit === 0
           ? []
-          : yield* sql<Record<string, unknown>>`SELECT * FROM ${t} WHERE ${where} ${order} LIMIT ${q.limit} OFFSET ${skip}`
+          : yield* execute(sql<Record<string, unknown>>`SELECT * FROM ${t} WHERE ${where} ${order} LIMIT ${q.limit} OFFSET ${skip}`)
         const total = q.count === false ? skip + rows.length : yield* countWhere(where)
         return { total, limit: q.limit, skip, data: rows.map(dec) } satisfies Page<Row>
       }).pipe(Unavailable.orDie)
@@ -157,7 +158,7 @@ export const make = Effect.gen(function*() {
     const idOf = (key: RowKey) => (typeof key === "string" ? key : key.id)
 
     const get = (key: RowKey) =>
-      Effect.suspend(() => sql<Record<string, unknown>>`SELECT * FROM ${t} WHERE ${match(key)}`).pipe(
+      Effect.suspend(() => execute(sql<Record<string, unknown>>`SELECT * FROM ${t} WHERE ${match(key)}`)).pipe(
         Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), dec)),
         Unavailable.orDie
       )
@@ -166,13 +167,13 @@ export const make = Effect.gen(function*() {
     const insert = (rows: ReadonlyArray<Row>) =>
       rows.length === 0
         ? Effect.void
-        : sql`INSERT INTO ${t} ${sql.insert(rows.map(enc))}`.pipe(
+        : execute(sql`INSERT INTO ${t} ${sql.insert(rows.map(enc))}`).pipe(
           Effect.catchTag("SqlError", mapWriteError(table)),
           Effect.asVoid
         )
 
     const create = (row: Row) =>
-      sql<Record<string, unknown>>`INSERT INTO ${t} ${sql.insert(enc(row))} RETURNING *`.pipe(
+      Effect.suspend(() => execute(sql<Record<string, unknown>>`INSERT INTO ${t} ${sql.insert(enc(row))} RETURNING *`)).pipe(
         Effect.catchTag("SqlError", mapWriteError(table)),
         Effect.map((rows) => dec(rows[0]!))
       )
@@ -194,9 +195,9 @@ export const make = Effect.gen(function*() {
         const values = enc({ ...changes, version: expectedVersion + 1 })
         // A row never moves to another key (another organization).
         for (const k of table.key) delete values[k]
-        return sql<Record<string, unknown>>`UPDATE ${t} SET ${sql.update(values)} WHERE ${match(key)} AND ${
+        return execute(sql<Record<string, unknown>>`UPDATE ${t} SET ${sql.update(values)} WHERE ${match(key)} AND ${
           sql("version")
-        } = ${expectedVersion} RETURNING *`
+        } = ${expectedVersion} RETURNING *`)
       }).pipe(
         Effect.catchTag("SqlError", mapWriteError(table)),
         Effect.flatMap((rows) => (rows.length === 0 ? missed(key) : Effect.succeed(dec(rows[0]!))))
@@ -211,7 +212,7 @@ export const make = Effect.gen(function*() {
     const remove = (key: RowKey, expectedVersion?: number) => {
       const versionCheck = expectedVersion === undefined ? sql`1=1` : sql`${sql("version")} = ${expectedVersion}`
       return Effect.suspend(() =>
-        sql<Record<string, unknown>>`DELETE FROM ${t} WHERE ${match(key)} AND ${versionCheck} RETURNING *`
+        execute(sql<Record<string, unknown>>`DELETE FROM ${t} WHERE ${match(key)} AND ${versionCheck} RETURNING *`)
       ).pipe(
         Unavailable.orDie,
         Effect.flatMap((rows) =>

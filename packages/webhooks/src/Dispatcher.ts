@@ -1,4 +1,4 @@
-import { type DeliveryRecord, DeliveryQueue, type Endpoint, Endpoints, Metrics, OutboxSignal, subscriberOf } from "@cmp/core"
+import { annotateSpan, type DeliveryRecord, DeliveryQueue, type Endpoint, Endpoints, Metrics, OutboxSignal, subscriberOf } from "@cmp/core"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
@@ -263,7 +263,7 @@ const build = (config: DispatcherConfig, subscribers: SubscribersService | undef
           }
         })
         const settled = decision.outcome.status
-        yield* Effect.annotateCurrentSpan("webhook.outcome", settled)
+        yield* annotateSpan("webhook.outcome", settled)
         yield* metrics.deliveryAttempt(settled === "pending" ? "retry" : settled, result.durationMs / 1000)
         if (!applied) yield* Effect.logWarning("lease lost during the attempt; only the attempt was logged")
         else if (decision.outcome.status !== "delivered") {

@@ -1,4 +1,4 @@
-import { traced } from "@cmp/core"
+import { annotateSpan, traced } from "@cmp/core"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as http from "node:http"
@@ -54,7 +54,7 @@ const staleSocket = (e: unknown) => {
  */
 export const send = (request: SendRequest): Effect.Effect<SendResult> =>
   exchange(request).pipe(
-    Effect.tap((result) => (result.status === null ? Effect.void : Effect.annotateCurrentSpan("http.response.status_code", result.status))),
+    Effect.tap((result) => (result.status === null ? Effect.void : annotateSpan("http.response.status_code", result.status))),
     // The method only: the URL may carry credentials or ids in its path or query.
     traced(request.method ?? "POST", { kind: "client", attributes: { "http.request.method": request.method ?? "POST" } })
   )

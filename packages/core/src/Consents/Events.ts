@@ -7,6 +7,7 @@ import { eq } from "../Engine/Query.js"
 import { portList } from "../Engine/Resource.js"
 import { enqueue, type OutgoingEvent } from "../Webhooks/Outbox.js"
 import { SubscriberRegistrations } from "../Webhooks/Ports.js"
+import { WebhookTargets } from "../Webhooks/Targets.js"
 import { Digests, MediaTypes, ProofFiles } from "./ProofPorts.js"
 import { Events, EventRow, UserRow, sourceOf, users, eventOut } from "./ConsentTables.js"
 import { userOut, recompute, setState, applyEvent, loadUser, userUpdated } from "./UserStates.js"
@@ -20,9 +21,9 @@ export interface EventCarry {
   readonly createdUser: boolean
 }
 
-export const ConsentEventsResource = Events.with<SubscriberRegistrations | MediaTypes | ProofFiles | Digests | SigningKeys, EventCarry>({
+export const ConsentEventsResource = Events.with<SubscriberRegistrations | WebhookTargets | MediaTypes | ProofFiles | Digests | SigningKeys, EventCarry>({
   // Their changes go to the outbox, addressed to the registered subscribers too; proofs may come inline.
-  ports: portList(SubscriberRegistrations, MediaTypes, ProofFiles, Digests, SigningKeys),
+  ports: portList(SubscriberRegistrations, WebhookTargets, MediaTypes, ProofFiles, Digests, SigningKeys),
   hooks: {
     // A consent token reads its own user's events, whatever else the query asks.
     find: (p, query) =>

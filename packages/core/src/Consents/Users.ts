@@ -17,6 +17,7 @@ import { requireFeature } from "../Engine/Gates.js"
 import { resolveView } from "../Engine/Views.js"
 import { enqueue, type OutgoingEvent } from "../Webhooks/Outbox.js"
 import { SubscriberRegistrations } from "../Webhooks/Ports.js"
+import { WebhookTargets } from "../Webhooks/Targets.js"
 import { Digests, ProofFiles } from "./ProofPorts.js"
 import { forgetProofFilesOf } from "./Proofs.js"
 import { eraseReportsOf } from "./ProofReportRecords.js"
@@ -50,8 +51,8 @@ export interface UserCarry {
   readonly event?: EventRow
 }
 
-export const ConsentUsersResource = Users.with<SubscriberRegistrations | ProofFiles | Digests | ConsentTokenStates, UserCarry>({
-  ports: portList(SubscriberRegistrations, ProofFiles, Digests, ConsentTokenStates),
+export const ConsentUsersResource = Users.with<SubscriberRegistrations | WebhookTargets | ProofFiles | Digests | ConsentTokenStates, UserCarry>({
+  ports: portList(SubscriberRegistrations, WebhookTargets, ProofFiles, Digests, ConsentTokenStates),
   // `GET consents/users/:id?$by_organization_user_id=true`: the id is the organization's own user id.
   getBy: {
     param: "$by_organization_user_id",

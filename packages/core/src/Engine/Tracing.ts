@@ -95,13 +95,22 @@ const ZEROS = /^0+$/
  * The W3C `traceparent` of the current span, none when no span is recorded: what a message
  * written now carries, so the work it causes later joins the same trace.
  */
-export const currentTraceparent: Effect.Effect<Option.Option<string>> = Effect.map(
-  Effect.option(Effect.currentPropagatedSpan),
-  Option.flatMap((span) => {
-    const value = `00-${span.traceId}-${span.spanId}-${span.sampled ? "01" : "00"}`
-    return TRACEPARENT.test(value) ? Option.some(value) : Option.none()
-  })
-)
+export const currentTraceparent: Effect.Effect<Option.Option<string>> = Effect.flatMap(tracingEnabled, (on) =>
+  // Without a tracer there is no span, and asking for one fails with an error whose stack trace
+  // costs more than the rest of an outbox write.
+  on
+    ? Effect.map(
+      Effect.option(Effect.currentPropagatedSpan),
+      Option.flatMap((span) => {
+        const value = `00-${span.traceId}-${span.spanId}-${span.sampled ? "01" : "00"}`
+        return TRACEPARENT.test(value) ? Option.some(value) : Option.none()
+      })
+    )
+    : Effect.succeed(Option.none()))
+
+/** Sets an attribute of the current span, when spans are recorded (`currentTraceparent` says why it asks first). */
+export const annotateSpan = (key: string, value: unknown): Effect.Effect<void> =>
+  Effect.flatMap(tracingEnabled, (on) => (on ? Effect.annotateCurrentSpan(key, value) : Effect.void))
 
 /** The span a `traceparent` names, as a parent or a link of spans in this process; none when it is not one. */
 export const spanOfTraceparent = (traceparent: string | null | undefined): Option.Option<Tracer.ExternalSpan> => {

@@ -5,6 +5,7 @@ import { Storage } from "../Engine/Ports.js"
 import { WebhooksResource } from "./Webhooks.js"
 import { type Endpoint, Endpoints } from "./Ports.js"
 import { SecretBox } from "../Engine/Secrets.js"
+import { WebhookTargets } from "./Targets.js"
 
 /**
  * The dispatcher reads a webhook (and opens its sealed secrets) for every message; a copy is kept
@@ -16,6 +17,7 @@ const ENDPOINT_TTL_MS = 1000
 export const EndpointsLive = Effect.gen(function*() {
   const storage = yield* Storage
   const box = yield* SecretBox
+  const targets = yield* WebhookTargets
   const repo = storage.repository(WebhooksResource.tableDef)
   const kept = new Map<string, { readonly endpoint: Option.Option<Endpoint>; readonly until: number }>()
   const load = (id: string) =>
@@ -62,7 +64,7 @@ export const EndpointsLive = Effect.gen(function*() {
           if (Option.isNone(row) || row.value.enabled === false) return
           const done = yield* repo.patch(id, { enabled: false, updated_at: yield* nowIso }, row.value.version)
             .pipe(Effect.as(true), Effect.catchAll(() => Effect.succeed(false)))
-          if (done) return
+          if (done) return yield* targets.forget(row.value.organization_id)
         }
       }).pipe(Effect.ensuring(forget(id)))
   })

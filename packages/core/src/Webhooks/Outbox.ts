@@ -5,12 +5,13 @@ import type { WebhookEventType } from "../Domain/Webhook.js"
 import { Storage } from "../Engine/Ports.js"
 import { eq } from "../Engine/Query.js"
 import { sortableId } from "../Engine/Random.js"
-import { currentTraceparent, traced } from "../Engine/Tracing.js"
+import { annotateSpan, currentTraceparent, traced } from "../Engine/Tracing.js"
 import { WebhooksResource } from "./Webhooks.js"
 import { flattenPayload } from "./Flatten.js"
 import { subscriberTarget } from "./Ports.js"
 import { subscriberList } from "./Subscribers.js"
 import { DeliveriesTable, type DeliveryRow } from "./Tables.js"
+import { type Target, WebhookTargets } from "./Targets.js"
 
 // ---------------------------------------------------------------- the outbox
 
@@ -24,19 +25,13 @@ export interface OutgoingEvent {
 /** How many webhooks `enqueue` reads at a time, and how many messages it writes per statement. */
 const ENQUEUE_PAGE = 500
 
-interface Target {
-  readonly id: string
-  readonly event_types: ReadonlyArray<WebhookEventType>
-  readonly regulations: ReadonlyArray<string> | null | undefined
-  readonly flatten: boolean | null | undefined
-}
-
 /**
  * Addresses the messages of a change to every enabled webhook of the organization, and to every
  * registered in-process subscriber, whose filters accept them, as outbox rows written in the
  * caller's transaction: the change and its messages commit together or not at all. Every
  * enabled webhook gets its message however many there are (the `webhooks` quota bounds them):
- * they are read a page at a time, in the order of their ids, and the rows written in batches.
+ * they are read a page at a time, in the order of their ids (and kept a moment: `WebhookTargets`),
+ * and the rows written in batches.
  */
 export const enqueue = (organizationId: string, events: ReadonlyArray<OutgoingEvent>) =>
   events.length === 0 ? Effect.succeed(0) : writeMessages(organizationId, events).pipe(traced("outbox.enqueue"))
@@ -60,7 +55,19 @@ const writeMessages = (organizationId: string, events: ReadonlyArray<OutgoingEve
         }
         written += rows.length
       })
+    const targets = yield* (yield* WebhookTargets).read(organizationId, enabledWebhooks(storage, organizationId))
+    yield* write(targets)
+    const subscribers = yield* subscriberList
+    yield* write(subscribers.map((s) => ({ ...s, id: subscriberTarget(s.id) })))
+    yield* annotateSpan("outbox.messages", written)
+    return written
+  })
+
+/** The organization's enabled webhooks, read a page at a time in the order of their ids. */
+const enabledWebhooks = (storage: Storage["Type"], organizationId: string) =>
+  Effect.gen(function*() {
     const webhooks = storage.repository(WebhooksResource.tableDef)
+    const all: Array<Target> = []
     let after: string | undefined
     for (;;) {
       const page = yield* webhooks.find({
@@ -71,14 +78,10 @@ const writeMessages = (organizationId: string, events: ReadonlyArray<OutgoingEve
         limit: ENQUEUE_PAGE,
         skip: 0
       })
-      yield* write(page.data)
-      if (page.data.length < ENQUEUE_PAGE) break
+      for (const w of page.data) all.push({ id: w.id, event_types: w.event_types, regulations: w.regulations, flatten: w.flatten })
+      if (page.data.length < ENQUEUE_PAGE) return all
       after = page.data[page.data.length - 1]!.id
     }
-    const subscribers = yield* subscriberList
-    yield* write(subscribers.map((s) => ({ ...s, id: subscriberTarget(s.id) })))
-    yield* Effect.annotateCurrentSpan("outbox.messages", written)
-    return written
   })
 
 /** The outbox rows of a change's messages to the targets whose filters accept them. */

@@ -16,7 +16,7 @@ import {
 import { Storage } from "../Engine/Ports.js"
 import { isEndUser, isOperator, type Principal, requireOrganization } from "../Engine/Principal.js"
 import { eq, notPrefixed } from "../Engine/Query.js"
-import { declareResource, defineResource, type StoredRow } from "../Engine/Resource.js"
+import { declareResource, defineResource, portList, type StoredRow } from "../Engine/Resource.js"
 import { field } from "../Engine/Tables.js"
 import { decode } from "../Engine/Bodies.js"
 import { loadVisible } from "../Engine/Reads.js"
@@ -24,6 +24,7 @@ import { requireExistingOrganization, requireFeature, requireFeatureBeforeBody }
 import { toOutput } from "../Engine/Views.js"
 import { Settings } from "../Engine/Settings.js"
 import { Endpoints, forgetEndpoint, SUBSCRIBER_PREFIX, subscriberOf } from "./Ports.js"
+import { forgetTargets, WebhookTargets } from "./Targets.js"
 import { SecretBox } from "../Engine/Secrets.js"
 import { AttemptsTable, DeliveriesTable, DeliveryIndexes, DeliveryLeaseFields, DeliveryTraceFields } from "./Tables.js"
 import { type DeliveryStatsRecord, DeliveryStats, DeliveryStatsList, type WebhookDeliveryStats } from "./DeliveryStats.js"
@@ -91,8 +92,8 @@ const sealAuth = (row: StoredRow<typeof Webhooks>, input: { readonly auth?: Webh
     return { ...row, auth: shown, auth_client_secret_sealed: sealed }
   })
 
-export const WebhooksResource = Webhooks.with({
-  ports: [Endpoints],
+export const WebhooksResource = Webhooks.with<Endpoints | WebhookTargets>({
+  ports: portList(Endpoints, WebhookTargets),
   hooks: {
     create: (_p, row, input) =>
       Effect.gen(function*() {
@@ -109,7 +110,7 @@ export const WebhooksResource = Webhooks.with({
         if ("url" in input) yield* checkReceiverUrl(after.url, "url", settings.webhookAllowHosts)
         return yield* sealAuth(after, input)
       }),
-    afterCommit: (output) => forgetEndpoint(output.id)
+    afterCommit: (output) => Effect.zipRight(forgetEndpoint(output.id), forgetTargets(output.organization_id))
   }
 })
 
