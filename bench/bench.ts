@@ -6,7 +6,7 @@
  *
  *   BENCH_SECONDS=10 (load duration per figure), BENCH_CONNECTIONS=50
  *   BENCH_WARMUP=3 (seconds of the same write load each server takes, unmeasured, before its figures)
- *   BENCH_ONLY=events,deliveries,latency,get_key,request_log,export,public_events,public_known_events,verify_log,log_cost
+ *   BENCH_ONLY=events,default,deliveries,latency,get_key,request_log,export,public_events,public_known_events,verify_log,log_cost
  *     (a subset, e.g. to profile one figure)
  *   BENCH_LOG_ROUNDS=5 (rounds of each server, in turns, in the `log_cost` figure)
  *   BENCH_VERIFY_ENTRIES=100000 (consent log entries an organization has when its log is verified)
@@ -29,7 +29,7 @@ const SERVER = "packages/server/dist/main.mjs"
 /** The same server with the consent log's layer left out, built by `buildWithoutLog` for the `log_cost` figure. */
 const SERVER_WITHOUT_LOG = "packages/server/dist.without-log/main.mjs"
 const ONLY = new Set(
-  (process.env.BENCH_ONLY ?? "events,deliveries,latency,get_key,request_log,export,public_events,public_known_events,verify_log,log_cost").split(",")
+  (process.env.BENCH_ONLY ?? "events,default,deliveries,latency,get_key,request_log,export,public_events,public_known_events,verify_log,log_cost").split(",")
 )
 const LOG_ROUNDS = Number(process.env.BENCH_LOG_ROUNDS ?? 5)
 const VERIFY_ENTRIES = Number(process.env.BENCH_VERIFY_ENTRIES ?? 100_000)
@@ -168,6 +168,24 @@ const getKey = (url: string, keyId: string, token: string | undefined) =>
 
 const line = (name: string, value: number, unit: string, ratio?: string) =>
   console.log(`${name}: ${value.toFixed(value >= 100 ? 0 : 2)} ${unit}${ratio ? ` (${ratio})` : ""}`)
+
+/**
+ * The figures the speed budget is kept on, with their targets: printed together at the end of
+ * the run, so a change to a write or a read path can state its effect on them. A CPU ratio is
+ * the server's CPU per request over its baseline's in the same run (absolute figures swing 2-3x
+ * between hours on these machines; the ratios do not).
+ */
+const budget: Array<{ readonly name: string; readonly value: number; readonly unit: string; readonly target: number; readonly stretch?: number }> = []
+const keep = (name: string, value: number, unit: string, target: number, stretch?: number) =>
+  budget.push({ name, value, unit, target, ...(stretch === undefined ? {} : { stretch }) })
+const printBudget = () => {
+  if (budget.length === 0) return
+  console.log("# the budget: figure, value, target (stretch), within")
+  for (const b of budget) {
+    const within = b.value <= b.target ? (b.stretch !== undefined && b.value <= b.stretch ? "yes, and the stretch" : "yes") : "NO"
+    console.log(`budget ${b.name}: ${b.value.toFixed(2)}${b.unit} (target ${b.target}${b.unit}${b.stretch !== undefined ? `, stretch ${b.stretch}${b.unit}` : ""}): ${within}`)
+  }
+}
 
 const percentile = (values: Array<number>, p: number) => {
   const sorted = [...values].sort((a, b) => a - b)
@@ -395,11 +413,11 @@ const measureLogCost = async (store: "sqlite" | "postgres", serverEnv: Record<st
   )
 }
 
-/** The receiver's counters once `expected` messages have arrived since its last reset, or after 3 minutes. */
-const arrived = async (receiver: Child, expected: number) => {
+/** The receiver's counters once `expected` messages have arrived since its last reset, or after `withinMs` (3 minutes). */
+const arrived = async (receiver: Child, expected: number, withinMs = 180_000) => {
   const started = Date.now()
   let got = await ask(receiver)
-  while (got.count! < expected && Date.now() - started < 180_000) {
+  while (got.count! < expected && Date.now() - started < withinMs) {
     await new Promise((r) => setTimeout(r, 250))
     got = await ask(receiver)
   }
@@ -431,6 +449,53 @@ const setUp = async (api: string, receiver: Child) => {
     event_types: ["event.created"]
   }, token)
   return { op, org, key, token }
+}
+
+/**
+ * Consent events on the deployment a user starts by default (`pnpm start`: its own dispatcher
+ * delivering each event's webhook as it comes, the request log on), beside the same baseline:
+ * the figure the budget is kept on. Every message of the load must arrive within a minute after
+ * it. Answers the server's peak memory.
+ */
+const measureDefault = async (
+  store: "sqlite" | "postgres",
+  serverEnv: Record<string, string>,
+  receiver: Child,
+  t: { token: string; org: { id: string }; baseCpu: number; undelivered: number }
+) => {
+  const { LOG_LEVEL: _quiet, WEBHOOK_DISPATCHER: _split, ...shipped } = serverEnv
+  await ask(receiver, "reset")
+  const single = await child(SERVER, shipped)
+  const url = single.first.url as string
+  // What earlier figures queued is delivered first, so this one pays only for its own.
+  await arrived(receiver, t.undelivered)
+  await ask(receiver, "reset")
+  // The load's own events, by id: what arrives is matched to them, not merely counted.
+  const created = new Set<string>()
+  const onCreated = (id: string) => created.add(id)
+  if (WARMUP > 0) await postEvents(url, bearer(t.token), () => consentBody(t.org.id), { seconds: WARMUP, onCreated })
+  const { cpuPerRequest, result } = await withCpu(single.proc.pid!, () => postEvents(url, bearer(t.token), () => consentBody(t.org.id), { onCreated }))
+  const ended = Date.now()
+  let arrivals = new Map<string, number>()
+  const missing = () => [...created].filter((id) => !arrivals.has(id)).length
+  do {
+    await new Promise((r) => setTimeout(r, 250))
+    arrivals = new Map(await ask<Array<[string, number]>>(receiver, "arrivals"))
+  } while (missing() > 0 && Date.now() - ended < 60_000)
+  const last = Math.max(ended, ...[...created].flatMap((id) => (arrivals.has(id) ? [arrivals.get(id)!] : [])))
+  line(
+    `consent_events_default_${store}`,
+    result.requests.average,
+    "req/s",
+    `${(cpuPerRequest / t.baseCpu).toFixed(2)}x the baseline's CPU, ${result.non2xx + result.errors} errors, p99 ${result.latency.p99} ms, ` +
+      `${cpuPerRequest.toFixed(2)} ms CPU each; ${created.size - missing()}/${created.size} webhooks arrived, the last ${((last - ended) / 1000).toFixed(1)} s after the load`
+  )
+  keep(`consent_event_cpu_ratio_${store}`, cpuPerRequest / t.baseCpu, "x", store === "sqlite" ? 2.5 : 3.5, store === "sqlite" ? 2 : 3)
+  if (store === "sqlite") keep("consent_event_p99_sqlite", result.latency.p99, " ms", 50)
+  if (missing() > 0) console.log(`# consent_events_default_${store}: ${missing()} webhooks had not arrived a minute after the load`)
+  const peak = peakRssMb(single.proc.pid!)
+  await stopChild(single)
+  return peak
 }
 
 /** The figures of one store: consent events beside the bare insert, then webhook deliveries. */
@@ -467,6 +532,7 @@ const measureStore = async (store: "sqlite" | "postgres", receiver: Child) => {
   await ask(receiver, "reset")
   const publicWrites = ONLY.has("public_events") || ONLY.has("public_known_events")
   let base: autocannon.Result | undefined
+  let baseCpu: number | undefined
   let ours: autocannon.Result | undefined
   // Each server first takes the same load for BENCH_WARMUP seconds, unmeasured: the figures are
   // of a server whose code is compiled, as one is after its first seconds of traffic, not of its
@@ -476,7 +542,7 @@ const measureStore = async (store: "sqlite" | "postgres", receiver: Child) => {
   // Messages queued by the writes below that no worker has delivered yet: the latency figure
   // waits for them first, or it would time the dispatcher's backlog instead of a new event.
   let undelivered = 0
-  if (ONLY.has("events") || ONLY.has("deliveries") || publicWrites) {
+  if (ONLY.has("events") || ONLY.has("deliveries") || ONLY.has("default") || publicWrites) {
     if (WARMUP > 0) {
       await postEvents(`http://127.0.0.1:${baseline.first.port}`, {}, () => consentBody(org.id), { seconds: WARMUP })
       warmed = (await postEvents(api, bearer(token), () => consentBody(org.id), { seconds: WARMUP }))["2xx"]
@@ -484,12 +550,14 @@ const measureStore = async (store: "sqlite" | "postgres", receiver: Child) => {
     }
     const bare = await withCpu(baseline.proc.pid!, () => postEvents(`http://127.0.0.1:${baseline.first.port}`, {}, () => consentBody(org.id)))
     base = bare.result
+    baseCpu = bare.cpuPerRequest
     line(`consent_events_${store}_baseline`, base.requests.average, "req/s", `${bare.cpuPerRequest.toFixed(2)} ms CPU each`)
   }
   if (base && (ONLY.has("events") || ONLY.has("deliveries"))) {
     const { cpuPerRequest: ourCpu, result } = await withCpu(server.proc.pid!, () => postEvents(api, bearer(token), () => consentBody(org.id)))
     ours = result
     undelivered += ours["2xx"]
+    keep(`consent_event_cpu_ratio_${store}_split`, ourCpu / baseCpu!, "x", store === "sqlite" ? 2.5 : 3.5, store === "sqlite" ? 2 : 3)
     line(
       `consent_events_${store}`,
       ours.requests.average,
@@ -552,6 +620,7 @@ const measureStore = async (store: "sqlite" | "postgres", receiver: Child) => {
     const { cpuPerRequest: bareCpu, result: bare } = await withCpu(baseline.proc.pid!, () => getKey(`http://127.0.0.1:${baseline.first.port}`, key.id, undefined))
     const { cpuPerRequest: readCpu, result: read } = await withCpu(server.proc.pid!, () => getKey(api, key.id, token))
     line("get_key_baseline", bare.requests.average, "req/s", `${bareCpu.toFixed(2)} ms CPU each`)
+    keep("get_key_cpu_ratio_sqlite", readCpu / bareCpu, "x", 1.5, 1.25)
     line("get_key", read.requests.average, "req/s", `${(read.requests.average / bare.requests.average).toFixed(2)} of baseline, ${read.non2xx + read.errors} errors, ${readCpu.toFixed(2)} ms CPU each`)
   }
   if (store === "sqlite" && ONLY.has("request_log")) {
@@ -577,6 +646,10 @@ const measureStore = async (store: "sqlite" | "postgres", receiver: Child) => {
     await stopChild(worker)
   }
   await stopChild(server)
+  if (base && baseCpu !== undefined && ONLY.has("default")) {
+    serverPeak = Math.max(serverPeak, await measureDefault(store, serverEnv, receiver, { token, org, baseCpu, undelivered }))
+    undelivered = 0
+  }
 
   // Latency from the event's 201 to its arrival, at a steady 200 events/s, on the default
   // deployment: one `pnpm start` process whose own dispatcher is woken by each commit.
@@ -601,6 +674,7 @@ const measureStore = async (store: "sqlite" | "postgres", receiver: Child) => {
     await stopChild(single)
   }
   line(`server_peak_rss_${store}`, serverPeak, "MB")
+  keep(`server_peak_rss_${store}`, serverPeak, " MB", 250, 200)
   baseline.proc.kill("SIGKILL")
   if (ONLY.has("log_cost")) await measureLogCost(store, serverEnv, receiver)
 }
@@ -615,6 +689,7 @@ const main = async () => {
   if (STORES.has("sqlite")) await measureStore("sqlite", receiver)
   if (process.env.DATABASE_URL && STORES.has("postgres")) await measureStore("postgres", receiver)
   else console.log("# PostgreSQL figures: set DATABASE_URL (a server where this role may CREATE DATABASE)")
+  printBudget()
 }
 
 main().then(
