@@ -2,6 +2,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { WebhookEventType } from "../Domain/Webhook.js"
+import { KeptValues, readThrough } from "../Engine/KeptValues.js"
 
 /** What the outbox needs of an enabled webhook to address a message to it. */
 export interface Target {
@@ -12,11 +13,10 @@ export interface Target {
 }
 
 /**
- * An organization's enabled webhooks, kept in memory for a moment: every consent event
- * addresses its messages to them, and reading them each time cost a query per event. A change
- * through this process (a webhook written, a receiver's 410 switching one off) drops the copy
- * after its commit; one made through another server process is seen within `ttlMs`. A list read
- * before a change and answered after it is not kept.
+ * An organization's enabled webhooks, kept in memory for a moment (`KeptValues`): every consent
+ * event addresses its messages to them, and reading them each time cost a query per event. A
+ * change through this process (a webhook written, a receiver's 410 switching one off) drops the
+ * copy after its commit; one made through another server process is seen within `ttlMs`.
  */
 export interface WebhookTargetsService {
   readonly read: <E, R>(
@@ -27,30 +27,12 @@ export interface WebhookTargetsService {
 }
 
 export class WebhookTargets extends Context.Tag("@cmp/core/WebhookTargets")<WebhookTargets, WebhookTargetsService>() {
-  static readonly layer = (ttlMs = 1000, clock: () => number = Date.now): Layer.Layer<WebhookTargets> =>
+  static readonly layer = (ttlMs = 1000, now?: () => number): Layer.Layer<WebhookTargets> =>
     Layer.sync(WebhookTargets, () => {
-      const kept = new Map<string, { readonly targets: ReadonlyArray<Target>; readonly until: number }>()
-      // Any change since a load began (of any organization: a counter per organization would need bounding too).
-      let changes = 0
+      const kept = new KeptValues<ReadonlyArray<Target>>(ttlMs, now)
       return {
-        read: (organizationId, load) =>
-          Effect.suspend(() => {
-            const now = clock()
-            const hit = kept.get(organizationId)
-            if (hit && hit.until > now) return Effect.succeed(hit.targets)
-            const seen = changes
-            return Effect.tap(load, (targets) => {
-              if (changes !== seen) return
-              // Bounded: ids come from callers.
-              if (kept.size >= 10_000) kept.clear()
-              kept.set(organizationId, { targets, until: now + ttlMs })
-            })
-          }),
-        forget: (organizationId) =>
-          Effect.sync(() => {
-            kept.delete(organizationId)
-            changes++
-          })
+        read: (organizationId, load) => readThrough(kept, organizationId, load),
+        forget: (organizationId) => Effect.sync(() => kept.forget(organizationId))
       }
     })
 }
