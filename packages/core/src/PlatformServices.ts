@@ -79,25 +79,12 @@ export type StorePorts =
  * depending on how (or on which store) a host builds it.
  */
 export type PlatformServices =
-  | StorePorts
+  | EngineServices
   | HostPorts
   | Endpoints
-  | Relations
-  | FeatureCache
-  | WebhookTargets
-  | OrganizationLimits
-  | CredentialCache
   | OutboxSignal
   | MailSignal
-  | Ids
-  | Settings
   | ApiUsage
-  | LoginThrottle
-  | OriginCache
-  | SigningKeys
-  | ConsentTokenStates
-  | PublicRateLimit
-  | RunningVerifications
   | Metrics
   | Readiness
   | Declarations
