@@ -1,8 +1,8 @@
 import { type CommitWork, UnitOfWork } from "@cmp/core"
 import * as SqlClient from "@effect/sql/SqlClient"
+import type { Connection } from "@effect/sql/SqlConnection"
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
-import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as FiberRef from "effect/FiberRef"
@@ -33,6 +33,21 @@ const droppedOnFailure = <A, E, R>(pending: Pending, effect: Effect.Effect<A, E,
         else for (const [work, values] of pending) values.length = marks.get(work) ?? 0
       }))
   })
+
+/**
+ * Runs `effect` with `refs` as its fiber's refs, then puts `restored` back. `Effect.setFiberRefs`
+ * sets them one at a time, each copying the whole map: on a batch of consent events that cost
+ * more than running their SQL.
+ */
+const withRefs = <A, E, R>(refs: FiberRefs.FiberRefs, effect: Effect.Effect<A, E, R>, restored: FiberRefs.FiberRefs) => {
+  const set = (to: FiberRefs.FiberRefs) =>
+    Effect.withFiberRuntime<void>((fiber) => {
+      // The runtime's own setter (the public interface only reads them).
+      ;(fiber as unknown as { setFiberRefs(refs: FiberRefs.FiberRefs): void }).setFiberRefs(to)
+      return Effect.void
+    })
+  return Effect.ensuring(Effect.zipRight(set(refs), effect), set(restored))
+}
 
 /** Runs each work once with its values, inside the transaction, before it commits. */
 const runPending = (pending: Pending) =>
@@ -90,54 +105,74 @@ export const make = Effect.gen(function*() {
   interface Waiting {
     readonly effect: Effect.Effect<unknown, unknown, never>
     readonly refs: FiberRefs.FiberRefs
-    readonly done: Deferred.Deferred<unknown, unknown>
+    /** Tells the caller its outcome (once). A callback, not a Deferred: one is made per write. */
+    readonly done: (exit: Exit.Exit<unknown, unknown>) => void
   }
   const waiting = dialect === "sqlite" ? yield* Queue.unbounded<Waiting>() : undefined
+
+  /**
+   * One item of a batch in a savepoint of its own, named as `withTransaction` names its first
+   * level, so that a transaction the item opens inside nests below it (its context says level 1).
+   * Written out rather than through `withTransaction`, whose span, scope and unprepared statement
+   * cost several times the SAVEPOINT itself, on every item. Like `withTransaction`'s, a savepoint
+   * that succeeds is not released: the batch's COMMIT ends them all.
+   */
+  const inSavepoint = <A, E>(conn: Connection, effect: Effect.Effect<A, E>) =>
+    Effect.uninterruptibleMask((restore) =>
+      Effect.zipRight(
+        conn.execute("SAVEPOINT effect_sql_1", [], undefined),
+        Effect.onError(restore(effect), () => Effect.orDie(conn.execute("ROLLBACK TO SAVEPOINT effect_sql_1", [], undefined)))
+      )
+    )
 
   const runBatch = (batch: ReadonlyArray<Waiting>) =>
     Effect.gen(function*() {
       const exits: Array<Exit.Exit<unknown, unknown>> = []
-      const outcome = yield* Effect.exit(plainTransaction(Effect.gen(function*() {
-        const tx = Option.getOrThrow(yield* Effect.serviceOption(SqlClient.TransactionConnection))
-        const own = yield* Effect.getFiberRefs
+      const outcome = yield* Effect.exit(plainTransaction(Effect.withFiberRuntime((fiber) => {
+        const [conn, level] = Context.unsafeGet(fiber.currentContext, SqlClient.TransactionConnection)
+        const own = fiber.getFiberRefs()
         const pending: Pending = new Map()
+        // Each item runs with its caller's fiber refs and context, plus the batch's connection.
+        const refsOf = (refs: FiberRefs.FiberRefs, connection: readonly [Connection, number]) =>
+          FiberRefs.updateAs(refs, {
+            fiberId: fiber.id(),
+            fiberRef: FiberRef.currentContext,
+            value: FiberRefs.getOrDefault(refs, FiberRef.currentContext).pipe(
+              Context.add(SqlClient.TransactionConnection, connection),
+              Context.add(PendingWork, pending)
+            )
+          })
         let last: FiberRefs.FiberRefs | undefined
-        for (const item of batch) {
-          yield* Effect.setFiberRefs(item.refs)
-          const context = FiberRefs.getOrDefault(item.refs, FiberRef.currentContext).pipe(
-            Context.add(SqlClient.TransactionConnection, tx),
-            Context.add(PendingWork, pending)
-          )
-          const exit = yield* Effect.exit(Effect.locally(droppedOnFailure(pending, plainTransaction(item.effect)), FiberRef.currentContext, context))
-          yield* Effect.setFiberRefs(own)
-          exits.push(exit)
-          if (exit._tag === "Success") last = item.refs
-          // A database error (disk full, I/O) may have ended the whole transaction in SQLite:
-          // the rest of the batch must not run outside it. They wait for the next batch.
-          if (exit._tag === "Failure" && Cause.isDie(exit.cause)) break
-        }
-        if (last !== undefined && pending.size > 0) {
-          yield* Effect.setFiberRefs(last)
-          const context = Context.add(FiberRefs.getOrDefault(last, FiberRef.currentContext), SqlClient.TransactionConnection, tx)
-          yield* Effect.ensuring(Effect.locally(runPending(pending), FiberRef.currentContext, context), Effect.setFiberRefs(own))
-        }
+        return Effect.gen(function*() {
+          for (const item of batch) {
+            const exit = yield* Effect.exit(
+              withRefs(refsOf(item.refs, [conn, level + 1]), droppedOnFailure(pending, Unavailable.classifyTransaction(inSavepoint(conn, item.effect))), own)
+            )
+            exits.push(exit)
+            if (exit._tag === "Success") last = item.refs
+            // A database error (disk full, I/O) may have ended the whole transaction in SQLite:
+            // the rest of the batch must not run outside it. They wait for the next batch.
+            if (exit._tag === "Failure" && Cause.isDie(exit.cause)) break
+          }
+          if (last !== undefined && pending.size > 0) yield* withRefs(refsOf(last, [conn, level]), runPending(pending), own)
+        })
       })))
       for (let i = 0; i < exits.length; i++) {
         const exit = exits[i]!
         // A failed COMMIT loses every write of the batch: each caller hears that failure.
-        yield* Deferred.done(batch[i]!.done, outcome._tag === "Failure" && exit._tag === "Success" ? outcome : exit)
+        batch[i]!.done(outcome._tag === "Failure" && exit._tag === "Success" ? outcome : exit)
       }
       const rest = batch.slice(exits.length)
       // Nothing ran (BEGIN failed): each caller hears why. Otherwise the rest runs next time.
       if (exits.length === 0 && outcome._tag === "Failure") {
-        for (const item of rest) yield* Deferred.done(item.done, outcome)
+        for (const item of rest) item.done(outcome)
       } else if (rest.length > 0) yield* Queue.offerAll(waiting!, rest)
     })
 
   if (waiting) {
     yield* drainInBatches(waiting, 64, runBatch)
     yield* Effect.addFinalizer(() =>
-      Effect.flatMap(Queue.takeAll(waiting), (left) => Effect.forEach(left, (item) => Deferred.interrupt(item.done), { discard: true }))
+      Effect.flatMap(Queue.takeAll(waiting), (left) => Effect.fiberIdWith((id) => Effect.sync(() => { for (const item of left) item.done(Exit.interrupt(id)) })))
     )
   }
 
@@ -150,9 +185,12 @@ export const make = Effect.gen(function*() {
         if (Option.isSome(inside)) return plainTransaction(effect)
         if (!waiting) return ownTransaction(effect)
         return Effect.withFiberRuntime<A, E, R>((fiber) => {
-          const done = Deferred.unsafeMake<unknown, unknown>(fiber.id())
-          const item: Waiting = { effect: effect as Effect.Effect<unknown, unknown, never>, refs: fiber.getFiberRefs(), done }
-          return Effect.zipRight(Queue.offer(waiting, item), Deferred.await(done)) as Effect.Effect<A, E, R>
+          const refs = fiber.getFiberRefs()
+          return Effect.async<unknown, unknown>((resume) => {
+            // A queue shut down (the store closing) takes nothing: the caller is interrupted, as
+            // `Queue.offer` would.
+            if (!waiting.unsafeOffer({ effect: effect as Effect.Effect<unknown, unknown, never>, refs, done: resume })) resume(Effect.interrupt)
+          }) as Effect.Effect<A, E, R>
         })
       })
     })
