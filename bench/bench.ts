@@ -6,7 +6,7 @@
  *
  *   BENCH_SECONDS=10 (load duration per figure), BENCH_CONNECTIONS=50
  *   BENCH_WARMUP=3 (seconds of the same write load each server takes, unmeasured, before its figures)
- *   BENCH_ONLY=events,default,deliveries,latency,get_key,request_log,export,public_events,public_known_events,verify_log,log_cost
+ *   BENCH_ONLY=events,default,deliveries,latency,get_key,request_log,export,public_events,public_known_events,token_events,verify_log,log_cost
  *     (a subset, e.g. to profile one figure)
  *   BENCH_LOG_ROUNDS=5 (rounds of each server, in turns, in the `log_cost` figure)
  *   BENCH_VERIFY_ENTRIES=100000 (consent log entries an organization has when its log is verified)
@@ -29,7 +29,7 @@ const SERVER = "packages/server/dist/main.mjs"
 /** The same server with the consent log's layer left out, built by `buildWithoutLog` for the `log_cost` figure. */
 const SERVER_WITHOUT_LOG = "packages/server/dist.without-log/main.mjs"
 const ONLY = new Set(
-  (process.env.BENCH_ONLY ?? "events,default,deliveries,latency,get_key,request_log,export,public_events,public_known_events,verify_log,log_cost").split(",")
+  (process.env.BENCH_ONLY ?? "events,default,deliveries,latency,get_key,request_log,export,public_events,public_known_events,token_events,verify_log,log_cost").split(",")
 )
 const LOG_ROUNDS = Number(process.env.BENCH_LOG_ROUNDS ?? 5)
 const VERIFY_ENTRIES = Number(process.env.BENCH_VERIFY_ENTRIES ?? 100_000)
@@ -439,7 +439,7 @@ const setUp = async (api: string, receiver: Child) => {
     consents_api: true,
     webhooks: true,
     ...(ONLY.has("public_events") ? { store_guest_cmp_consents: true } : {}),
-    ...(ONLY.has("public_known_events") ? { store_cmp_consents: true } : {})
+    ...(ONLY.has("public_known_events") || ONLY.has("token_events") ? { store_cmp_consents: true } : {})
   }, op)
   const key = await json(`${api}/v1/keys`, "POST", { organization_id: org.id, name: "bench" }, op)
   const token = (await json(`${api}/v1/sessions`, "POST", { type: "api-key", key: key.id, secret: key.secret })).access_token as string
@@ -530,7 +530,7 @@ const measureStore = async (store: "sqlite" | "postgres", receiver: Child) => {
 
   // Consent events accepted per second, beside the bare insert.
   await ask(receiver, "reset")
-  const publicWrites = ONLY.has("public_events") || ONLY.has("public_known_events")
+  const publicWrites = ONLY.has("public_events") || ONLY.has("public_known_events") || ONLY.has("token_events")
   let base: autocannon.Result | undefined
   let baseCpu: number | undefined
   let ours: autocannon.Result | undefined
@@ -591,6 +591,8 @@ const measureStore = async (store: "sqlite" | "postgres", receiver: Child) => {
     const website = "https://bench.example"
     await json(`${api}/v1/properties`, "POST", { organization_id: org.id, name: "bench", website }, token)
     const headers = { "x-public-api-key": org.public_api_key as string, origin: website }
+    // A public-key or consent-token write is held to the bearer write's target (split deployment).
+    const keepWrite = (name: string, ratio: number) => keep(name, ratio, "x", store === "sqlite" ? 2.5 : 3.5, store === "sqlite" ? 2 : 3)
     const measurePublic = async (name: string, body: () => string) => {
       // One write first, so a refusal stops the bench with its reason instead of a count of errors.
       const first = await fetch(`${api}/v1/consents/events`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: body() })
@@ -604,11 +606,49 @@ const measureStore = async (store: "sqlite" | "postgres", receiver: Child) => {
         "req/s",
         `${(result.requests.average / base!.requests.average).toFixed(2)} of baseline` +
           (ours ? `, ${(result.requests.average / ours.requests.average).toFixed(2)} of the bearer write` : "") +
+          `, ${(cpuPerRequest / baseCpu!).toFixed(2)}x the baseline's CPU` +
           `, ${result.non2xx + result.errors} errors${refused.length > 0 ? ` (${refused.map(([code, s]) => `${code}: ${s.count}`).join(", ")})` : ""}` +
           `, p99 ${result.latency.p99} ms, ${cpuPerRequest.toFixed(2)} ms CPU each`
       )
+      keepWrite(`${name}_cpu_ratio_${store}`, cpuPerRequest / baseCpu!)
     }
     if (ONLY.has("public_events")) await measurePublic("consent_events_public", () => guestBody(org.id))
+    if (ONLY.has("token_events")) {
+      // The same event from an end user's own app holding a consent token its backend minted
+      // (`POST /v1/consents/tokens`): 200 users, one token each, taken in turn.
+      const tokens = await Promise.all(Array.from({ length: 200 }, async (_, i) => {
+        const minted = await json(`${api}/v1/consents/tokens`, "POST", { organization_id: org.id, organization_user_id: `token-${process.pid}-${i}`, lifetime: 3600 }, token)
+        return { user: minted.organization_user_id as string, idToken: minted.id_token as string }
+      }))
+      let turn = 0
+      const { cpuPerRequest, result } = await withCpu(server.proc.pid!, () =>
+        autocannon({
+          url: api,
+          connections: CONNECTIONS,
+          duration: SECONDS,
+          requests: [{
+            method: "POST",
+            path: "/v1/consents/events",
+            setupRequest: (req) => {
+              const t = tokens[turn++ % tokens.length]!
+              return {
+                ...req,
+                headers: { "content-type": "application/json", authorization: `Bearer ${t.idToken}` },
+                body: JSON.stringify({ organization_id: org.id, user: { organization_user_id: t.user }, consents })
+              }
+            }
+          }]
+        }))
+      undelivered += result["2xx"]
+      line(
+        `consent_events_token_${store}`,
+        result.requests.average,
+        "req/s",
+        `${(result.requests.average / base!.requests.average).toFixed(2)} of baseline, ${(cpuPerRequest / baseCpu!).toFixed(2)}x the baseline's CPU` +
+          `, ${result.non2xx + result.errors} errors, p99 ${result.latency.p99} ms, ${cpuPerRequest.toFixed(2)} ms CPU each`
+      )
+      keepWrite(`consent_events_token_cpu_ratio_${store}`, cpuPerRequest / baseCpu!)
+    }
     if (ONLY.has("public_known_events")) {
       const secret = await json(`${api}/v1/secrets`, "POST", { organization_id: org.id, name: "bench" }, token)
       await measurePublic("consent_events_public_known", () => signedUserBody(org.id, { id: secret.id, value: secret.secret }))
