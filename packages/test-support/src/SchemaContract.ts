@@ -29,8 +29,17 @@ export const declaredTables: ReadonlyArray<{ readonly label: string; readonly ta
     .map((t) => ({ label: `table ${t.table}`, table: t }))
 ]
 
-/** Tables a store keeps for itself and the core never names. */
-const storeTables = new Set(["effect_sql_migrations"])
+/**
+ * Tables a store keeps for itself and the core never names: the migrator's record, and the row
+ * counts its triggers keep (their exactness is the store contract's row-count suite).
+ */
+const storeTables = new Set([
+  "effect_sql_migrations",
+  "consent_users_counts",
+  "consent_events_counts",
+  "consent_proofs_counts",
+  "webhook_deliveries_counts"
+])
 
 interface Index {
   readonly name: string
