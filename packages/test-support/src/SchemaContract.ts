@@ -442,9 +442,18 @@ export const migrationSuite = (name: string, options: {
             last_success: { attempted_at: at(10), status_code: 200, error: null },
             last_failure: { attempted_at: at(30), status_code: null, error: null }
           })
-          // Written after the migration, counted by its triggers.
+          // Written after the migration as the previous release writes them (a server still
+          // running during the upgrade): counted, and the attempt's webhook and success filled in.
           yield* sql`INSERT INTO consent_users ${sql.insert(rawRow(dialect, ConsentUsersResource.tableDef, { organization_id: "o2", id: "u9" }))}`
           assert.deepStrictEqual(yield* totals(ConsentUsersResource.tableDef, "o2"), [2, 2])
+          yield* sql`INSERT INTO webhook_attempts ${
+            sql.insert(rawRow(dialect, AttemptsTable, { id: "a4", delivery_id: "m1", organization_id: "o1", status_code: 204, attempted_at: at(40) }, [
+              "webhook_id",
+              "succeeded"
+            ]))
+          }`
+          const [later] = yield* (yield* DeliveryStats).ofOrganization("o1")
+          assert.deepStrictEqual(later?.last_success, { attempted_at: at(40), status_code: 204, error: null })
         }).pipe(Effect.provide(options.storage))
       }).pipe(Effect.provide(options.makeClient())), { timeout: 60_000 })
   })

@@ -18,7 +18,9 @@ import { addColumn, bigint, boolean, createIndex, createTable, migration, only, 
  *   instant: exact before, during and after a fold.
  *
  * Also: each delivery attempt names its webhook and whether it succeeded, so a webhook's last
- * successful and last failed attempts are each the first entry of one index.
+ * successful and last failed attempts are each the first entry of one index. The attempts
+ * logged before are filled in here, and so is one a dispatcher of the previous release logs
+ * during an upgrade (it names no webhook: a trigger reads it from the message).
  */
 
 /** The tables counted, by the columns their counts are kept by (the finds of the API filter on them). */
@@ -121,14 +123,33 @@ export default migration([
   addColumn("webhook_attempts", "webhook_id", text().notNull().default("")),
   addColumn("webhook_attempts", "succeeded", boolean().notNull().default(false)),
   only("sqlite", [
-    raw(`UPDATE webhook_attempts SET
+    raw(
+      `UPDATE webhook_attempts SET
       webhook_id = COALESCE((SELECT d.webhook_id FROM webhook_deliveries d WHERE d.id = webhook_attempts.delivery_id), ''),
-      succeeded = CASE WHEN status_code >= 200 AND status_code <= 299 THEN 1 ELSE 0 END`)
+      succeeded = CASE WHEN status_code >= 200 AND status_code <= 299 THEN 1 ELSE 0 END`,
+      `CREATE TRIGGER webhook_attempts_named AFTER INSERT ON webhook_attempts WHEN NEW.webhook_id = '' BEGIN
+    UPDATE webhook_attempts SET
+      webhook_id = COALESCE((SELECT d.webhook_id FROM webhook_deliveries d WHERE d.id = NEW.delivery_id), ''),
+      succeeded = CASE WHEN NEW.status_code >= 200 AND NEW.status_code <= 299 THEN 1 ELSE 0 END
+    WHERE id = NEW.id;
+  END`
+    )
   ]),
   only("pg", [
-    raw(`UPDATE webhook_attempts AS a SET
+    raw(
+      `UPDATE webhook_attempts AS a SET
       webhook_id = COALESCE((SELECT d.webhook_id FROM webhook_deliveries d WHERE d.id = a.delivery_id), ''),
-      succeeded = COALESCE(a.status_code >= 200 AND a.status_code <= 299, false)`)
+      succeeded = COALESCE(a.status_code >= 200 AND a.status_code <= 299, false)`,
+      `CREATE FUNCTION webhook_attempts_named() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  NEW.webhook_id := COALESCE((SELECT d.webhook_id FROM webhook_deliveries d WHERE d.id = NEW.delivery_id), '');
+  NEW.succeeded := COALESCE(NEW.status_code >= 200 AND NEW.status_code <= 299, false);
+  RETURN NEW;
+END
+$$`,
+      `CREATE TRIGGER webhook_attempts_named BEFORE INSERT ON webhook_attempts FOR EACH ROW
+  WHEN (NEW.webhook_id = '') EXECUTE FUNCTION webhook_attempts_named()`
+    )
   ]),
   createIndex("webhook_attempts", "webhook_attempts_webhook", ["webhook_id", "succeeded", "attempted_at", "id"])
 ])
