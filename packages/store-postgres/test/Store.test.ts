@@ -1,5 +1,6 @@
 import { ConsentLogStore, Storage, Tables, UnitOfWork } from "@cmp/core"
 import { exportRunSuite, resourceServiceSuite } from "@cmp/test-support/engine"
+import { SqlStorage } from "@cmp/store-sql"
 import { migrationSuite, schemaSuite } from "@cmp/test-support/schema-contract"
 import { suite } from "@cmp/test-support/store-contract"
 import { assert, describe, it } from "@effect/vitest"
@@ -47,7 +48,8 @@ migrationSuite(label, {
       Effect.promise(() => db.reset()).pipe(
         Effect.as(PgStore.clientLayer({ url: db.url, maxConnections: db.maxConnections }))
       )
-    )
+    ),
+  storage: SqlStorage.layer
 })
 
 describe("PgStore", () => {

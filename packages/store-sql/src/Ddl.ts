@@ -288,8 +288,9 @@ export const statements = (dialect: Dialect, op: Operation): ReadonlyArray<strin
 /**
  * SQLite cannot alter a primary key: the table is copied into a new one with the new key,
  * the old one dropped and the new one renamed, inside the migration's transaction (there are
- * no foreign keys to disable). Dropping a table drops its indexes, so they are recreated from
- * their stored definitions; its UNIQUE constraints come back with the new table.
+ * no foreign keys to disable). Dropping a table drops its indexes and triggers (its row
+ * counts'), so they are recreated from their stored definitions once the rows are in (the copy
+ * counts nothing twice); its UNIQUE constraints come back with the new table.
  */
 const rebuildSqlite = (sql: SqlClient.SqlClient, t: Table, primaryKey: ReadonlyArray<string>) =>
   Effect.gen(function*() {
@@ -310,13 +311,17 @@ const rebuildSqlite = (sql: SqlClient.SqlClient, t: Table, primaryKey: ReadonlyA
       `SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL ORDER BY name`,
       [t.name]
     )
+    const triggers = yield* sql.unsafe<{ sql: string }>(
+      `SELECT sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = ? ORDER BY name`,
+      [t.name]
+    )
     const temporary = `${t.name}_new`
     const columns = list(declared)
     yield* sql.unsafe(createTableStatement("sqlite", rekeyed(t, primaryKey), temporary))
     yield* sql.unsafe(`INSERT INTO ${identifier(temporary)} (${columns}) SELECT ${columns} FROM ${identifier(t.name)}`)
     yield* sql.unsafe(`DROP TABLE ${identifier(t.name)}`)
     yield* sql.unsafe(`ALTER TABLE ${identifier(temporary)} RENAME TO ${identifier(t.name)}`)
-    yield* Effect.forEach(indexes, (i) => sql.unsafe(i.sql), { discard: true })
+    yield* Effect.forEach([...indexes, ...triggers], (i) => sql.unsafe(i.sql), { discard: true })
   })
 
 const dialectOf = (sql: SqlClient.SqlClient): Dialect | undefined =>

@@ -96,16 +96,29 @@ export const make = Effect.gen(function*() {
   }
 
   return DeliveryQueue.of({
+    /**
+     * The first due pending messages in the due index's order, and messages whose lease ended
+     * (in flight are few: a lease per call in flight, none sorted), then the first of both by
+     * when they were due. One condition over both kinds would be read whole and sorted on every
+     * claim, which under a backlog costs the backlog's size each time.
+     */
     claim: ({ leaseUntil, limit, now, subscribers, workerId }) =>
-      sql<Record<string, unknown>>`UPDATE webhook_deliveries
+      sql<Record<string, unknown>>`WITH due AS (
+          SELECT id, next_attempt_at FROM webhook_deliveries
+          WHERE status = 'pending' AND next_attempt_at <= ${now} AND ${claimable(subscribers)}
+          ORDER BY next_attempt_at ASC LIMIT ${limit} ${skipLocked}
+        ), lapsed AS (
+          SELECT id, next_attempt_at FROM webhook_deliveries
+          WHERE status = 'delivering' AND lease_until <= ${now} AND ${claimable(subscribers)}
+          LIMIT ${limit} ${skipLocked}
+        )
+        UPDATE webhook_deliveries
         SET status = 'delivering', lease_until = ${leaseUntil}, leased_by = ${workerId}, version = version + 1
         WHERE id IN (
-          SELECT id FROM webhook_deliveries
-          WHERE ((status = 'pending' AND next_attempt_at <= ${now}) OR (status = 'delivering' AND lease_until <= ${now}))
-            AND ${claimable(subscribers)}
-          ORDER BY next_attempt_at ASC
-          LIMIT ${limit}
-          ${skipLocked}
+          SELECT id FROM (
+            SELECT id, next_attempt_at FROM due UNION ALL SELECT id, next_attempt_at FROM lapsed
+            ORDER BY next_attempt_at ASC LIMIT ${limit}
+          ) AS taken
         )
         RETURNING *`.pipe(Effect.map((rows) => rows.map(deliveryRow)), Unavailable.orDie),
     complete: (completion) =>

@@ -17,6 +17,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { execute } from "./Execute.js"
+import { counted, countsOf } from "./RowCounts.js"
 import * as Unavailable from "./Unavailable.js"
 import { decodeValue, dialectOf, encodeValue, mapWriteError } from "./SqlValues.js"
 
@@ -119,12 +120,31 @@ export const make = Effect.gen(function*() {
     const filter = (q: FindQuery): Statement.Fragment =>
       q.keyset === undefined ? conjunction(q.where) : sql.and([conjunction(q.where), keysetAfter(q.keyset)])
 
-    const count = (where: ReadonlyArray<Condition>) => countWhere(conjunction(where))
     const countWhere = (where: Statement.Fragment) =>
       execute(sql<{ total: unknown }>`SELECT COUNT(*) AS total FROM ${t} WHERE ${where}`).pipe(
         Effect.map((rows) => Number(rows[0]?.total ?? 0)),
         Unavailable.orDie
       )
+
+    /**
+     * Where the database keeps this table's row counts (`RowCounts`), a count whose conditions
+     * name only the columns they are kept by (an organization, the common list) is the sum of
+     * the matching count rows: the same conditions hold for a row and for its count's row, so
+     * it is exact, and it reads a few rows whatever the table holds. Any other count reads the
+     * matching rows.
+     */
+    const countedBy = counted.get(table.table)
+    const counts = sql(countsOf(table.table))
+    const onCountedColumns = (where: ReadonlyArray<Condition>): boolean =>
+      where.every((c) => (c._tag === "Or" ? c.branches.every(onCountedColumns) : countedBy!.includes(c.field)))
+    const count = (where: ReadonlyArray<Condition>) =>
+      countedBy !== undefined && onCountedColumns(where)
+        ? execute(sql<{ total: unknown }>`SELECT COALESCE(SUM(row_count), 0) AS total FROM ${counts} WHERE ${conjunction(where)}`).pipe(
+          // PostgreSQL answers a bigint sum as a numeric, which its driver hands over as a string.
+          Effect.map((rows) => Number(rows[0]?.total ?? 0)),
+          Unavailable.orDie
+        )
+        : countWhere(conjunction(where))
 
     const find = (q: FindQuery) =>
       Effect.gen(function*() {
@@ -139,7 +159,7 @@ export const make = Effect.gen(function*() {
         const rows = q.limit === 0
           ? []
           : yield* execute(sql<Record<string, unknown>>`SELECT * FROM ${t} WHERE ${where} ${order} LIMIT ${q.limit} OFFSET ${skip}`)
-        const total = q.count === false ? skip + rows.length : yield* countWhere(where)
+        const total = q.count === false ? skip + rows.length : q.keyset ? yield* countWhere(where) : yield* count(q.where)
         return { total, limit: q.limit, skip, data: rows.map(dec) } satisfies Page<Row>
       }).pipe(Unavailable.orDie)
 

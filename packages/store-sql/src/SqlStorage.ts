@@ -12,14 +12,16 @@ import * as SqlConsentLog from "./SqlConsentLog.js"
 import * as SqlProofFiles from "./SqlProofFiles.js"
 import * as SqlStoreProbe from "./SqlStoreProbe.js"
 import * as SqlHostMigrator from "./SqlHostMigrator.js"
+import * as RowCounts from "./RowCounts.js"
 
 /**
  * The core storage ports over whatever `SqlClient` is provided, one module per port (the
  * repository, the unit of work, the delivery queue and its figures, the mail queue, subscriber registrations, usage,
  * a host's migrations), for SQLite and PostgreSQL. The delivery queue writes its attempts through the repository and its
- * batches through the unit of work, so both are built once and shared.
+ * batches through the unit of work, so both are built once and shared. On PostgreSQL the store
+ * also folds the row counts its writers leave (`RowCounts`).
  */
 export const layer: Layer.Layer<StorePorts, never, SqlClient.SqlClient> = Layer
-  .mergeAll(SqlDeliveryQueue.layer, SqlMailQueue.layer, SqlDeliveryStats.layer, SqlSubscribers.layer, SqlUsage.layer, SqlConsentLog.layer, SqlProofFiles.layer, SqlStoreProbe.layer, SqlHostMigrator.layer).pipe(
+  .mergeAll(SqlDeliveryQueue.layer, SqlMailQueue.layer, SqlDeliveryStats.layer, SqlSubscribers.layer, SqlUsage.layer, SqlConsentLog.layer, SqlProofFiles.layer, SqlStoreProbe.layer, SqlHostMigrator.layer, RowCounts.layer).pipe(
     Layer.provideMerge(Layer.merge(SqlRepository.layer, SqlUnitOfWork.layer))
   )

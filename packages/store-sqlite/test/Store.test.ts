@@ -1,4 +1,5 @@
 import { Storage, Tables } from "@cmp/core"
+import { SqlStorage } from "@cmp/store-sql"
 import { migrationSuite, schemaSuite } from "@cmp/test-support/schema-contract"
 import { suite } from "@cmp/test-support/store-contract"
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -38,7 +39,8 @@ schemaSuite("sqlite", () => SqliteStore.layer({ filename: ":memory:" }))
 
 migrationSuite("sqlite", {
   migrations: SqliteStore.migrations,
-  makeClient: () => SqliteStore.clientLayer({ filename: ":memory:" })
+  makeClient: () => SqliteStore.clientLayer({ filename: ":memory:" }),
+  storage: SqlStorage.layer
 })
 
 describe("SqliteStore", () => {

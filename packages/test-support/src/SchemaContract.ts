@@ -8,7 +8,22 @@
  * Also the migrations' own test: the upgrade that rekeys consent users and events keeps their
  * rows (`migrationSuite`).
  */
-import { type FieldInfo, resources, type TableDef, tables } from "@cmp/core"
+import {
+  AttemptsTable,
+  ConsentEventsResource,
+  ConsentUsersResource,
+  DeliveriesTable,
+  DeliveryStats,
+  eq,
+  type FieldInfo,
+  gte,
+  resources,
+  Storage,
+  type StorePorts,
+  type TableDef,
+  tables,
+  WebhooksResource
+} from "@cmp/core"
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it, layer } from "@effect/vitest"
@@ -29,8 +44,17 @@ export const declaredTables: ReadonlyArray<{ readonly label: string; readonly ta
     .map((t) => ({ label: `table ${t.table}`, table: t }))
 ]
 
-/** Tables a store keeps for itself and the core never names. */
-const storeTables = new Set(["effect_sql_migrations"])
+/**
+ * Tables a store keeps for itself and the core never names: the migrator's record, and the row
+ * counts its triggers keep (their exactness is the store contract's row-count suite).
+ */
+const storeTables = new Set([
+  "effect_sql_migrations",
+  "consent_users_counts",
+  "consent_events_counts",
+  "consent_proofs_counts",
+  "webhook_deliveries_counts"
+])
 
 interface Index {
   readonly name: string
@@ -255,6 +279,26 @@ const migrate = (migrations: Migrations, through: number) =>
 
 const ORGANIZATION_SCOPED_IDS = 6
 const CONSENT_USER_STATES = 7
+const ROW_COUNTS = 19
+
+/**
+ * A row of `table` for a raw insert: `values`, and for every other column NULL where it may be,
+ * else a value of its kind as the dialect binds it. `omit` names columns the table had not yet.
+ */
+const rawRow = (dialect: Dialect, table: TableDef, values: Record<string, unknown>, omit: ReadonlyArray<string> = []) => {
+  const row: Record<string, unknown> = {}
+  for (const [name, info] of Object.entries(table.fields)) {
+    if (omit.includes(name)) continue
+    if (Object.hasOwn(values, name)) row[name] = values[name]
+    else if (info.nullable) row[name] = null
+    else if (info.kind === "boolean") row[name] = dialect === "pg" ? false : 0
+    else if (info.kind === "number") row[name] = 1
+    else if (info.kind === "json") row[name] = "{}"
+    else if (info.kind === "timestamp") row[name] = "2024-01-01T00:00:00.000Z"
+    else row[name] = "x"
+  }
+  return row
+}
 
 /**
  * The store's migrations on a database that has data: `makeClient()` is a client on a new,
@@ -263,6 +307,8 @@ const CONSENT_USER_STATES = 7
 export const migrationSuite = (name: string, options: {
   readonly migrations: Migrations
   readonly makeClient: () => Layer.Layer<SqlClient.SqlClient, unknown>
+  /** The store's ports over a client (its migrations already run), to read a migrated database through them. */
+  readonly storage: Layer.Layer<StorePorts, never, SqlClient.SqlClient>
 }) =>
   describe(`migrations: ${name}`, () => {
     const at = (n: number) => new Date(Date.UTC(2024, 0, 1, 0, 0, n)).toISOString()
@@ -353,5 +399,61 @@ export const migrationSuite = (name: string, options: {
           applied.map((m) => Number(m.migration_id)),
           Object.keys(options.migrations).map((k) => Number(k.split("_")[0]))
         )
+      }).pipe(Effect.provide(options.makeClient())), { timeout: 60_000 })
+    it.effect("row counts count the rows there before them; attempts name their webhook and whether they succeeded", () =>
+      Effect.gen(function*() {
+        const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+        const dialect = dialectOf(sql)
+        yield* migrate(options.migrations, ROW_COUNTS - 1)
+        const users = [["o1", "u1"], ["o1", "u2"], ["o1", "u3"], ["o2", "u1"]].map(([o, id], n) =>
+          rawRow(dialect, ConsentUsersResource.tableDef, { organization_id: o, id, created_at: at(n) }))
+        yield* sql`INSERT INTO consent_users ${sql.insert(users)}`
+        const events = [["o1", "e1", "u1"], ["o1", "e2", "u2"]].map(([o, id, u]) =>
+          rawRow(dialect, ConsentEventsResource.tableDef, { organization_id: o, id, user_id: u, proofs_id: "[]" }))
+        yield* sql`INSERT INTO consent_events ${sql.insert(events)}`
+        yield* sql`INSERT INTO webhooks ${sql.insert(rawRow(dialect, WebhooksResource.tableDef, { id: "w1", organization_id: "o1", event_types: "[]", regulations: "[]" }))}`
+        const messages = [["m1", "pending"], ["m2", "pending"], ["m3", "delivered"], ["m4", "failed"]].map(([id, status], n) =>
+          rawRow(dialect, DeliveriesTable, { id, organization_id: "o1", webhook_id: "w1", status, created_at: at(n) }))
+        yield* sql`INSERT INTO webhook_deliveries ${sql.insert(messages)}`
+        const attempts = [["a1", "m3", 200, 10], ["a2", "m4", 500, 20], ["a3", "m4", null, 30]].map(([id, delivery, status, n]) =>
+          rawRow(dialect, AttemptsTable, { id, delivery_id: delivery, organization_id: "o1", status_code: status, attempted_at: at(n as number) }, [
+            "webhook_id",
+            "succeeded"
+          ]))
+        yield* sql`INSERT INTO webhook_attempts ${sql.insert(attempts)}`
+
+        yield* migrate(options.migrations, Number.MAX_SAFE_INTEGER)
+        yield* Effect.gen(function*() {
+          const storage = yield* Storage
+          const totals = (table: TableDef, organizationId: string) =>
+            Effect.all([
+              storage.repository(table).count([eq("organization_id", organizationId)]),
+              storage.repository(table).count([eq("organization_id", organizationId), gte("created_at", at(0))])
+            ])
+          assert.deepStrictEqual(yield* totals(ConsentUsersResource.tableDef, "o1"), [3, 3])
+          assert.deepStrictEqual(yield* totals(ConsentUsersResource.tableDef, "o2"), [1, 1])
+          assert.deepStrictEqual(yield* totals(ConsentEventsResource.tableDef, "o1"), [2, 2])
+          assert.deepStrictEqual(yield* totals(DeliveriesTable, "o1"), [4, 4])
+          const [stats] = yield* (yield* DeliveryStats).ofOrganization("o1")
+          assert.deepStrictEqual(stats, {
+            webhook_id: "w1",
+            counts: { pending: 2, delivering: 0, delivered: 1, failed: 1 },
+            oldest_pending_at: at(0),
+            last_success: { attempted_at: at(10), status_code: 200, error: null },
+            last_failure: { attempted_at: at(30), status_code: null, error: null }
+          })
+          // Written after the migration as the previous release writes them (a server still
+          // running during the upgrade): counted, and the attempt's webhook and success filled in.
+          yield* sql`INSERT INTO consent_users ${sql.insert(rawRow(dialect, ConsentUsersResource.tableDef, { organization_id: "o2", id: "u9" }))}`
+          assert.deepStrictEqual(yield* totals(ConsentUsersResource.tableDef, "o2"), [2, 2])
+          yield* sql`INSERT INTO webhook_attempts ${
+            sql.insert(rawRow(dialect, AttemptsTable, { id: "a4", delivery_id: "m1", organization_id: "o1", status_code: 204, attempted_at: at(40) }, [
+              "webhook_id",
+              "succeeded"
+            ]))
+          }`
+          const [later] = yield* (yield* DeliveryStats).ofOrganization("o1")
+          assert.deepStrictEqual(later?.last_success, { attempted_at: at(40), status_code: 204, error: null })
+        }).pipe(Effect.provide(options.storage))
       }).pipe(Effect.provide(options.makeClient())), { timeout: 60_000 })
   })

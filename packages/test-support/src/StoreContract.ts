@@ -1212,8 +1212,10 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
         id,
         delivery_id: deliveryId,
         organization_id: "o1",
+        webhook_id: "w1",
         attempted_at: at(10),
         status_code: 500,
+        succeeded: false,
         duration_ms: 12,
         error: null,
         response_excerpt: "oops"
@@ -1461,12 +1463,18 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
         updated_at: createdAt,
         version: 1
       })
+      // The webhook of each message the attempts below are of.
+      const webhookOf = (deliveryId: string) =>
+        deliveryId.startsWith("s") ? "subscriber:audit" : deliveryId === "x1" ? "wx" : deliveryId === "m7" ? "w3" : "w1"
       const tried = (id: string, deliveryId: string, attemptedAt: string, statusCode: number | null, error: string | null, organizationId = "o1") => ({
         id,
         delivery_id: deliveryId,
         organization_id: organizationId,
+        webhook_id: webhookOf(deliveryId),
         attempted_at: attemptedAt,
         status_code: statusCode,
+        // As the dispatcher records it: a 2xx answer.
+        succeeded: statusCode !== null && statusCode >= 200 && statusCode <= 299,
         duration_ms: 5,
         error,
         response_excerpt: null

@@ -13,7 +13,7 @@ import * as Queue from "effect/Queue"
 import * as crypto from "node:crypto"
 import { attemptSpan } from "./AttemptSpan.js"
 import { makeTokenCache, type TokenCache } from "./OAuth.js"
-import { decide, DEFAULT_RETRY_SCHEDULE, unavailable } from "./RetryPolicy.js"
+import { decide, DEFAULT_RETRY_SCHEDULE, isSuccess, unavailable } from "./RetryPolicy.js"
 import type { SendResult } from "./Answer.js"
 import { send } from "./Send.js"
 import { sign } from "./Signer.js"
@@ -255,8 +255,10 @@ const build = (config: DispatcherConfig, subscribers: SubscribersService | undef
             id: crypto.randomUUID(),
             delivery_id: message.id,
             organization_id: message.organization_id,
+            webhook_id: message.webhook_id,
             attempted_at: iso(attemptedAtMs),
             status_code: result.status,
+            succeeded: isSuccess(result.status),
             duration_ms: result.durationMs,
             error: result.error,
             response_excerpt: result.responseExcerpt

@@ -73,6 +73,8 @@ describe("Dispatcher", () => {
         [attempt!.status_code, attempt!.error, attempt!.response_excerpt, attempt!.attempted_at, attempt!.organization_id],
         [200, null, "ok", iso(T0), "org_1"]
       )
+      // The log names the webhook and the success, which the delivery stats read by index.
+      assert.deepStrictEqual([attempt!.webhook_id, attempt!.succeeded], [msg.webhook_id, true])
       assert.strictEqual(yield* d.runOnce, 0)
       assert.strictEqual(r.requests.length, 1)
     }))
@@ -109,6 +111,7 @@ describe("Dispatcher", () => {
       for (const q of r.requests) assert.deepStrictEqual(verify(secret, q), payload)
       const attempts = yield* out.attempts(msg.id)
       assert.deepStrictEqual(attempts.map((a) => a.status_code), [500, 500, 200])
+      assert.deepStrictEqual(attempts.map((a) => a.succeeded), [false, false, true])
       assert.deepStrictEqual(
         attempts.map((a) => a.attempted_at),
         [iso(T0), iso(T0 + minutes(5)), iso(T0 + minutes(10))]
@@ -365,8 +368,10 @@ describe("Dispatcher", () => {
           id: "a",
           delivery_id: msg.id,
           organization_id: "org_1",
+          webhook_id: msg.webhook_id,
           attempted_at: iso(T0),
           status_code: 500,
+          succeeded: false,
           duration_ms: 1,
           error: null,
           response_excerpt: null

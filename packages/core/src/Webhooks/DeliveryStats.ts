@@ -59,8 +59,9 @@ export interface DeliveryStatsRecord {
 }
 
 /**
- * Reads the figures of every webhook of an organization in one aggregate over the outbox and
- * its attempt log (never a count per webhook and status): a webhook without messages is there
+ * Reads the figures of every webhook of an organization at a cost that does not grow with the
+ * outbox and its attempt log (a store keeps its counts per webhook and status, and finds the
+ * oldest pending message and the last attempts by index): a webhook without messages is there
  * with zero counts. The messages of in-process subscribers are no webhook's and not counted.
  */
 export class DeliveryStats extends Context.Tag("@cmp/core/DeliveryStats")<

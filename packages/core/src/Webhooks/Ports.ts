@@ -33,9 +33,13 @@ export interface AttemptRecord {
   readonly id: string
   readonly delivery_id: string
   readonly organization_id: string
+  /** The delivery's webhook (or subscriber): a webhook's last attempts are read by it. */
+  readonly webhook_id: string
   readonly attempted_at: string
   /** null when no response arrived (timeout, refused connection, refused address). */
   readonly status_code: number | null
+  /** Whether the receiver took the message (a 2xx answer, a handler that settled). */
+  readonly succeeded: boolean
   readonly duration_ms: number
   readonly error: string | null
   readonly response_excerpt: string | null

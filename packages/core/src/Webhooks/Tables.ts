@@ -48,18 +48,28 @@ export const DeliveriesTable = defineTable("webhook_deliveries", {
   ...DeliveryTraceFields
 }, { indexes: DeliveryIndexes, references: [ownedByOrganization] }) as TableDef<DeliveryRow>
 
-/** The log of delivery attempts: private to the platform, read through a delivery's `get`. */
+/**
+ * The log of delivery attempts: private to the platform, read through a delivery's `get`. Each
+ * names its webhook and whether it succeeded, so a webhook's last successful and last failed
+ * attempts are each the first entry of one index (`webhook_attempts_webhook`), however long
+ * the log.
+ */
 export const AttemptsTable = defineTable("webhook_attempts", {
   id: field.string,
   delivery_id: field.string,
   organization_id: field.string,
+  webhook_id: field.string,
   attempted_at: field.timestamp,
   status_code: field.optionalNumber,
+  succeeded: field.boolean,
   duration_ms: field.number,
   error: field.optionalString,
   response_excerpt: field.optionalString
 }, {
-  indexes: [{ name: "webhook_attempts_delivery", columns: ["delivery_id", "attempted_at"] }],
+  indexes: [
+    { name: "webhook_attempts_delivery", columns: ["delivery_id", "attempted_at"] },
+    { name: "webhook_attempts_webhook", columns: ["webhook_id", "succeeded", "attempted_at", "id"] }
+  ],
   references: [ownedByOrganization],
   defaultSort: [{ field: "attempted_at", direction: 1 }]
 })

@@ -146,7 +146,8 @@ export const DeliveriesResource = defineResource({
           })),
         (page) => ({
           ...output,
-          attempts: page.data.map(({ organization_id: _o, ...a }) => a)
+          // What the log keeps to be read by organization and webhook is not part of an attempt's answer.
+          attempts: page.data.map(({ organization_id: _o, succeeded: _s, webhook_id: _w, ...a }) => a)
         })
       )
   }

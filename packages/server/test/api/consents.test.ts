@@ -166,6 +166,31 @@ describe("consents: effective status", () => {
     expect((await t.call("GET", `/v1/consents/events?user_id=${u.body.id}`)).body.total).toBe(0)
   })
 
+  it("the totals of users, events and messages follow every create and an erasure, as a find counting rows one by one does", async () => {
+    const t = await consentTenant()
+    const w = await hook(t)
+    const totals = async (path: string) => {
+      // A condition on created_at is not one the kept counts answer: those rows are counted one by one.
+      const kept = await t.call("GET", `${path}$limit=1000`)
+      const read = await t.call("GET", `${path}created_at[$gte]=1970-01-01T00:00:00.000Z&$limit=1`)
+      expect(kept.status, kept.text).toBe(200)
+      expect(read.body.total).toBe(kept.body.total)
+      expect(kept.body.data.length).toBe(kept.body.total)
+      return kept.body.total as number
+    }
+    const [u1, u2] = [unique("u"), unique("u")]
+    const first = await t.call("POST", "/v1/consents/events", { body: event(t, u1, purposes(["p", true])) })
+    await t.call("POST", "/v1/consents/events", { body: event(t, u1, purposes(["p", false])) })
+    await t.call("POST", "/v1/consents/events", { body: event(t, u2, purposes(["p", true])) })
+    expect([await totals("/v1/consents/users?"), await totals("/v1/consents/events?")]).toEqual([2, 3])
+    const messages = await totals(`/v1/webhooks/deliveries?webhook_id=${w.id}&`)
+    expect(messages).toBe((await deliveries(t, w.id)).length)
+    expect((await t.call("DELETE", `/v1/consents/users/${first.body.user.id}`)).status).toBe(200)
+    expect([await totals("/v1/consents/users?"), await totals("/v1/consents/events?")]).toEqual([1, 1])
+    // The erasure's user.deleted message is one more.
+    expect(await totals(`/v1/webhooks/deliveries?webhook_id=${w.id}&`)).toBe(messages + 1)
+  })
+
   it("another organization sees none of it", async () => {
     const b = await consentTenant()
     const mine = await t.call("POST", "/v1/consents/events", { body: event(t, unique("u"), purposes(["p", true])) })

@@ -1,0 +1,70 @@
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Unavailable from "./Unavailable.js"
+import { dialectOf } from "./SqlValues.js"
+
+/**
+ * The row counts the database keeps (migration 0019): for each counted table, `<table>_counts`
+ * holds how many rows it has per value of a few columns, kept by triggers in the writing
+ * transaction. A count whose conditions name only those columns is the sum of the matching
+ * count rows, whatever the table holds.
+ */
+export const counted: ReadonlyMap<string, ReadonlyArray<string>> = new Map([
+  ["consent_users", ["organization_id"]],
+  ["consent_events", ["organization_id"]],
+  ["consent_proofs", ["organization_id"]],
+  ["webhook_deliveries", ["organization_id", "webhook_id", "status"]]
+])
+
+export const countsOf = (table: string) => `${table}_counts`
+
+/** How often a PostgreSQL store folds the committed transactions' slots into each count's slot 0. */
+export const FOLD_EVERY = Duration.seconds(1)
+
+/**
+ * PostgreSQL: each writing transaction adds its difference to a count row of its own (its
+ * transaction id as `slot`), so writers never wait for each other's counts. The committed slots
+ * are folded into slot 0 here, which keeps the rows a count sums few. One statement per table
+ * moves them (rows a reader sums at one instant, before or after it), under a lock only one
+ * server's fold takes at a time; a count left at zero goes. Answers whether it folded (another
+ * server may hold the lock). SQLite's triggers write slot 0 directly: nothing to fold.
+ */
+export const fold = Effect.gen(function*() {
+  const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+  if (dialectOf(sql) !== "pg") return false
+  return yield* sql.withTransaction(Effect.gen(function*() {
+    const [lock] = yield* sql<{ got: boolean }>`SELECT pg_try_advisory_xact_lock(hashtextextended('cmp:row-counts', 0)) AS got`
+    if (lock?.got !== true) return false
+    for (const [table, by] of counted) {
+      const t = sql(countsOf(table))
+      const columns = sql.csv(by.map((c) => sql`${sql(c)}`))
+      const left = yield* sql<Record<string, unknown>>`WITH moved AS (DELETE FROM ${t} WHERE slot > 0 RETURNING ${columns}, row_count)
+        INSERT INTO ${t} (${columns}, slot, row_count) SELECT ${columns}, 0, SUM(row_count) FROM moved GROUP BY ${columns}
+        ON CONFLICT (${columns}, slot) DO UPDATE SET row_count = ${t}.row_count + excluded.row_count
+        RETURNING ${columns}, row_count`
+      // Rare (after removals), so one statement each.
+      for (const r of left) {
+        if (Number(r.row_count) !== 0) continue
+        yield* sql`DELETE FROM ${t} WHERE ${sql.and(by.map((c) => sql`${sql(c)} = ${r[c] as string}`))} AND slot = 0 AND row_count = 0`
+      }
+    }
+    return true
+  }))
+}).pipe(Unavailable.orDie)
+
+/** The store's fold, every `FOLD_EVERY` while the store is open (PostgreSQL only). */
+export const layer: Layer.Layer<never, never, SqlClient.SqlClient> = Layer.scopedDiscard(
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    if (dialectOf(sql) !== "pg") return
+    const once = fold.pipe(
+      Effect.provideService(SqlClient.SqlClient, sql),
+      // A fold that cannot run now (the database restarting) runs at the next turn; the counts
+      // stay exact meanwhile, only their rows grow.
+      Effect.catchAllCause((cause) => Effect.logDebug("row counts not folded", cause))
+    )
+    yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(FOLD_EVERY), once)))
+  })
+)
