@@ -6,6 +6,7 @@ import type * as Option from "effect/Option"
 import type { Conflict, NotAuthenticated, NotFound } from "../Domain/Errors.js"
 import type { FieldInfo } from "./Fields.js"
 import type { Condition, FindQuery, SortKey } from "./Query.js"
+import { ChangeFeed } from "./ChangeFeed.js"
 
 /** A stored record: column name → core value (string, number, boolean, null, or JSON). */
 export type Row = Record<string, unknown>
@@ -247,3 +248,25 @@ export class OutboxSignal extends Context.Tag("@cmp/core/OutboxSignal")<OutboxSi
 
 /** Tells this process's dispatcher that messages were committed. */
 export const signalOutbox: Effect.Effect<void, never, OutboxSignal> = Effect.flatMap(OutboxSignal, (s) => s.notify)
+
+/** The change feed's topic on which a process rings the others' dispatchers after committing messages. */
+export const OUTBOX_TOPIC = "outbox"
+
+/**
+ * After a write commits: this process's dispatcher looks at once, and those of the other
+ * processes on the store once the ring reaches them (coalesced, `ChangeFeed.ring`).
+ */
+export const signalCommittedOutbox: Effect.Effect<void, never, OutboxSignal | ChangeFeed> = Effect.zipRight(
+  signalOutbox,
+  Effect.flatMap(ChangeFeed, (feed) => feed.ring(OUTBOX_TOPIC))
+)
+
+/**
+ * While its scope is open, what another process rings on the outbox's topic wakes this
+ * process's dispatcher (the `OutboxSignal` given), which otherwise would see the messages only
+ * at its next poll.
+ */
+export const wakeOnOtherOutboxes: Layer.Layer<never, never, ChangeFeed | OutboxSignal> = Layer.scopedDiscard(
+  Effect.flatMap(Effect.context<OutboxSignal>(), (context) =>
+    Effect.flatMap(ChangeFeed, (feed) => feed.listen(OUTBOX_TOPIC, () => Effect.provide(signalOutbox, context))))
+)
