@@ -1,7 +1,6 @@
 import { ChangeFeed, type CommitWork, UnitOfWork } from "@cmp/core"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
@@ -133,10 +132,11 @@ export const make = (hear: Option.Option<Listen["Type"]>) =>
         let sent = 0
         const ping = Effect.suspend(() => send(payload(PING, String(++sent)))).pipe(Effect.ignore)
         const check = Effect.gen(function*() {
-          const started = yield* Clock.currentTimeMillis
+          // The monotonic clock: a clock a host sets (or moves) must not stretch or cut the wait.
+          const started = performance.now()
           // LISTEN runs as the stream starts: the first notifications may go before it.
           while (heard === 0) {
-            if ((yield* Clock.currentTimeMillis) - started > CONNECT_MS) return yield* Effect.fail(new Deaf({ message: "no notification of its own came back" }))
+            if (performance.now() - started > CONNECT_MS) return yield* Effect.fail(new Deaf({ message: "no notification of its own came back" }))
             yield* ping
             yield* Effect.sleep(FIRST_PING_MS)
           }
