@@ -81,12 +81,13 @@ export const layer = (options: PlatformOptions): Layer.Layer<PlatformServices, u
   )
   const dispatcher = options.dispatcher === true ? {} : options.dispatcher || undefined
   // Invitation mail goes wherever webhooks are delivered, with the same lifecycle (see `MailDispatcher`).
+  // A process that delivers is woken by its own commits and by the rings of those that deliver nothing.
   const delivering: Layer.Layer<PlatformServices, unknown> = dispatcher
     ? Layer.merge(ReadinessLive.delivering, wakeOnOtherOutboxes).pipe(
       Layer.provideMerge(Dispatcher.layer({ allowHosts, localAddress: options.webhookLocalAddress, ...dispatcher })),
       Layer.provideMerge(Layer.merge(withEndpoints, MailDispatcher.layer({ workerId: dispatcher.workerId }).pipe(Layer.provide(withEndpoints))))
     )
-    : Layer.mergeAll(withEndpoints, OutboxSignal.None, MailSignal.None, ReadinessLive.layer.pipe(Layer.provide(withEndpoints)))
+    : Layer.mergeAll(withEndpoints, OutboxSignal.ringing.pipe(Layer.provide(withEndpoints)), MailSignal.None, ReadinessLive.layer.pipe(Layer.provide(withEndpoints)))
   const infra = Layer.mergeAll(
     Logger.json,
     Logger.minimumLogLevel(LogLevel.fromLiteral(options.logLevel ?? "Info")),

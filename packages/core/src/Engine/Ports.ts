@@ -237,29 +237,29 @@ export class Hmac extends Context.Tag("@cmp/core/Hmac")<
   }
 >() {}
 
+/** The change feed's topic on which a process that delivers nothing rings the others' dispatchers. */
+export const OUTBOX_TOPIC = "outbox"
+
 /**
  * A write's hooks may have committed outbox messages (webhook events, mail): every committed
- * write rings this, and whatever delivers them in this process looks at once.
+ * write rings this, and whatever delivers them in this process looks at once; a process that
+ * delivers nothing rings the others (`ringing`).
  */
 export class OutboxSignal extends Context.Tag("@cmp/core/OutboxSignal")<OutboxSignal, { readonly notify: Effect.Effect<void> }>() {
-  /** No dispatcher in this process: another process polls the outbox. */
+  /** No dispatcher in this process, nor any to tell: another process polls the outbox. */
   static readonly None = Layer.succeed(OutboxSignal, { notify: Effect.void })
+  /**
+   * No dispatcher in this process: the other processes' are rung through the store's change
+   * feed (coalesced, after the commit), where it carries news, instead of waiting for their poll.
+   */
+  static readonly ringing: Layer.Layer<OutboxSignal, never, ChangeFeed> = Layer.effect(
+    OutboxSignal,
+    Effect.map(ChangeFeed, (feed) => ({ notify: feed.ring(OUTBOX_TOPIC) }))
+  )
 }
 
 /** Tells this process's dispatcher that messages were committed. */
 export const signalOutbox: Effect.Effect<void, never, OutboxSignal> = Effect.flatMap(OutboxSignal, (s) => s.notify)
-
-/** The change feed's topic on which a process rings the others' dispatchers after committing messages. */
-export const OUTBOX_TOPIC = "outbox"
-
-/**
- * After a write commits: this process's dispatcher looks at once, and those of the other
- * processes on the store once the ring reaches them (coalesced, `ChangeFeed.ring`).
- */
-export const signalCommittedOutbox: Effect.Effect<void, never, OutboxSignal | ChangeFeed> = Effect.zipRight(
-  signalOutbox,
-  Effect.flatMap(ChangeFeed, (feed) => feed.ring(OUTBOX_TOPIC))
-)
 
 /**
  * While its scope is open, what another process rings on the outbox's topic wakes this

@@ -2,7 +2,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { nowIso } from "./Clock.js"
-import { Ids, keyOf, type Row, signalCommittedOutbox, UnitOfWork } from "./Ports.js"
+import { Ids, keyOf, type Row, signalOutbox, UnitOfWork } from "./Ports.js"
 import { isEndUser, type Principal, requireOrganization } from "./Principal.js"
 import { type AnyResource, type ResourceDef } from "./Resource.js"
 import { isCarried, type Prepared } from "./Hooks.js"
@@ -31,9 +31,9 @@ const replacedFields = (def: AnyResource): Row => {
   return out
 }
 
-/** After a write's commit: wake the webhook dispatchers, and let the resource drop cached copies. */
+/** After a write's commit: wake the webhook dispatcher, and let the resource drop cached copies. */
 const committed = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, output: Row) =>
-  Effect.zipRight(signalCommittedOutbox, def.hooks.afterCommit ? def.hooks.afterCommit(output) : Effect.void)
+  Effect.zipRight(signalOutbox, def.hooks.afterCommit ? def.hooks.afterCommit(output) : Effect.void)
 
 export const create = <S extends Shape, R, C>(
   def: ResourceDef<S, R, C>,
