@@ -6,8 +6,9 @@
  *
  *   BENCH_SECONDS=10 (load duration per figure), BENCH_CONNECTIONS=50
  *   BENCH_WARMUP=3 (seconds of the same write load each server takes, unmeasured, before its figures)
- *   BENCH_ONLY=events,default,deliveries,latency,get_key,request_log,export,public_events,public_known_events,token_events,verify_log,log_cost
+ *   BENCH_ONLY=events,default,contention,deliveries,latency,get_key,request_log,export,public_events,public_known_events,token_events,verify_log,log_cost
  *     (a subset, e.g. to profile one figure)
+ *   BENCH_CONTENTION_ROUNDS=2 (rounds of one process and of two, in turns, in the `contention` figure: contention.ts)
  *   BENCH_LOG_ROUNDS=5 (rounds of each server, in turns, in the `log_cost` figure)
  *   BENCH_VERIFY_ENTRIES=100000 (consent log entries an organization has when its log is verified)
  *   BENCH_EXPORT_EVENTS=50000 (events of the organization exported in the `export` figure)
@@ -21,6 +22,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as readline from "node:readline"
+import { type Bench, measureContention } from "./contention.js"
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 3)
@@ -29,7 +31,7 @@ const SERVER = "packages/server/dist/main.mjs"
 /** The same server with the consent log's layer left out, built by `buildWithoutLog` for the `log_cost` figure. */
 const SERVER_WITHOUT_LOG = "packages/server/dist.without-log/main.mjs"
 const ONLY = new Set(
-  (process.env.BENCH_ONLY ?? "events,default,deliveries,latency,get_key,request_log,export,public_events,public_known_events,token_events,verify_log,log_cost").split(",")
+  (process.env.BENCH_ONLY ?? "events,default,contention,deliveries,latency,get_key,request_log,export,public_events,public_known_events,token_events,verify_log,log_cost").split(",")
 )
 const LOG_ROUNDS = Number(process.env.BENCH_LOG_ROUNDS ?? 5)
 const VERIFY_ENTRIES = Number(process.env.BENCH_VERIFY_ENTRIES ?? 100_000)
@@ -140,11 +142,11 @@ const postEvents = (
   url: string,
   headers: Record<string, string>,
   body: () => string,
-  options: { overallRate?: number; onCreated?: (id: string) => void; seconds?: number } = {}
+  options: { overallRate?: number; onCreated?: (id: string) => void; seconds?: number; connections?: number } = {}
 ) =>
   autocannon({
     url,
-    connections: options.overallRate ? 10 : CONNECTIONS,
+    connections: options.connections ?? (options.overallRate ? 10 : CONNECTIONS),
     duration: options.seconds ?? SECONDS,
     ...(options.overallRate ? { overallRate: options.overallRate } : {}),
     requests: [{
@@ -430,6 +432,20 @@ const stopChild = (c: Child) => {
   return gone
 }
 
+/** The helpers and settings the figures of other modules take. */
+const harness: Bench = {
+  start: (env) => child(SERVER, env),
+  stop: stopChild,
+  ask,
+  postEvents,
+  cpuMs,
+  line,
+  keep,
+  seconds: SECONDS,
+  warmup: WARMUP,
+  connections: CONNECTIONS
+}
+
 /** An organization with the consents API, webhooks, and a webhook to the receiver: the operator's token, the organization, its key and the key's token. */
 const setUp = async (api: string, receiver: Child) => {
   const op = (await json(`${api}/v1/sessions`, "POST", { type: "api-key", key: "admin", secret: "bench-secret-0123456789" })).access_token as string
@@ -688,6 +704,11 @@ const measureStore = async (store: "sqlite" | "postgres", receiver: Child) => {
   await stopChild(server)
   if (base && baseCpu !== undefined && ONLY.has("default")) {
     serverPeak = Math.max(serverPeak, await measureDefault(store, serverEnv, receiver, { token, org, baseCpu, undelivered }))
+    undelivered = 0
+  }
+  if (store === "postgres" && ONLY.has("contention")) {
+    const { LOG_LEVEL: _quiet, WEBHOOK_DISPATCHER: _split, ...shipped } = serverEnv
+    await measureContention(harness, shipped, receiver, { headers: bearer(token), body: () => consentBody(org.id), undelivered })
     undelivered = 0
   }
 

@@ -35,6 +35,7 @@ import type { DeliveryStats } from "./Webhooks/DeliveryStats.js"
 import type { DeliveryQueue, Endpoints, SubscriberRegistrations } from "./Webhooks/Ports.js"
 import { WebhookTargets } from "./Webhooks/Targets.js"
 import type { OutboxSignal } from "./Engine/Ports.js"
+import type { ChangeFeed } from "./Engine/ChangeFeed.js"
 import type { SecretBox } from "./Engine/Secrets.js"
 
 /**
@@ -71,7 +72,7 @@ export type StorePorts =
   | ProofFiles
   | StoreProbe
   | HostMigrator
-  | HostMigrator
+  | ChangeFeed
 
 /**
  * Every service a use-case of core may need, built once: the store's ports, the host's ports

@@ -6,12 +6,14 @@ import {
   Endpoints,
   EndpointsLive,
   engineServices,
+  forgetOtherWebhookChanges,
   Ids,
   OutboxSignal,
   MailDispatcher,
   MailSignal,
   type PlatformRuntime,
-  type PlatformServices
+  type PlatformServices,
+  wakeOnOtherOutboxes
 } from "@cmp/core"
 import { NodeAdapters, PromMetrics } from "@cmp/platform-node"
 import { Dispatcher } from "@cmp/webhooks"
@@ -72,15 +74,20 @@ export const layer = (options: PlatformOptions): Layer.Layer<PlatformServices, u
     : logged
   // A database made before the consent log gets its existing rows entered once, before anything is served.
   const booted = Layer.effectDiscard(Effect.zipRight(bootstrap(options.admin ?? {}), backfillConsentLog)).pipe(Layer.provideMerge(services))
-  const withEndpoints = Layer.effect(Endpoints, EndpointsLive).pipe(Layer.provideMerge(booted))
+  // Another server's change to a webhook drops this one's copies as its news arrives (PostgreSQL).
+  const withEndpoints = forgetOtherWebhookChanges.pipe(
+    Layer.provideMerge(Layer.effect(Endpoints, EndpointsLive)),
+    Layer.provideMerge(booted)
+  )
   const dispatcher = options.dispatcher === true ? {} : options.dispatcher || undefined
   // Invitation mail goes wherever webhooks are delivered, with the same lifecycle (see `MailDispatcher`).
+  // A process that delivers is woken by its own commits and by the rings of those that deliver nothing.
   const delivering: Layer.Layer<PlatformServices, unknown> = dispatcher
-    ? ReadinessLive.delivering.pipe(
+    ? Layer.merge(ReadinessLive.delivering, wakeOnOtherOutboxes).pipe(
       Layer.provideMerge(Dispatcher.layer({ allowHosts, localAddress: options.webhookLocalAddress, ...dispatcher })),
       Layer.provideMerge(Layer.merge(withEndpoints, MailDispatcher.layer({ workerId: dispatcher.workerId }).pipe(Layer.provide(withEndpoints))))
     )
-    : Layer.mergeAll(withEndpoints, OutboxSignal.None, MailSignal.None, ReadinessLive.layer.pipe(Layer.provide(withEndpoints)))
+    : Layer.mergeAll(withEndpoints, OutboxSignal.ringing.pipe(Layer.provide(withEndpoints)), MailSignal.None, ReadinessLive.layer.pipe(Layer.provide(withEndpoints)))
   const infra = Layer.mergeAll(
     Logger.json,
     Logger.minimumLogLevel(LogLevel.fromLiteral(options.logLevel ?? "Info")),

@@ -1,5 +1,5 @@
 import type { StorePorts } from "@cmp/core"
-import { migrations, SqlStorage } from "@cmp/store-sql"
+import { migrations, SqlChangeFeed, SqlStorage } from "@cmp/store-sql"
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as PgClient from "@effect/sql-pg/PgClient"
@@ -15,6 +15,13 @@ export interface PgStoreOptions {
   readonly url: string
   /** Pool size; 1 for a single-connection server such as PGlite's socket. */
   readonly maxConnections?: number | undefined
+  /**
+   * Hear the other servers' changes (`LISTEN`, on one connection of its own beside the pool,
+   * opened once something listens: the platform does): default true, but false with
+   * `maxConnections: 1`, a server that takes one connection. Without it this server still tells
+   * the others, and sees their changes within its caches' ttl and its dispatcher's poll.
+   */
+  readonly listen?: boolean | undefined
 }
 
 /** Any number, the same in every process: the key of the migration lock. */
@@ -54,11 +61,17 @@ export const clientLayer = (options: PgStoreOptions) =>
 /** The core storage ports on PostgreSQL, migrated on start. */
 export const layer = (
   options: PgStoreOptions
-): Layer.Layer<StorePorts | SqlClient.SqlClient> =>
-  SqlStorage.layer.pipe(
-    Layer.provideMerge(migrate.pipe(Layer.provideMerge(clientLayer(options)))),
+): Layer.Layer<StorePorts | SqlClient.SqlClient> => {
+  const listening = options.listen ?? options.maxConnections !== 1
+  const client = clientLayer(options)
+  const storage = listening
+    ? SqlStorage.layerListening.pipe(Layer.provide(Layer.effect(SqlChangeFeed.Listen, Effect.map(PgClient.PgClient, (pg) => pg.listen))))
+    : SqlStorage.layer
+  return storage.pipe(
+    Layer.provideMerge(migrate.pipe(Layer.provideMerge(client))),
     Layer.orDie
   )
+}
 
 /**
  * PostgreSQL at a URL, as a host hands it to the platform:

@@ -1,4 +1,4 @@
-import type { StorePorts } from "@cmp/core"
+import type { ChangeFeed, StorePorts, UnitOfWork } from "@cmp/core"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import * as Layer from "effect/Layer"
 import * as SqlDeliveryQueue from "./SqlDeliveryQueue.js"
@@ -13,15 +13,32 @@ import * as SqlProofFiles from "./SqlProofFiles.js"
 import * as SqlStoreProbe from "./SqlStoreProbe.js"
 import * as SqlHostMigrator from "./SqlHostMigrator.js"
 import * as RowCounts from "./RowCounts.js"
+import * as SqlChangeFeed from "./SqlChangeFeed.js"
+
+const ports = <R>(feed: Layer.Layer<ChangeFeed, never, R | SqlClient.SqlClient | UnitOfWork>) =>
+  Layer.mergeAll(
+    SqlDeliveryQueue.layer,
+    SqlMailQueue.layer,
+    SqlDeliveryStats.layer,
+    SqlSubscribers.layer,
+    SqlUsage.layer,
+    SqlConsentLog.layer,
+    SqlProofFiles.layer,
+    SqlStoreProbe.layer,
+    SqlHostMigrator.layer,
+    RowCounts.layer,
+    feed
+  ).pipe(Layer.provideMerge(Layer.merge(SqlRepository.layer, SqlUnitOfWork.layer)))
 
 /**
  * The core storage ports over whatever `SqlClient` is provided, one module per port (the
  * repository, the unit of work, the delivery queue and its figures, the mail queue, subscriber registrations, usage,
- * a host's migrations), for SQLite and PostgreSQL. The delivery queue writes its attempts through the repository and its
+ * a host's migrations, the change feed), for SQLite and PostgreSQL. The delivery queue writes its attempts through the repository and its
  * batches through the unit of work, so both are built once and shared. On PostgreSQL the store
- * also folds the row counts its writers leave (`RowCounts`).
+ * also folds the row counts its writers leave (`RowCounts`). Its change feed tells the other
+ * processes of the store (PostgreSQL's NOTIFY) but hears none of them.
  */
-export const layer: Layer.Layer<StorePorts, never, SqlClient.SqlClient> = Layer
-  .mergeAll(SqlDeliveryQueue.layer, SqlMailQueue.layer, SqlDeliveryStats.layer, SqlSubscribers.layer, SqlUsage.layer, SqlConsentLog.layer, SqlProofFiles.layer, SqlStoreProbe.layer, SqlHostMigrator.layer, RowCounts.layer).pipe(
-    Layer.provideMerge(Layer.merge(SqlRepository.layer, SqlUnitOfWork.layer))
-  )
+export const layer: Layer.Layer<StorePorts, never, SqlClient.SqlClient> = ports(SqlChangeFeed.layer)
+
+/** The same ports, the change feed hearing the other processes through the dialect's `Listen`. */
+export const layerListening: Layer.Layer<StorePorts, never, SqlClient.SqlClient | SqlChangeFeed.Listen> = ports(SqlChangeFeed.layerListening)

@@ -10,6 +10,7 @@
 import * as crypto from "node:crypto"
 import {
   AttemptsTable,
+  ChangeFeed,
   type CommitWork,
   ConsentLogStore,
   ProofFiles,
@@ -1064,6 +1065,31 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
           // Outside a transaction, it runs at once.
           yield* uow.beforeCommit(work, "alone")
           assert.deepStrictEqual(runs[runs.length - 1], ["alone"])
+        })))
+
+      it.effect("news announced in a transaction commits with it, whatever it holds; a transaction that fails keeps nothing; outside one, at once", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          const uow = yield* UnitOfWork
+          const feed = yield* ChangeFeed
+          const odd = `it's a \\ back'slash; -- and "quotes" ${"x".repeat(200)}`
+          yield* uow.transaction(Effect.gen(function*() {
+            yield* repo.create(item("told"))
+            yield* feed.announce("contract", odd)
+            yield* feed.announce("contract", odd)
+            yield* feed.announce("other", "plain")
+          }))
+          assert.isTrue(Option.isSome(yield* repo.get("told")))
+          const failed = yield* Effect.exit(uow.transaction(Effect.gen(function*() {
+            yield* repo.create(item("untold"))
+            yield* feed.announce("contract", odd)
+            return yield* Effect.fail("refused")
+          })))
+          assert.deepStrictEqual(failed, Exit.fail("refused"))
+          assert.isTrue(Option.isNone(yield* repo.get("untold")))
+          yield* feed.announce("contract", odd)
+          yield* Effect.forEach(Array.from({ length: 5 }), () => feed.ring("contract"), { discard: true })
+          assert.strictEqual(yield* repo.count([]), 1)
         })))
 
       it.effect("a transaction started inside another one joins it", () =>

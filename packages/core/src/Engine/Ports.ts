@@ -6,6 +6,7 @@ import type * as Option from "effect/Option"
 import type { Conflict, NotAuthenticated, NotFound } from "../Domain/Errors.js"
 import type { FieldInfo } from "./Fields.js"
 import type { Condition, FindQuery, SortKey } from "./Query.js"
+import { ChangeFeed } from "./ChangeFeed.js"
 
 /** A stored record: column name → core value (string, number, boolean, null, or JSON). */
 export type Row = Record<string, unknown>
@@ -236,14 +237,36 @@ export class Hmac extends Context.Tag("@cmp/core/Hmac")<
   }
 >() {}
 
+/** The change feed's topic on which a process that delivers nothing rings the others' dispatchers. */
+export const OUTBOX_TOPIC = "outbox"
+
 /**
  * A write's hooks may have committed outbox messages (webhook events, mail): every committed
- * write rings this, and whatever delivers them in this process looks at once.
+ * write rings this, and whatever delivers them in this process looks at once; a process that
+ * delivers nothing rings the others (`ringing`).
  */
 export class OutboxSignal extends Context.Tag("@cmp/core/OutboxSignal")<OutboxSignal, { readonly notify: Effect.Effect<void> }>() {
-  /** No dispatcher in this process: another process polls the outbox. */
+  /** No dispatcher in this process, nor any to tell: another process polls the outbox. */
   static readonly None = Layer.succeed(OutboxSignal, { notify: Effect.void })
+  /**
+   * No dispatcher in this process: the other processes' are rung through the store's change
+   * feed (coalesced, after the commit), where it carries news, instead of waiting for their poll.
+   */
+  static readonly ringing: Layer.Layer<OutboxSignal, never, ChangeFeed> = Layer.effect(
+    OutboxSignal,
+    Effect.map(ChangeFeed, (feed) => ({ notify: feed.ring(OUTBOX_TOPIC) }))
+  )
 }
 
 /** Tells this process's dispatcher that messages were committed. */
 export const signalOutbox: Effect.Effect<void, never, OutboxSignal> = Effect.flatMap(OutboxSignal, (s) => s.notify)
+
+/**
+ * While its scope is open, what another process rings on the outbox's topic wakes this
+ * process's dispatcher (the `OutboxSignal` given), which otherwise would see the messages only
+ * at its next poll.
+ */
+export const wakeOnOtherOutboxes: Layer.Layer<never, never, ChangeFeed | OutboxSignal> = Layer.scopedDiscard(
+  Effect.flatMap(Effect.context<OutboxSignal>(), (context) =>
+    Effect.flatMap(ChangeFeed, (feed) => feed.listen(OUTBOX_TOPIC, () => Effect.provide(signalOutbox, context))))
+)

@@ -7,6 +7,7 @@ import type { Relations } from "./Relations.js"
 import type { Settings } from "./Settings.js"
 import type { SecretBox } from "./Secrets.js"
 import type { OrganizationLimits } from "./OrganizationLimits.js"
+import type { ChangeFeed } from "./ChangeFeed.js"
 import type { EndUserCredential, Principal } from "./Principal.js"
 
 /** Which of the principal's organizations an id is looked up in, and the rest of the request's query. */
@@ -59,6 +60,7 @@ export type CoreServices =
   | Relations
   | OrganizationLimits
   | OutboxSignal
+  | ChangeFeed
 
 export type AnySchema = Schema.Schema<any, any, never>
 

@@ -1,16 +1,19 @@
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { nowIso } from "../Engine/Clock.js"
+import { ChangeFeed } from "../Engine/ChangeFeed.js"
 import { Storage } from "../Engine/Ports.js"
 import { WebhooksResource } from "./Webhooks.js"
 import { type Endpoint, Endpoints } from "./Ports.js"
 import { SecretBox } from "../Engine/Secrets.js"
 import { WebhookTargets } from "./Targets.js"
+import { announceWebhookChange } from "./Changes.js"
 
 /**
  * The dispatcher reads a webhook (and opens its sealed secrets) for every message; a copy is kept
  * for a second. A change through this process drops it at once (`forgetEndpoint` after the
- * commit); one made through another server process is seen within `ENDPOINT_TTL_MS`.
+ * commit); one made through another server process as soon as its news arrives where the store
+ * carries it (`forgetOtherWebhookChanges`), and within `ENDPOINT_TTL_MS` in any case.
  */
 const ENDPOINT_TTL_MS = 1000
 
@@ -18,6 +21,7 @@ export const EndpointsLive = Effect.gen(function*() {
   const storage = yield* Storage
   const box = yield* SecretBox
   const targets = yield* WebhookTargets
+  const feed = yield* ChangeFeed
   const repo = storage.repository(WebhooksResource.tableDef)
   const kept = new Map<string, { readonly endpoint: Option.Option<Endpoint>; readonly until: number }>()
   const load = (id: string) =>
@@ -64,7 +68,10 @@ export const EndpointsLive = Effect.gen(function*() {
           if (Option.isNone(row) || row.value.enabled === false) return
           const done = yield* repo.patch(id, { enabled: false, updated_at: yield* nowIso }, row.value.version)
             .pipe(Effect.as(true), Effect.catchAll(() => Effect.succeed(false)))
-          if (done) return yield* targets.forget(row.value.organization_id)
+          if (done) {
+            yield* targets.forget(row.value.organization_id)
+            return yield* Effect.provideService(announceWebhookChange(row.value.organization_id, id), ChangeFeed, feed)
+          }
         }
       }).pipe(Effect.ensuring(forget(id)))
   })

@@ -16,7 +16,8 @@ export interface Target {
  * An organization's enabled webhooks, kept in memory for a moment (`KeptValues`): every consent
  * event addresses its messages to them, and reading them each time cost a query per event. A
  * change through this process (a webhook written, a receiver's 410 switching one off) drops the
- * copy after its commit; one made through another server process is seen within `ttlMs`.
+ * copy after its commit; one made through another server process as its news arrives, where the
+ * store carries news (`ChangeFeed`, `forgetOtherWebhookChanges`), and within `ttlMs` in any case.
  */
 export interface WebhookTargetsService {
   readonly read: <E, R>(

@@ -25,6 +25,7 @@ import { toOutput } from "../Engine/Views.js"
 import { Settings } from "../Engine/Settings.js"
 import { Endpoints, forgetEndpoint, SUBSCRIBER_PREFIX, subscriberOf } from "./Ports.js"
 import { forgetTargets, WebhookTargets } from "./Targets.js"
+import { announceWebhookChange } from "./Changes.js"
 import { SecretBox } from "../Engine/Secrets.js"
 import { AttemptsTable, DeliveriesTable, DeliveryIndexes, DeliveryLeaseFields, DeliveryTraceFields } from "./Tables.js"
 import { type DeliveryStatsRecord, DeliveryStats, DeliveryStatsList, type WebhookDeliveryStats } from "./DeliveryStats.js"
@@ -110,6 +111,9 @@ export const WebhooksResource = Webhooks.with<Endpoints | WebhookTargets>({
         if ("url" in input) yield* checkReceiverUrl(after.url, "url", settings.webhookAllowHosts)
         return yield* sealAuth(after, input)
       }),
+    afterCreate: (_p, row) => announceWebhookChange(row.organization_id, row.id),
+    afterUpdate: (_p, _before, after) => announceWebhookChange(after.organization_id, after.id),
+    afterRemove: (_p, removed) => announceWebhookChange(removed.organization_id, removed.id),
     afterCommit: (output) => Effect.zipRight(forgetEndpoint(output.id), forgetTargets(output.organization_id))
   }
 })

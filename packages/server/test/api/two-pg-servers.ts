@@ -8,10 +8,14 @@ import { ADMIN } from "./helpers.js"
  * Two API servers on one fresh PostgreSQL database, started before the describe block's tests
  * and closed after them: what one server changes, the other must honour within its bound.
  */
-export const useTwoPgServers = (overrides: Partial<ServerOptions> = {}): ReadonlyArray<RunningServer> => {
+export const useTwoPgServers = (
+  overrides: Partial<ServerOptions> = {},
+  /** What the first and the second server each get beside `overrides`. */
+  each: readonly [Partial<ServerOptions>, Partial<ServerOptions>] = [{}, {}]
+): ReadonlyArray<RunningServer> => {
   let db: TestDatabase
   const servers: Array<RunningServer> = []
-  const open = () =>
+  const open = (own: Partial<ServerOptions>) =>
     startServer({
       store: PgStore.layer({ url: db.url, maxConnections: db.maxConnections }),
       port: 0,
@@ -20,12 +24,13 @@ export const useTwoPgServers = (overrides: Partial<ServerOptions> = {}): Readonl
       admin: ADMIN,
       dispatcher: false,
       logLevel: (process.env.TEST_LOG_LEVEL as ServerOptions["logLevel"]) ?? "None",
-      ...overrides
+      ...overrides,
+      ...own
     })
   beforeAll(async () => {
     db = await createTestDatabase({ clients: 2 })
-    servers.push(await open())
-    servers.push(await open())
+    servers.push(await open(each[0]))
+    servers.push(await open(each[1]))
   }, 60_000)
   afterAll(async () => {
     for (const s of servers) await s.close()
