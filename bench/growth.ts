@@ -13,16 +13,16 @@
  *
  * One server per size (the empty store's too), all started at once on their copies; each figure
  * is measured on every size in turn, BENCH_GROWTH_ROUNDS rounds in alternating order, so a ratio
- * compares loads a minute or so apart:
- * - the log: 5,000 more events over HTTP (one at a time on SQLite), then
- *   `GET /v1/consents/log/verify`, the CPU per 1,000 entries. Every entry is then one event's,
- *   the seeded ones too (seeded one at a time on SQLite): an entry of several events (a group
- *   commit's) costs more;
- * - ingest: the CPU a consent event costs the server, measured as the `events` figure is;
- * - `GET /v1/consents/users/:id`, of users spread over the store;
- * - a page of 100 consent users, newest first (`$limit=100&$sort[created_at]=-1`), and the first
- *   page by cursor (`$limit=100&$cursor=`);
- * - `GET /v1/webhooks/deliveries/stats?organization_id=`.
+ * compares loads a minute or so apart. In this order, each on the smallest store it can be:
+ * - the reads, once every store has 100 more events (the empty store's page of users):
+ *   `GET /v1/consents/users/:id` of users spread over the store; a page of 100 consent users,
+ *   newest first (`$limit=100&$sort[created_at]=-1`), and the first page by cursor
+ *   (`$limit=100&$cursor=`); `GET /v1/webhooks/deliveries/stats?organization_id=`;
+ * - the log, once every store has 5,000 more events (the empty store's log), sent one at a time
+ *   on SQLite: `GET /v1/consents/log/verify`, the CPU per 1,000 entries. Every entry is then one
+ *   event's, the seeded ones too (seeded one at a time on SQLite): an entry of several events (a
+ *   group commit's) costs more;
+ * - ingest: the CPU a consent event costs, loaded as the `events` figure loads it.
  * A figure is CPU per answer: the server's, and on PostgreSQL its database backends' too (where
  * a read that grows with the store spends its time). A read's is measured over a fixed number of
  * requests (as many as its warm-up load answered in BENCH_SECONDS), every answer waited for: a
@@ -42,7 +42,9 @@ const SEED_VERSION = 1
 const TARGET = 1.2
 /** Rounds of every figure, in turns over the sizes (BENCH_GROWTH_ROUNDS). */
 const ROUNDS = Number(process.env.BENCH_GROWTH_ROUNDS ?? 2)
-/** Events each store gets over HTTP before its log is verified (the empty store's log), one at a time on SQLite. */
+/** Events each store gets over HTTP before its reads: the empty store's page of users. */
+const READ_EVENTS = 100
+/** Events each store has got over HTTP when its log is verified (the empty store's log), one at a time on SQLite. */
 const VERIFY_EVENTS = 5000
 
 export interface GrowthServer {
@@ -449,19 +451,37 @@ const measureAll = async (tools: GrowthTools, store: Store, runs: ReadonlyArray<
     }))
   }
 
-  // The log first, while each of its entries is one event: the seeded ones, and VERIFY_EVENTS
-  // more over HTTP (so the empty store has a log to verify), one at a time on SQLite. The loads
-  // below send 50 at once, whose events share entries there (group commit).
-  for (const r of runs) {
-    const sent = await postEvents(tools, r, { amount: VERIFY_EVENTS, connections: r.database ? tools.connections : 1 })
-    if (sent["2xx"] !== VERIFY_EVENTS) throw new Error(`growth: ${errorsOf(sent)} of the log's own ${VERIFY_EVENTS} events failed`)
+  // Events of new users over HTTP, one at a time on SQLite, so that each is an entry of its own
+  // (the loads of the ingest send 50 at once, whose events share entries there: group commit).
+  const send = async (events: number) => {
+    for (const r of runs) {
+      const sent = await postEvents(tools, r, { amount: events, connections: r.database ? tools.connections : 1 })
+      if (sent["2xx"] !== events) throw new Error(`growth: ${errorsOf(sent)} of ${events} events failed`)
+    }
+    return Promise.all(runs.map(usersNow))
   }
-  const stored = await Promise.all(runs.map(usersNow))
+  const held = (counts: ReadonlyArray<number>, measured: ReadonlyArray<Measured>) =>
+    measured.map((m, i) => ({ ...m, detail: `${m.detail}; ${counts[i]} events held` }))
+
+  // The reads first, the empty store holding a page of users only.
+  const reading = await send(READ_EVENTS)
+  const each = async (figure: string, paths: (r: Run) => () => string) =>
+    report(figure, "ms CPU per request", held(reading, await inTurns((r) => read(tools, r, paths(r)))))
+  await each("get_user", (r) => {
+    const users = r.seed.users.length > 0 ? r.seed.users : r.created
+    let i = 0
+    return () => `/v1/consents/users/${users[i++ % users.length]}`
+  })
+  await each("users_page", () => () => "/v1/consents/users?$limit=100&$sort[created_at]=-1")
+  await each("users_cursor", () => () => "/v1/consents/users?$limit=100&$cursor=")
+  await each("delivery_stats", (r) => () => `/v1/webhooks/deliveries/stats?organization_id=${r.seed.organization_id}`)
+
+  // The log, each of its entries one event's: the seeded ones and those sent here.
+  const verifying = await send(VERIFY_EVENTS - READ_EVENTS)
   // The verify's code is compiled by its first run, a visible share of a small log's figure and
   // none of a large one's: a first verify, unmeasured, where it takes little.
-  for (const [i, r] of runs.entries()) if (stored[i]! <= 100_000) await verifyOnce(tools, r)
-  const verified = await inTurns((r) => verifyLog(tools, r))
-  report("log_verify", "ms CPU per 1,000 entries", verified.map((m, i) => ({ ...m, detail: `${m.detail}; ${stored[i]} events` })))
+  for (const [i, r] of runs.entries()) if (verifying[i]! <= 100_000) await verifyOnce(tools, r)
+  report("log_verify", "ms CPU per 1,000 entries", held(verifying, await inTurns((r) => verifyLog(tools, r))))
 
   // Ingest, as the `events` figure measures it: 50 connections, each event of a new user, after
   // the same load unmeasured for BENCH_WARMUP seconds.
@@ -474,18 +494,5 @@ const measureAll = async (tools: GrowthTools, store: Store, runs: ReadonlyArray<
       detail: `${result.requests.average.toFixed(0)} req/s, p99 ${result.latency.p99} ms, ${errorsOf(result)} errors${inDatabase}`
     }
   })
-  const after = await Promise.all(runs.map(usersNow))
-  report("ingest", "ms CPU per event", ingest.map((m, i) => ({ ...m, detail: `${m.detail}; ${after[i]} events stored after it` })))
-
-  // The reads, on the store as the ingest left it.
-  const each = async (figure: string, paths: (r: Run) => () => string) =>
-    report(figure, "ms CPU per request", await inTurns((r) => read(tools, r, paths(r))))
-  await each("get_user", (r) => {
-    const users = r.seed.users.length > 0 ? r.seed.users : r.created
-    let i = 0
-    return () => `/v1/consents/users/${users[i++ % users.length]}`
-  })
-  await each("users_page", () => () => "/v1/consents/users?$limit=100&$sort[created_at]=-1")
-  await each("users_cursor", () => () => "/v1/consents/users?$limit=100&$cursor=")
-  await each("delivery_stats", (r) => () => `/v1/webhooks/deliveries/stats?organization_id=${r.seed.organization_id}`)
+  report("ingest", "ms CPU per event", held(await Promise.all(runs.map(usersNow)), ingest))
 }
