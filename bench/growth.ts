@@ -349,7 +349,7 @@ const consentEvent = (r: Run) =>
   JSON.stringify({ organization_id: r.seed.organization_id, user: { organization_user_id: `growth-${process.pid}-${sequence++}` }, consents })
 
 /** Consent events of new users, as the `events` figure sends them; the users they made are kept for the keyed reads. */
-const postEvents = (tools: GrowthTools, r: Run, load: { duration: number } | { amount: number; connections: number }) =>
+const postEvents = (tools: GrowthTools, r: Run, load: { duration: number } | { amount: number; connections: number; timeout: number }) =>
   autocannon({
     url: r.url,
     connections: tools.connections,
@@ -455,8 +455,11 @@ const measureAll = async (tools: GrowthTools, store: Store, runs: ReadonlyArray<
   // (the loads of the ingest send 50 at once, whose events share entries there: group commit).
   const send = async (events: number) => {
     for (const r of runs) {
-      const sent = await postEvents(tools, r, { amount: events, connections: r.database ? tools.connections : 1 })
-      if (sent["2xx"] !== events) throw new Error(`growth: ${errorsOf(sent)} of ${events} events failed`)
+      // Every answer waited for: one given up on may have been written all the same.
+      const sent = await postEvents(tools, r, { amount: events, connections: r.database ? 10 : 1, timeout: 600 })
+      if (sent["2xx"] !== events) {
+        throw new Error(`growth: ${errorsOf(sent)} of ${events} events failed: ${JSON.stringify(sent.statusCodeStats)}, ${sent.errors} errors`)
+      }
     }
     return Promise.all(runs.map(usersNow))
   }
