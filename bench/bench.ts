@@ -13,6 +13,10 @@
  *   BENCH_VERIFY_ENTRIES=100000 (consent log entries an organization has when its log is verified)
  *   BENCH_EXPORT_EVENTS=50000 (events of the organization exported in the `export` figure)
  *   BENCH_STORES=sqlite,postgres (PostgreSQL only where DATABASE_URL is set)
+ *   BENCH_ONLY=growth (only when named: the first run seeds stores of up to a million events) and
+ *     BENCH_GROWTH=10000,100000,1000000, BENCH_GROWTH_POSTGRES=100000 (consent events the
+ *     organization holds, each figure a ratio to the empty store's), BENCH_GROWTH_ROUNDS=2,
+ *     BENCH_GROWTH_CACHE=bench/.cache (the seeded SQLite files; see growth.ts)
  */
 import autocannon from "autocannon"
 import { type ChildProcess, spawn } from "node:child_process"
@@ -23,6 +27,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import * as readline from "node:readline"
 import { type Bench, measureContention } from "./contention.js"
+import { type GrowthTools, measureGrowth } from "./growth.js"
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 3)
@@ -426,7 +431,7 @@ const arrived = async (receiver: Child, expected: number, withinMs = 180_000) =>
   return got
 }
 
-const stopChild = (c: Child) => {
+const stopChild = (c: { readonly proc: ChildProcess }) => {
   const gone = new Promise((resolve) => c.proc.once("exit", resolve))
   c.proc.kill(process.env.BENCH_PROFILE ? "SIGTERM" : "SIGKILL")
   return gone
@@ -514,6 +519,25 @@ const measureDefault = async (
   return peak
 }
 
+/** A server's environment, on this SQLite file or, where `databaseUrl` is given, on that PostgreSQL database. */
+const serverEnvOf = (sqlitePath: string, databaseUrl: string | undefined): Record<string, string> => ({
+  PORT: "0",
+  SQLITE_PATH: sqlitePath,
+  DATABASE_URL: databaseUrl ?? "",
+  ALLOW_HTTP: "true",
+  LOG_LEVEL: "Warning",
+  ADMIN_API_KEY: "admin",
+  ADMIN_API_SECRET: "bench-secret-0123456789",
+  WEBHOOK_ALLOW_HOSTS: "127.0.0.1",
+  EXPORTS_ROOT: path.join(dir, "exports"),
+  // Delivery runs in a `pnpm worker` process (started by the `deliveries` figure), the deployment
+  // that scales it.
+  WEBHOOK_DISPATCHER: "false",
+  // Every request of the bench comes from 127.0.0.1 with one public key: limits far above what
+  // it can send, so the figures are the cost of a write, not the limiter's 429s.
+  PUBLIC_RATE_LIMIT: "100000000,100000000"
+})
+
 /** The figures of one store: consent events beside the bare insert, then webhook deliveries. */
 const measureStore = async (store: "sqlite" | "postgres", receiver: Child) => {
   const pgUrl = store === "postgres" ? await pgDatabase(process.env.DATABASE_URL!, `cmp_bench_${process.pid}`) : undefined
@@ -522,22 +546,7 @@ const measureStore = async (store: "sqlite" | "postgres", receiver: Child) => {
     BASELINE_DB: path.join(dir, `baseline-${store}.db`),
     ...(pgBaseline ? { BASELINE_PG: pgBaseline } : {})
   })
-  const serverEnv = {
-    PORT: "0",
-    SQLITE_PATH: path.join(dir, `consent-${store}.db`),
-    ...(pgUrl ? { DATABASE_URL: pgUrl } : { DATABASE_URL: "" }),
-    ALLOW_HTTP: "true",
-    LOG_LEVEL: "Warning",
-    ADMIN_API_KEY: "admin",
-    ADMIN_API_SECRET: "bench-secret-0123456789",
-    WEBHOOK_ALLOW_HOSTS: "127.0.0.1",
-    EXPORTS_ROOT: path.join(dir, "exports"),
-    // Delivery runs in a `pnpm worker` process (started below), the deployment that scales it.
-    WEBHOOK_DISPATCHER: "false",
-    // Every request of the bench comes from 127.0.0.1 with one public key: limits far above what
-    // it can send, so the figures are the cost of a write, not the limiter's 429s.
-    PUBLIC_RATE_LIMIT: "100000000,100000000"
-  }
+  const serverEnv = serverEnvOf(path.join(dir, `consent-${store}.db`), pgUrl)
   const server = await child(SERVER, serverEnv)
   const api = server.first.url as string
   let worker: Child | undefined
@@ -747,9 +756,29 @@ const main = async () => {
   if (ONLY.has("log_cost")) await buildWithoutLog()
   console.log(`# ${os.cpus().length} cores, ${os.cpus()[0]?.model ?? "?"}, Node ${process.version}, ${new Date().toISOString()}`)
   const receiver = await child("bench/receiver.ts", {})
-  if (STORES.has("sqlite")) await measureStore("sqlite", receiver)
-  if (process.env.DATABASE_URL && STORES.has("postgres")) await measureStore("postgres", receiver)
-  else console.log("# PostgreSQL figures: set DATABASE_URL (a server where this role may CREATE DATABASE)")
+  // `growth` has servers of its own, on seeded stores.
+  const ofStore = [...ONLY].some((name) => name !== "growth")
+  const growth: GrowthTools = {
+    root,
+    dir,
+    seconds: SECONDS,
+    warmup: WARMUP,
+    connections: CONNECTIONS,
+    start: (env) => child(SERVER, env),
+    stop: stopChild,
+    serverEnv: serverEnvOf,
+    cpuMs,
+    line,
+    keep
+  }
+  if (STORES.has("sqlite")) {
+    if (ofStore) await measureStore("sqlite", receiver)
+    if (ONLY.has("growth")) await measureGrowth(growth, "sqlite")
+  }
+  if (process.env.DATABASE_URL && STORES.has("postgres")) {
+    if (ofStore) await measureStore("postgres", receiver)
+    if (ONLY.has("growth")) await measureGrowth(growth, "postgres")
+  } else console.log("# PostgreSQL figures: set DATABASE_URL (a server where this role may CREATE DATABASE)")
   printBudget()
 }
 
