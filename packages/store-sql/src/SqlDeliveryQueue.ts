@@ -18,6 +18,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import { drainInBatches } from "./Batches.js"
+import { execute } from "./Execute.js"
 import * as Unavailable from "./Unavailable.js"
 import { decodeRow, decodeValue, dialectOf } from "./SqlValues.js"
 
@@ -66,12 +67,13 @@ export const make = Effect.gen(function*() {
         for (const r of rows) moved.add(r.id)
       } else {
         for (const { completion: { id, now, outcome, workerId } } of batch) {
-          const rows = yield* sql<{ id: unknown }>`UPDATE webhook_deliveries
+          // On the batch's connection: one statement per message, inside the transaction.
+          const rows = yield* execute(sql<{ id: unknown }>`UPDATE webhook_deliveries
             SET status = ${outcome.status}, attempts_count = ${outcome.attempts_count},
                 next_attempt_at = ${outcome.next_attempt_at}, last_status_code = ${outcome.last_status_code},
                 lease_until = NULL, leased_by = NULL, updated_at = ${now}, version = version + 1
             WHERE id = ${id} AND leased_by = ${workerId} AND status = 'delivering'
-            RETURNING id`.pipe(Unavailable.orDie)
+            RETURNING id`).pipe(Unavailable.orDie)
           for (const r of rows) moved.add(r.id)
         }
       }
