@@ -225,7 +225,8 @@ const postgresCopy = async (tools: GrowthTools, base: string, size: number) => {
     seed: JSON.parse(comment!) as Seed,
     cached,
     env: tools.serverEnv("", databaseUrl(base, copy)),
-    database: { base, name: copy },
+    // Its backends' CPU is read from /proc: only where PostgreSQL runs on this machine.
+    database: { base, name: copy, local: ["127.0.0.1", "localhost", "[::1]", ""].includes(new URL(base).hostname) },
     drop: () => withClient(base, (c) => c.query(`DROP DATABASE IF EXISTS "${copy}" WITH (FORCE)`))
   }
 }
@@ -251,7 +252,7 @@ interface Run {
   readonly token: string
   readonly drop: () => Promise<unknown>
   /** The PostgreSQL database the server runs on, whose backends' CPU is counted with the server's. */
-  readonly database: { readonly base: string; readonly name: string } | undefined
+  readonly database: { readonly base: string; readonly name: string; readonly local: boolean } | undefined
   /** Users the loads created, for the keyed reads of the empty store. */
   readonly created: Array<string>
 }
@@ -298,7 +299,7 @@ export const measureGrowth = async (tools: GrowthTools, store: Store) => {
 const snapshot = async (tools: GrowthTools, r: Run) => {
   const server = tools.cpuMs(r.pid)
   const backends = new Map<number, number>()
-  if (r.database) {
+  if (r.database?.local) {
     const { rows } = await withClient(r.database.base, (c) =>
       c.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE datname = $1", [r.database!.name]))
     for (const { pid } of rows) {
@@ -325,7 +326,7 @@ const withCpu = async <A extends { readonly "2xx": number }>(tools: GrowthTools,
   const result = await load()
   const { database, server } = spent(before, await snapshot(tools, r))
   const answers = Math.max(1, result["2xx"])
-  const inDatabase = r.database ? `, ${(database / answers).toFixed(2)} ms of it in PostgreSQL` : ""
+  const inDatabase = r.database?.local ? `, ${(database / answers).toFixed(2)} ms of it in PostgreSQL` : ""
   return { result, cpu: (server + database) / answers, inDatabase }
 }
 
