@@ -8,7 +8,7 @@ import type * as Scope from "effect/Scope"
  * in memory for a moment (an organization's webhooks) or sleeps on (a dispatcher between two
  * polls of the outbox) hears at once what another committed. Only a hint: whatever listens still
  * bounds how long it trusts what it keeps, and still polls, because news can be lost (a dropped
- * connection) and a store may not carry it at all (SQLite: `ChangeFeed.None`).
+ * connection) and a store may not carry it at all (SQLite).
  *
  * A topic is one word (no space); news is short text (the ids of what changed).
  */
