@@ -29,8 +29,8 @@ export const declaredTables: ReadonlyArray<{ readonly label: string; readonly ta
     .map((t) => ({ label: `table ${t.table}`, table: t }))
 ]
 
-/** Tables a store keeps for itself and the core never names. */
-const storeTables = new Set(["effect_sql_migrations"])
+/** Tables a store keeps for itself and the core never names (the migrator's; PostgreSQL's record of consent log verifies running). */
+const storeTables = new Set(["effect_sql_migrations", "consent_log_verify_runs"])
 
 interface Index {
   readonly name: string

@@ -16,6 +16,7 @@ import consentLogAppend from "./0015_consent_log_append.js"
 import proofReportPdfs from "./0016_proof_report_pdfs.js"
 import mailOutbox from "./0017_mail_outbox.js"
 import consentTokenRevocation from "./0018_consent_token_revocation.js"
+import consentLogVerifyRuns from "./0019_consent_log_verify_runs.js"
 
 /**
  * Versioned migrations of both stores: a new change is a new entry, never an edit of an old
@@ -39,5 +40,6 @@ export const migrations = {
   "0015_consent_log_append": consentLogAppend,
   "0016_proof_report_pdfs": proofReportPdfs,
   "0017_mail_outbox": mailOutbox,
-  "0018_consent_token_revocation": consentTokenRevocation
+  "0018_consent_token_revocation": consentTokenRevocation,
+  "0019_consent_log_verify_runs": consentLogVerifyRuns
 }
