@@ -175,6 +175,8 @@ export const logVerifySuite = (name: string, makeLayer: () => Layer.Layer<StoreP
         assert.isAtMost(seen.largest, VERIFY_PAGE)
         assert.isAtLeast(seen.rowBatches, 3)
         assert.isAtLeast(seen.latestPages, 3)
+        // No row is gone: the counts say so, and no row's subject is written to the scratch.
+        assert.strictEqual(seen.present, 0)
         // The same answer again: the scratch of the first verify is gone, nothing of it counts twice.
         assert.deepStrictEqual(yield* scratchTables, [])
         assert.deepStrictEqual((yield* watchedVerify).answer, answer)
@@ -203,8 +205,11 @@ export const logVerifySuite = (name: string, makeLayer: () => Layer.Layer<StoreP
         const id = chains[2]![70]!
         const sql = yield* sqlOf
         yield* sql`DELETE FROM consent_users WHERE organization_id = ${ORG} AND id = ${id}`
-        const { answer } = yield* watchedVerify
+        const { answer, seen } = yield* watchedVerify
         assert.deepStrictEqual(answer.first_invalid, { shard: 2, seq: 71, reason: "row", table: USERS })
+        // Finding which row is gone took every row's subject, a page at a time.
+        assert.strictEqual(seen.present, 80 * 16 - 1)
+        assert.isAtMost(seen.largest, VERIFY_PAGE)
       })), timeout)
 
     it.effect("a row no entry covers: missing, at seq 0 of the chain its rows go to", () =>
