@@ -101,6 +101,12 @@ const peakRssMb = (pid: number) => {
   return m ? Number(m[1]) / 1024 : Number.NaN
 }
 
+/** Resident memory of a process now, in MB. */
+const rssMb = (pid: number) => {
+  const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, "utf8"))
+  return m ? Number(m[1]) / 1024 : Number.NaN
+}
+
 /** CPU time a process has used so far, in ms (user + system, from the kernel's tick counts). */
 const cpuMs = (pid: number) => {
   const fields = fs.readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /, "").split(" ")
@@ -309,16 +315,22 @@ const measureVerify = async (api: string, op: string, server: Child, store: stri
   })
   if (filled.non2xx + filled.errors > 0) throw new Error(`verify_log: ${filled.non2xx + filled.errors} of the writes failed`)
   const before = cpuMs(server.proc.pid!)
+  // What the verify holds shows as the server's resident memory growing while it runs.
+  const rssBefore = rssMb(server.proc.pid!)
+  let rssPeak = rssBefore
+  const sampling = setInterval(() => (rssPeak = Math.max(rssPeak, rssMb(server.proc.pid!))), 20)
   const started = performance.now()
   const answer = await json(`${api}/v1/consents/log/verify?organization_id=${t.id}`, "GET", undefined, t.token)
   const wall = performance.now() - started
+  clearInterval(sampling)
   const cpu = cpuMs(server.proc.pid!) - before
   if (answer.valid !== true) throw new Error(`verify_log: the log is not valid: ${JSON.stringify(answer)}`)
   line(
     `consent_log_verify_${store}`,
     answer.entries / (wall / 1000),
     "entries/s",
-    `${answer.entries} entries covering ${VERIFY_ENTRIES} events and as many users, in ${(wall / 1000).toFixed(1)} s, ${(cpu / 1000).toFixed(1)} s of server CPU`
+    `${answer.entries} entries covering ${VERIFY_ENTRIES} events and as many users, in ${(wall / 1000).toFixed(1)} s, ${(cpu / 1000).toFixed(1)} s of server CPU, ` +
+      `server RSS ${rssBefore.toFixed(0)} MB before, +${(rssPeak - rssBefore).toFixed(0)} MB at most during it`
   )
 }
 

@@ -1,5 +1,5 @@
 import { ConsentLogStore, Storage, Tables, UnitOfWork } from "@cmp/core"
-import { exportRunSuite, resourceServiceSuite } from "@cmp/test-support/engine"
+import { exportRunSuite, logVerifySuite, resourceServiceSuite } from "@cmp/test-support/engine"
 import { SqlStorage } from "@cmp/store-sql"
 import { migrationSuite, schemaSuite } from "@cmp/test-support/schema-contract"
 import { suite } from "@cmp/test-support/store-contract"
@@ -14,8 +14,9 @@ import { createTestDatabase, type TestDatabase } from "@cmp/test-support/databas
 
 /**
  * The shared store contract on PostgreSQL, and core's engine on it (the generic use-cases, hooks,
- * sessions, API usage, export runs): the machine's server through DATABASE_URL (CI), or an
- * in-process PGlite where it is unset (slower: a fresh database per test). Never skipped.
+ * sessions, API usage, export runs, the consent log's verify): the machine's server through
+ * DATABASE_URL (CI), or an in-process PGlite where it is unset (slower: a fresh database per
+ * test). Never skipped.
  */
 let db: TestDatabase
 
@@ -38,6 +39,8 @@ suite(label, fresh)
 resourceServiceSuite(label, fresh)
 
 exportRunSuite(label, fresh)
+
+logVerifySuite(label, fresh)
 
 schemaSuite(label, fresh)
 
@@ -97,5 +100,27 @@ describe("PgStore: the consent log's entries sent with the COMMIT", () => {
       // A quote or a backslash in what is written out as text arrives as it was.
       yield* onCommit(3, `it's a \\ and a ' ; COMMIT; --`)
       assert.deepStrictEqual((yield* log.entries("o1", { shard: 3, limit: 10 })).map((e) => e.changes), [`it's a \\ and a ' ; COMMIT; --`])
+    }).pipe(Effect.provide(fresh())), { timeout: 30_000 })
+})
+
+describe("PgStore: a consent log verify's scratch", () => {
+  it.effect("tables a verify left behind (its process killed) are dropped by a later one once untouched for an hour; a running one's stay", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const [dead, running] = ["0a0a0a0a0a0a0a0a", "0b0b0b0b0b0b0b0b"]
+      for (const [run, age] of [[dead, "2 hours"], [running, "5 minutes"]] as const) {
+        yield* sql`INSERT INTO consent_log_verify_runs (run, alive_at) VALUES (${run}, now() - ${age}::interval)`
+        yield* sql.unsafe(`CREATE UNLOGGED TABLE consent_log_verify_changes_${run} (subject TEXT)`)
+        yield* sql.unsafe(`CREATE UNLOGGED TABLE consent_log_verify_present_${run} (subject TEXT)`)
+      }
+      const log = yield* ConsentLogStore
+      yield* Effect.scoped(Effect.flatMap(log.scratch, (scratch) => scratch.latest(undefined, 10)))
+      const tables = yield* sql<{ tablename: string }>`SELECT tablename FROM pg_tables WHERE tablename LIKE 'consent_log_verify_%' ORDER BY tablename`
+      assert.deepStrictEqual(tables.map((t) => t.tablename), [
+        `consent_log_verify_changes_${running}`,
+        `consent_log_verify_present_${running}`,
+        "consent_log_verify_runs"
+      ])
+      assert.deepStrictEqual((yield* sql<{ run: string }>`SELECT run FROM consent_log_verify_runs`).map((r) => r.run), [running])
     }).pipe(Effect.provide(fresh())), { timeout: 30_000 })
 })

@@ -5,6 +5,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { CommitTail, literal } from "./CommitTail.js"
 import { execute } from "./Execute.js"
+import * as SqlLogScratch from "./SqlLogScratch.js"
 import * as Unavailable from "./Unavailable.js"
 import { dialectOf } from "./SqlValues.js"
 
@@ -162,7 +163,7 @@ export const make = Effect.gen(function*() {
       sql`DELETE FROM consent_log_heads WHERE organization_id = ${organizationId}`
     ], { discard: true })), Unavailable.orDie)
 
-  return ConsentLogStore.of({ append, appendOnCommit, entries, heads, forget })
+  return ConsentLogStore.of({ append, appendOnCommit, entries, heads, scratch: Effect.suspend(() => SqlLogScratch.make(sql, dialect)), forget })
 })
 
 export const layer: Layer.Layer<ConsentLogStore, never, SqlClient.SqlClient> = Layer.effect(ConsentLogStore, make)

@@ -5,3 +5,4 @@
 export * from "./EngineServices.js"
 export { exportRunSuite } from "./ExportRunSuite.js"
 export { resourceServiceSuite } from "./ResourceServiceSuite.js"
+export { logVerifySuite } from "./LogVerifySuite.js"

@@ -45,15 +45,17 @@ export const declaredTables: ReadonlyArray<{ readonly label: string; readonly ta
 ]
 
 /**
- * Tables a store keeps for itself and the core never names: the migrator's record, and the row
- * counts its triggers keep (their exactness is the store contract's row-count suite).
+ * Tables a store keeps for itself and the core never names: the migrator's record, the row
+ * counts its triggers keep (their exactness is the store contract's row-count suite), and
+ * PostgreSQL's record of consent log verifies running.
  */
 const storeTables = new Set([
   "effect_sql_migrations",
   "consent_users_counts",
   "consent_events_counts",
   "consent_proofs_counts",
-  "webhook_deliveries_counts"
+  "webhook_deliveries_counts",
+  "consent_log_verify_runs"
 ])
 
 interface Index {

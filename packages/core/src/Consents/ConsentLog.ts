@@ -3,6 +3,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Scheduler from "effect/Scheduler"
+import type * as Scope from "effect/Scope"
 import { nowIso } from "../Engine/Clock.js"
 import { type CommitWork, type Repository, type Row, Storage, type TableDef, UnitOfWork } from "../Engine/Ports.js"
 import type { Condition } from "../Engine/Query.js"
@@ -92,6 +93,45 @@ export interface LogPosition {
   readonly seq: number
 }
 
+/** What one change of the log says of a row, handed to a verify's scratch in log order. */
+export interface NotedChange {
+  readonly subject: string
+  readonly shard: number
+  readonly seq: number
+  /** The row's digest after the change; null once removed. */
+  readonly digest: string | null
+  readonly kind: string
+  /** Its place among the changes the verify read, from 0 in log order. */
+  readonly order: number
+}
+
+/** What the log last says of a subject, and the order of the change that first named it. */
+export interface LatestChange {
+  readonly subject: string
+  readonly shard: number
+  readonly seq: number
+  readonly digest: string | null
+  readonly kind: string
+  readonly first: number
+}
+
+/**
+ * A verify's scratch: where it leaves what the log says of each subject, so that it holds no
+ * more than a page of the log itself; the store looks subjects up for it. Handed a batch at a
+ * time, read back a batch or a page at a time (pages after a subject, in an order of the store's
+ * own), and gone when its scope closes.
+ */
+export interface LogScratch {
+  /** Changes in log order: a subject's later change replaces what an earlier one said, and keeps the order of its first. */
+  readonly noteChanges: (changes: ReadonlyArray<NotedChange>) => Effect.Effect<void>
+  /** The latest change of each of these subjects that any change named. */
+  readonly latestOf: (subjects: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<LatestChange>>
+  /** Subjects that have a current row. */
+  readonly notePresent: (subjects: ReadonlyArray<string>) => Effect.Effect<void>
+  /** Every subject a change named, with its latest change, and whether it was noted present. */
+  readonly latest: (after: string | undefined, limit: number) => Effect.Effect<ReadonlyArray<LatestChange & { readonly present: boolean }>>
+}
+
 /**
  * Where the log is kept (a store). `append` adds one entry to each chain it names (at most one
  * entry per chain, in the order given, which is the order chains are locked in) and answers their
@@ -117,6 +157,8 @@ export class ConsentLogStore extends Context.Tag("@cmp/core/ConsentLogStore")<
       options: { readonly shard?: number | undefined; readonly after?: LogPosition | undefined; readonly limit: number }
     ) => Effect.Effect<ReadonlyArray<LogEntry>>
     readonly heads: (organizationId: string) => Effect.Effect<ReadonlyArray<LogHead>>
+    /** A verify's scratch, empty, for as long as the scope is open. */
+    readonly scratch: Effect.Effect<LogScratch, never, Scope.Scope>
     /** Drops an organization's log (the organization is removed). */
     readonly forget: (organizationId: string) => Effect.Effect<void>
   }

@@ -6,7 +6,7 @@ import { nowMillis } from "../Engine/Clock.js"
 import { Forbidden, InvalidInput, TooManyRequests } from "../Domain/Errors.js"
 import { Metrics } from "../Engine/Metrics.js"
 import { type LogVerification, LogVerification as LogVerificationSchema } from "../Domain/Proofs.js"
-import { type Storage, type TableDef } from "../Engine/Ports.js"
+import { type Row, type Storage, type TableDef } from "../Engine/Ports.js"
 import { isEndUser, isOperator, organizationsOf, type Principal, requireOrganization } from "../Engine/Principal.js"
 import { eq } from "../Engine/Query.js"
 import { ConsentEventsResource } from "./Events.js"
@@ -21,8 +21,11 @@ import {
   type EntryText,
   headOf,
   LOGGED_TABLES,
+  type LoggedChange,
   linkHash,
   type LogPosition,
+  type LatestChange,
+  type NotedChange,
   SHARDS,
   shardOf,
   subjectOf
@@ -32,23 +35,42 @@ import { Digests } from "./ProofPorts.js"
 /**
  * Verifies an organization's consent log: every chain's links, from its first entry to its head,
  * and that every current row of the logged tables is what its latest entry says (and that no
- * row the log says exists is gone). Reads the log and the rows page by page, keeping only the
- * latest digest of each row named.
+ * row the log says exists is gone). Reads the log page by page and hands each subject's changes
+ * to the store's scratch, then reads the rows page by page and asks the scratch for their
+ * subjects' latest changes: what the verify holds at once is a page, however long the log.
  */
 
-const PAGE = 1000
+/** Entries or rows read at once, and changes or rows handed to the scratch or read back from it at once. */
+export const VERIFY_PAGE = 1000
 
 type Fault = NonNullable<LogVerification["first_invalid"]>
 
-interface Latest {
+/** A current row, as compared with its subject's latest change. */
+interface Current {
+  readonly subject: string
+  readonly digest: string
+  readonly table: string
+  readonly id: string
+  /** The chain its rows go to. */
   readonly shard: number
-  readonly seq: number
-  readonly digest: string | null
-  readonly kind: string
-  seen: boolean
+  /** Its place among the rows read, from 0. */
+  readonly order: number
 }
 
-const before = (a: Fault, b: Fault) => a.shard < b.shard || (a.shard === b.shard && a.seq < b.seq)
+/**
+ * Faults are ranked by (shard, seq), then by when a verify reading everything in turn would have
+ * met them: a chain's links and heads first, then the rows (table by table, in id order), then
+ * the rows the log says exist and that are gone (in the order the log first named them).
+ */
+const LINKS = 0
+const ROWS = 1
+const GONE = 2
+type Rank = readonly [shard: number, seq: number, stage: number, order: number]
+
+const before = (a: Rank, b: Rank) => {
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return a[i]! < b[i]!
+  return false
+}
 
 /** The tables whose rows the log covers, as the store declares them. */
 export const loggedTables: ReadonlyArray<TableDef> = [ConsentEventsResource.tableDef, ConsentUsersResource.tableDef, ProofsResource.tableDef]
@@ -56,22 +78,44 @@ export const loggedTables: ReadonlyArray<TableDef> = [ConsentEventsResource.tabl
 /** The table an entry's kind names. */
 const tableOfKind = (kind: string) => Object.keys(LOGGED_TABLES).find((table) => LOGGED_TABLES[table]!.kind === kind) ?? kind
 
+/** An entry's changes as the scratch notes them, or undefined when its text is not a list of changes. */
+const changesOf = (text: string): ReadonlyArray<LoggedChange> | undefined => {
+  let parsed: EntryText | undefined
+  try {
+    parsed = JSON.parse(text) as EntryText
+  } catch {
+    return undefined
+  }
+  if (typeof parsed !== "object" || parsed === null || !Array.isArray(parsed.changes)) return undefined
+  return parsed.changes.every((c) => typeof c === "object" && c !== null) ? parsed.changes : undefined
+}
+
 export const verifyLog = (organizationId: string): Effect.Effect<LogVerification, never, Storage | ConsentLogStore | Digests> =>
-  Effect.gen(function*() {
+  Effect.scoped(Effect.gen(function*() {
     const store = yield* ConsentLogStore
     const digests = yield* Digests
     const sha256 = (s: string) => digests.sha256(s)
     const link = linkHash(sha256)
-    let first: Fault | undefined
-    const fault = (f: Fault) => {
-      if (first === undefined || before(f, first)) first = f
+    const scratch = yield* store.scratch
+    let first: { fault: Fault; rank: Rank } | undefined
+    let met = 0
+    const fault = (f: Fault, stage = LINKS, order = met++) => {
+      const rank: Rank = [f.shard, f.seq, stage, order]
+      if (first === undefined || before(rank, first.rank)) first = { fault: f, rank }
     }
-    const latest = new Map<string, Latest>()
+
     const last: Array<{ seq: number; hash: string }> = Array.from({ length: SHARDS }, () => ({ seq: 0, hash: "" }))
     let entries = 0
+    let mentions = 0
+    let noted: Array<NotedChange> = []
+    const noteChanges = Effect.suspend(() => {
+      const batch = noted
+      noted = []
+      return batch.length === 0 ? Effect.void : scratch.noteChanges(batch)
+    })
     let after: LogPosition | undefined
     for (;;) {
-      const page = yield* store.entries(organizationId, { after, limit: PAGE })
+      const page = yield* store.entries(organizationId, { after, limit: VERIFY_PAGE })
       for (const e of page) {
         entries++
         const chain = last[e.shard]
@@ -86,25 +130,24 @@ export const verifyLog = (organizationId: string): Effect.Effect<LogVerification
         }
         chain.seq = e.seq
         chain.hash = e.hash
-        let text: EntryText | undefined
-        try {
-          text = JSON.parse(e.changes) as EntryText
-        } catch {
-          text = undefined
-        }
-        if (text === undefined || !Array.isArray(text.changes)) {
+        const changes = changesOf(e.changes)
+        if (changes === undefined) {
           fault({ shard: e.shard, seq: e.seq, reason: "link" })
           continue
         }
-        for (const c of text.changes) {
-          latest.set(c.s, { shard: e.shard, seq: e.seq, digest: c.d, kind: c.k, seen: false })
+        for (const c of changes) {
+          // A digest that is not one (an entry written by hand) matches no row, and says the row exists.
+          const digest = c.d === null ? null : typeof c.d === "string" ? c.d : ""
+          noted.push({ subject: String(c.s), shard: e.shard, seq: e.seq, digest, kind: String(c.k), order: mentions++ })
+          if (noted.length >= VERIFY_PAGE) yield* noteChanges
         }
       }
-      if (page.length < PAGE) break
+      if (page.length < VERIFY_PAGE) break
       const end = page[page.length - 1]!
       after = { shard: end.shard, seq: end.seq }
       yield* betweenPages
     }
+    yield* noteChanges
 
     // Each chain's head must be its last entry: a removed last entry shows here.
     const heads = yield* store.heads(organizationId)
@@ -113,32 +156,93 @@ export const verifyLog = (organizationId: string): Effect.Effect<LogVerification
       if (chain === undefined || chain.seq !== h.seq || chain.hash !== h.hash) fault({ shard: h.shard, seq: h.seq, reason: "head" })
     }
 
-    for (const table of loggedTables) {
-      yield* eachRow(table, [eq("organization_id", organizationId)], (row) =>
-        Effect.sync(() => {
+    // Every row against its subject's latest change, a page of rows at a time.
+    const visit = (f: (table: TableDef, row: Row, id: string, subject: string) => Effect.Effect<void>) =>
+      Effect.forEach(loggedTables, (table) =>
+        eachRow(table, [eq("organization_id", organizationId)], (row) => {
           const id = String(row.id)
-          const entry = latest.get(subjectOf(sha256, table.table, organizationId, id))
-          if (entry === undefined) {
-            fault({ shard: shardOf(LOGGED_TABLES[table.table]!.chainOf(row)), seq: 0, reason: "missing", table: table.table, id })
-            return
+          return f(table, row, id, subjectOf(sha256, table.table, organizationId, id))
+        }), { discard: true })
+    let pending: Array<Current> = []
+    let visited = 0
+    // Rows whose latest change says they exist, each counted once (a table read in id order has
+    // any second row of an id next to the first).
+    let matched = 0
+    let previous: { table: string; id: string } | undefined
+    const compare = Effect.suspend(() => {
+      const batch = pending
+      pending = []
+      if (batch.length === 0) return Effect.void
+      return Effect.map(scratch.latestOf(batch.map((r) => r.subject)), (found) => {
+        const latest = new Map(found.map((l) => [l.subject, l]))
+        for (const r of batch) {
+          const l = latest.get(r.subject)
+          if (l === undefined) {
+            fault({ shard: r.shard, seq: 0, reason: "missing", table: r.table, id: r.id }, ROWS, r.order)
+            continue
           }
-          entry.seen = true
-          if (entry.digest !== rowDigest(digests, row)) fault({ shard: entry.shard, seq: entry.seq, reason: "row", table: table.table, id })
+          if (l.digest !== r.digest) fault({ shard: l.shard, seq: l.seq, reason: "row", table: r.table, id: r.id }, ROWS, r.order)
+          if (l.digest !== null && !(previous?.table === r.table && previous.id === r.id)) matched++
+          previous = { table: r.table, id: r.id }
+        }
+      })
+    })
+    yield* visit((table, row, id, subject) =>
+      Effect.suspend(() => {
+        pending.push({
+          subject,
+          digest: rowDigest(digests, row),
+          table: table.table,
+          id,
+          shard: shardOf(LOGGED_TABLES[table.table]!.chainOf(row)),
+          order: visited++
+        })
+        return pending.length >= VERIFY_PAGE ? compare : Effect.void
+      }))
+    yield* compare
+
+    // A row the log says exists but the table no longer holds was removed behind the log's back:
+    // then fewer rows matched than the log has subjects it says exist.
+    const eachLatest = (f: (l: LatestChange & { readonly present: boolean }) => void) =>
+      Effect.gen(function*() {
+        let after: string | undefined
+        for (;;) {
+          const page = yield* scratch.latest(after, VERIFY_PAGE)
+          for (const l of page) f(l)
+          if (page.length < VERIFY_PAGE) return
+          after = page[page.length - 1]!.subject
+          yield* betweenPages
+        }
+      })
+    let existing = 0
+    yield* eachLatest((l) => {
+      if (l.digest !== null) existing++
+    })
+    if (existing > matched) {
+      // Which ones: every row's subject noted, then every subject the log says exists and no row has.
+      let present: Array<string> = []
+      const notePresent = Effect.suspend(() => {
+        const batch = present
+        present = []
+        return batch.length === 0 ? Effect.void : scratch.notePresent(batch)
+      })
+      yield* visit((_table, _row, _id, subject) =>
+        Effect.suspend(() => {
+          present.push(subject)
+          return present.length >= VERIFY_PAGE ? notePresent : Effect.void
         }))
-    }
-    // A row the log says exists but the table no longer holds was removed behind the log's back.
-    for (const entry of latest.values()) {
-      if (!entry.seen && entry.digest !== null) {
-        fault({ shard: entry.shard, seq: entry.seq, reason: "row", table: tableOfKind(entry.kind) })
-      }
+      yield* notePresent
+      yield* eachLatest((l) => {
+        if (l.digest !== null && !l.present) fault({ shard: l.shard, seq: l.seq, reason: "row", table: tableOfKind(l.kind) }, GONE, l.first)
+      })
     }
     return {
       entries,
       valid: first === undefined,
       head: headOf(sha256, heads),
-      first_invalid: first ?? null
+      first_invalid: first?.fault ?? null
     }
-  })
+  }))
 
 /**
  * The organizations whose log this process is verifying, and since when: a verify reads the

@@ -17,6 +17,7 @@ import proofReportPdfs from "./0016_proof_report_pdfs.js"
 import mailOutbox from "./0017_mail_outbox.js"
 import consentTokenRevocation from "./0018_consent_token_revocation.js"
 import rowCounts from "./0019_row_counts.js"
+import consentLogVerifyRuns from "./0020_consent_log_verify_runs.js"
 
 /**
  * Versioned migrations of both stores: a new change is a new entry, never an edit of an old
@@ -41,5 +42,6 @@ export const migrations = {
   "0016_proof_report_pdfs": proofReportPdfs,
   "0017_mail_outbox": mailOutbox,
   "0018_consent_token_revocation": consentTokenRevocation,
-  "0019_row_counts": rowCounts
+  "0019_row_counts": rowCounts,
+  "0020_consent_log_verify_runs": consentLogVerifyRuns
 }
