@@ -14,7 +14,7 @@ import type { Dialect } from "./SqlValues.js"
  * - SQLite: `TEMP` tables, on the temporary file SQLite keeps beside the connection (never in
  *   the database, nor its WAL), given back to the disk when dropped. Each write is a transaction
  *   of its own, so it never lands in another fiber's.
- * - PostgreSQL: `UNLOGGED` tables (no WAL), since a temporary table lives in one session and
+ * - PostgreSQL: `UNLOGGED` tables (no WAL), since a temporary table lives on one connection and
  *   the verify's statements go to any connection of the pool. A batch travels as one array a
  *   column (`unnest`): as a thousand rows of six parameters, it took more than twice as long.
  *   A verify that ends without dropping them (its process killed) leaves them named in
