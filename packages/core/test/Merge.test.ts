@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest"
 import { emptyState, mergeAll, mergeEvent, sameConsents } from "../src/Consents/Merge.js"
 import type { ConsentPurpose, ConsentState, EventConsents } from "../src/Domain/Consent.js"
 
-type Ev = { id: string; created_at: string; consents: EventConsents }
+type Ev = { id: string; created_at: string; consents: EventConsents; gpc?: boolean; gpc_override?: boolean }
 
 const at = (minute: number) => `2026-01-01T10:${String(minute).padStart(2, "0")}:00.000Z`
 const ev = (id: string, minute: number, consents: EventConsents): Ev => ({ id, created_at: at(minute), consents })
@@ -240,8 +240,10 @@ const eventsArb: fc.Arbitrary<Array<Ev>> = fc.uniqueArray(
   fc.record({
     id: fc.string({ minLength: 1, maxLength: 3 }),
     created_at: fc.integer({ min: 0, max: 5 }).map(at),
-    consents: consentsArb
-  }),
+    consents: consentsArb,
+    gpc: fc.boolean(),
+    gpc_override: fc.boolean()
+  }, { requiredKeys: ["id", "created_at", "consents"] }),
   { selector: (e) => e.id, maxLength: 8 }
 )
 
@@ -321,6 +323,19 @@ describe("mergeAll properties", () => {
         const state = mergeAll(events)
         expect(state.tcfcs).toBe(tcfcs)
         expect(state.updated_at).toBe(sorted.at(-1)?.created_at)
+      })
+    )
+  })
+
+  it("a GPC signal holds from an event that had it until a later event overrides it", () => {
+    fc.assert(
+      fc.property(eventsArb, (events) => {
+        let holds = false
+        for (const e of referenceSort(events)) holds = e.gpc_override === true ? false : holds || e.gpc === true
+        const state = mergeAll(events)
+        expect(state.gpc === true).toBe(holds)
+        // Kept only while it holds.
+        expect("gpc" in state).toBe(holds)
       })
     )
   })

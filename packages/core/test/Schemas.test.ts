@@ -437,9 +437,15 @@ describe("Consent events", () => {
       consents,
       proofs_id: ["p1"],
       notice_text_content_id: "c1",
+      gpc: true,
+      gpc_conflict: true,
       ...audit
     })
     ok(Consent.ConsentEventCreate, create)
+    ok(Consent.ConsentEventCreate, { ...create, gpc: true, gpc_override: true })
+    expect(bad(Consent.ConsentEventCreate, { ...create, gpc_conflict: true })).toContain("gpc_conflict")
+    expect(bad(Consent.ConsentEvent, { ...create, id: "e1", status: "confirmed", regulation: "gdpr", proofs_id: [], gpc: true, gpc_conflict: false, ...audit }))
+      .toContain("gpc_conflict")
     ok(Consent.ConsentEventCreate, {
       ...create,
       id: "client-id",
@@ -497,6 +503,7 @@ describe("Consent users", () => {
     country: "DE",
     regulation: "gdpr",
     consents,
+    gpc: false,
     ...audit
   }
 

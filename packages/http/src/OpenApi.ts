@@ -13,7 +13,7 @@ import * as JSONSchema from "effect/JSONSchema"
 import * as Schema from "effect/Schema"
 import { pluralOf, withArticle } from "./NounPhrases.js"
 import { examplesOf } from "./OpenApiExamples.js"
-import { queryParameters, viewParameters } from "./OpenApiQuery.js"
+import { headerParameters, queryParameters, viewParameters } from "./OpenApiQuery.js"
 
 /**
  * The OpenAPI document, generated from the same resource declarations that register the
@@ -214,7 +214,7 @@ export const openApiDocument = (
         tags,
         operationId: `${def.path}.create`,
         summary: `Create ${withArticle(def.name)}`,
-        ...(def.viewParams ? { parameters: viewParameters(def) } : {}),
+        ...(def.viewParams || def.headerFields ? { parameters: [...(def.viewParams ? viewParameters(def) : []), ...headerParameters(def)] } : {}),
         requestBody: { required: true, content: json(`${name}Create`) },
         responses: { "201": { description: "Created", content: createdContent(def, name) }, ...errorResponses(400, 409, 413, 415), ...common },
         security: securityOf(def, "create")

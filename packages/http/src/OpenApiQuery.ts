@@ -31,6 +31,16 @@ export const viewParameters = (def: ServedResource) =>
     schema: { type: "string" }
   }))
 
+/** Headers that set a field of a create body (`Sec-GPC`). */
+export const headerParameters = (def: ServedResource) =>
+  (def.headerFields ?? []).map((f) => ({
+    name: f.header,
+    in: "header",
+    required: false,
+    description: f.description,
+    schema: { type: "string", enum: [f.when] }
+  }))
+
 /**
  * The parameters of a find over `def`. `others` are the names of parameters the operation
  * declares itself (a find that reads `organization_id` apart): they are not filters.

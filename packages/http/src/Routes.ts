@@ -220,6 +220,17 @@ export const methodsOf = (def: ServedResource, withId: boolean): Array<string> =
   return out
 }
 
+/** A create body with the fields its request's headers set (`Sec-GPC: 1` sets `gpc`). */
+const withHeaderFields = (def: ServedResource, c: Context): unknown => {
+  const fields = def.headerFields
+  if (fields === undefined || typeof c.body !== "object" || c.body === null || Array.isArray(c.body)) return c.body
+  let body = c.body as Readonly<Record<string, unknown>>
+  for (const f of fields) {
+    if (header(c.request.headers, f.header.toLowerCase())?.trim() === f.when) body = { ...body, [f.field]: f.value }
+  }
+  return body
+}
+
 /** The generic method of a resource, or undefined when the resource does not have it. */
 export const resourceRoute = (def: ServedResource, method: string, id: string | undefined): BearerRoute | undefined => {
   const m = operationsOf(def)
@@ -243,7 +254,7 @@ export const resourceRoute = (def: ServedResource, method: string, id: string | 
       return r("GET", (c, p) => withQuery(c, (q) => ResourceService.findAsRequested(def, p, q)))
     }
     if (method === "POST" && m.includes("create")) {
-      return r("POST", (c, p) => withQuery(c, (query) => ResourceService.create(def, p, c.body, { query })), 201)
+      return r("POST", (c, p) => withQuery(c, (query) => ResourceService.create(def, p, withHeaderFields(def, c), { query })), 201)
     }
     return undefined
   }

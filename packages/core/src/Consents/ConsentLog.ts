@@ -26,8 +26,19 @@ import { Digests, ProofFiles } from "./ProofPorts.js"
 export const SHARDS = 16
 
 /** The tables whose rows the log covers, the kind an entry names them by, and the id whose chain they go to. */
-export const LOGGED_TABLES: Readonly<Record<string, { readonly kind: "event" | "user" | "proof"; readonly chainOf: (row: Row) => string }>> = {
-  consent_events: { kind: "event", chainOf: (row) => String(row.user_id) },
+export interface LoggedTable {
+  readonly kind: "event" | "user" | "proof"
+  readonly chainOf: (row: Row) => string
+  /**
+   * Columns added after rows were logged, with the value every row had before: a row holding
+   * that value digests without the column, so a migration that adds one leaves the digests of
+   * the rows already logged true (a verify would otherwise find every older row rewritten).
+   */
+  readonly addedLater?: Readonly<Record<string, unknown>>
+}
+
+export const LOGGED_TABLES: Readonly<Record<string, LoggedTable>> = {
+  consent_events: { kind: "event", chainOf: (row) => String(row.user_id), addedLater: { gpc: false, gpc_conflict: null, gpc_override: null } },
   consent_users: { kind: "user", chainOf: (row) => String(row.id) },
   // A proof sent with a user's event is that user's (erased with it); one made alone, its own.
   consent_proofs: { kind: "proof", chainOf: (row) => String(row.user_id ?? row.id) }
@@ -196,7 +207,18 @@ export interface EntryText {
 }
 
 /** The digest a change records of a row: SHA-256 of its canonical JSON, as the store returned it. */
-export const rowDigest = (digests: Context.Tag.Service<typeof Digests>, row: Row): string => digests.sha256(digests.canonicalJson(row))
+export const rowDigest = (digests: Context.Tag.Service<typeof Digests>, table: string, row: Row): string => {
+  const later = LOGGED_TABLES[table]?.addedLater
+  if (later === undefined) return digests.sha256(digests.canonicalJson(row))
+  let digested: Row | undefined
+  for (const column in later) {
+    if (Object.hasOwn(row, column) && row[column] === later[column]) {
+      digested ??= { ...row }
+      delete (digested as Record<string, unknown>)[column]
+    }
+  }
+  return digests.sha256(digests.canonicalJson(digested ?? row))
+}
 
 /** What an entry says of one write of a row of a logged table, and the chain it goes to. */
 export const changeOf = (digests: Context.Tag.Service<typeof Digests>, table: string, a: LoggedChange["a"], row: Row) => {
@@ -207,7 +229,7 @@ export const changeOf = (digests: Context.Tag.Service<typeof Digests>, table: st
     shard: shardOf(spec.chainOf(row)),
     change: {
       a,
-      d: a === "remove" ? null : rowDigest(digests, row),
+      d: a === "remove" ? null : rowDigest(digests, table, row),
       k: spec.kind,
       s: subjectOf(digests.sha256, table, organizationId, String(row.id))
     } satisfies LoggedChange

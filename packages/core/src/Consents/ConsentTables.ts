@@ -30,7 +30,7 @@ export const DEFAULT_REGULATION = "gdpr"
 export type UserConsentsValue = Record<string, ConsentState>
 
 /** Where `regulation` and `consents` of a user come from: the view, not a column. */
-const userView = ["regulation", "consents"] as const
+const userView = ["regulation", "consents", "gpc"] as const
 
 /** A written event counts as ingested; one through the public key is a public write, by how it ended. */
 const eventWritten: OperationMetric = (metrics, { principal, status }) =>
@@ -70,10 +70,28 @@ export const Events = declareResource({
   countsApiRequests: false,
   metrics: { create: eventWritten },
   cursorPaging: true,
-  privateFields: { user_id: field.string, organization_user_id: field.optionalString },
+  // `gpc_override` is input only, kept so that a merge from scratch knows where a signal ended.
+  privateFields: { user_id: field.string, organization_user_id: field.optionalString, gpc_override: field.optionalBoolean },
   queryable: ["user_id", "organization_user_id"],
   references: [{ field: "user_id", table: "consent_users", onDelete: "cascade" }],
-  defaults: { status: "confirmed", regulation: DEFAULT_REGULATION, metadata: null, delegate: null, proofs_id: [], notice_text_content_id: null },
+  defaults: {
+    status: "confirmed",
+    regulation: DEFAULT_REGULATION,
+    metadata: null,
+    delegate: null,
+    proofs_id: [],
+    notice_text_content_id: null,
+    gpc: false,
+    gpc_conflict: null,
+    gpc_override: null
+  },
+  headerFields: [{
+    header: "Sec-GPC",
+    when: "1",
+    field: "gpc",
+    value: true,
+    description: "`1`: the browser's Global Privacy Control signal, which sets the event's `gpc` whatever the body says"
+  }],
   // Proofs may travel inline, as data URIs.
   bodyLimit: FILE_BODY_LIMIT
 })

@@ -59,7 +59,9 @@ export const ConsentEventsResource = Events.with<SubscriberRegistrations | Webho
             user: eventUser,
             user_id: user.id,
             organization_user_id: user.organization_user_id,
-            proofs_id: proofsId
+            proofs_id: proofsId,
+            gpc: row.gpc === true,
+            gpc_override: input.gpc_override === true ? true : null
           },
           // The user as this transaction found or made it, so afterCreate need not read it again.
           carry: { user, createdUser: created !== undefined }

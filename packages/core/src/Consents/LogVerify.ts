@@ -191,7 +191,7 @@ export const verifyLog = (organizationId: string): Effect.Effect<LogVerification
       Effect.suspend(() => {
         pending.push({
           subject,
-          digest: rowDigest(digests, row),
+          digest: rowDigest(digests, table.table, row),
           table: table.table,
           id,
           shard: shardOf(LOGGED_TABLES[table.table]!.chainOf(row)),

@@ -17,10 +17,18 @@ import type { ConsentPurpose, ConsentState, ConsentVendors, EventConsents } from
  *   Each output list holds an id once; ids that stay keep their position and ids that join a
  *   list are appended in event order. Empty lists are omitted.
  * - `tcfcs`: the event's value when it has one (any string, even empty), else the previous.
+ * - `gpc`: a Global Privacy Control signal holds from the first event that had it until an event
+ *   with `gpc_override` (the person chose after being shown it); a later event from a device
+ *   without the signal does not end it. Kept only while it holds.
  * - `updated_at`: the `created_at` of the event merged last.
  */
 
-type MergeableEvent = { readonly consents: EventConsents; readonly created_at: string }
+type MergeableEvent = {
+  readonly consents: EventConsents
+  readonly created_at: string
+  readonly gpc?: boolean | null | undefined
+  readonly gpc_override?: boolean | null | undefined
+}
 
 export const emptyState: ConsentState = { purposes: [], vendors: {} }
 
@@ -87,11 +95,12 @@ const mergeVendors = (previous: ConsentVendors, incoming: ConsentVendors | undef
 /** Applies one confirmed event on top of `state`. */
 export const mergeEvent = (state: ConsentState, event: MergeableEvent): ConsentState => {
   const tcfcs = event.consents.tcfcs !== undefined ? event.consents.tcfcs : state.tcfcs
-  const out: { purposes: Array<ConsentPurpose>; vendors: ConsentVendors; tcfcs?: string; updated_at?: string } = {
+  const out: { purposes: Array<ConsentPurpose>; vendors: ConsentVendors; tcfcs?: string; gpc?: boolean; updated_at?: string } = {
     purposes: mergePurposes(state.purposes, event.consents.purposes),
     vendors: mergeVendors(state.vendors, event.consents.vendors)
   }
   if (tcfcs !== undefined) out.tcfcs = tcfcs
+  if (event.gpc_override !== true && (state.gpc === true || event.gpc === true)) out.gpc = true
   out.updated_at = event.created_at
   return out
 }
@@ -122,7 +131,7 @@ const compareEvents = (
 
 /** The effective status from a set of (already filtered) events, in any input order. */
 export const mergeAll = (
-  events: ReadonlyArray<{ readonly consents: EventConsents; readonly created_at: string; readonly id: string }>
+  events: ReadonlyArray<MergeableEvent & { readonly id: string }>
 ): ConsentState => [...events].sort(compareEvents).reduce<ConsentState>(mergeEvent, emptyState)
 
 // ---------------------------------------------------------------- comparison
@@ -154,12 +163,12 @@ const sameIdSet = (a: ReadonlyArray<string> | undefined, b: ReadonlyArray<string
 /**
  * Whether two states express the same choices: purposes as a set keyed by id (order ignored;
  * a repeated id counts by its last entry, as in the merge), each vendor list as a set (a
- * missing list is an empty one), `tcfcs`. `updated_at` is ignored; `undefined` is `emptyState`.
+ * missing list is an empty one), `tcfcs`, `gpc`. `updated_at` is ignored; `undefined` is `emptyState`.
  */
 export const sameConsents = (a: ConsentState | undefined, b: ConsentState | undefined): boolean => {
   const x = a ?? emptyState
   const y = b ?? emptyState
-  if (x.tcfcs !== y.tcfcs) return false
+  if (x.tcfcs !== y.tcfcs || (x.gpc === true) !== (y.gpc === true)) return false
   const px = new Map(x.purposes.map((p) => [p.id, p] as const))
   const py = new Map(y.purposes.map((p) => [p.id, p] as const))
   if (px.size !== py.size) return false

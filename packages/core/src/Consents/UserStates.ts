@@ -27,8 +27,10 @@ const stateOf = (states: UserConsentStates, regulation: string): ConsentState | 
   Object.hasOwn(states, regulation) ? states[regulation] : undefined
 
 /** A user as clients see it: its effective status for one regulation. */
-export const userOut = (row: UserRow, regulation: string = DEFAULT_REGULATION) =>
-  toOutput(Users, row, { regulation, consents: consentsView(stateOf(row.consent_states, regulation)) })
+export const userOut = (row: UserRow, regulation: string = DEFAULT_REGULATION) => {
+  const state = stateOf(row.consent_states, regulation)
+  return toOutput(Users, row, { regulation, consents: consentsView(state), gpc: state?.gpc === true })
+}
 
 /** The regulations a user has a status for (`gdpr` when none): what a change of the user concerns. */
 export const regulationsOf = (row: UserRow): ReadonlyArray<string> => {
@@ -40,7 +42,7 @@ export const regulationsOf = (row: UserRow): ReadonlyArray<string> => {
 export const recompute = (user: UserRow, regulation: string) =>
   Effect.gen(function*() {
     const repo = yield* events()
-    const all: Array<{ consents: EventConsents; created_at: string; id: string }> = []
+    const all: Array<Parameters<typeof mergeAll>[0][number]> = []
     for (let skip = 0;; skip += 1000) {
       const page = yield* repo.find({
         count: false,
@@ -55,7 +57,7 @@ export const recompute = (user: UserRow, regulation: string) =>
         skip
       })
       for (const e of page.data) {
-        all.push({ consents: e.consents, created_at: e.created_at, id: e.id })
+        all.push({ consents: e.consents, created_at: e.created_at, id: e.id, gpc: e.gpc, gpc_override: e.gpc_override })
       }
       if (page.data.length < 1000) break
     }
@@ -74,7 +76,7 @@ export const withState = (states: UserConsentStates, regulation: string, next: C
  * A user's status once a newly confirmed event counts: merged on top when it is the newest,
  * else from scratch (the event must be stored by then).
  */
-export const stateWith = (user: UserRow, event: { regulation: string; consents: EventConsents; created_at: string }) => {
+export const stateWith = (user: UserRow, event: Parameters<typeof mergeEvent>[1] & { regulation: string }) => {
   const current = stateOf(user.consent_states, event.regulation)
   return current === undefined || (current.updated_at ?? "") <= event.created_at
     ? Effect.succeed<ConsentState | undefined>(mergeEvent(current ?? emptyState, event))

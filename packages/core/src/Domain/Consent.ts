@@ -148,6 +148,10 @@ export const ConsentEvent = Schema.Struct({
   proofs_id: Schema.Array(Id),
   /** The wording the person was shown: an approved notice text content. */
   notice_text_content_id: opt(Id),
+  /** The browser sent a Global Privacy Control signal (`Sec-GPC: 1`), or the body said so. */
+  gpc: Schema.Boolean,
+  /** The person opted in to purposes the signal refuses, after being shown it (`gpc_override`). */
+  gpc_conflict: Schema.optional(Schema.Literal(true)),
   ...Audit
 })
 export type ConsentEvent = typeof ConsentEvent.Type
@@ -181,6 +185,13 @@ export const ConsentEventCreate = Schema.Struct({
   /** Files kept as proofs in the event's transaction, their ids added to `proofs_id`. */
   proofs: Schema.optional(InlineProofs),
   notice_text_content_id: opt(Id),
+  /** A Global Privacy Control signal; `Sec-GPC: 1` on the request sets it, whatever the body says. */
+  gpc: Schema.optional(Schema.Boolean),
+  /**
+   * The person chose after being shown the signal: the choices are recorded as sent, even where
+   * the regulation's policy refuses purposes under GPC, and the signal no longer holds for the user.
+   */
+  gpc_override: Schema.optional(Schema.Boolean),
   organization_id: Id
 }).annotations({
   // A guest's choice in the shop's banner, the device's id as the user's.
@@ -213,6 +224,7 @@ export const ConsentEventUpdate = Schema.Struct({
  *     purposes: [{ id, enabled, enabled_li?, metadata? }, ...],   // one entry per purpose id
  *     vendors: { enabled?: [...], disabled?: [...], enabled_li?: [...], disabled_li?: [...] },
  *     tcfcs?: "...",                                            // latest TCF consent string
+ *     gpc?: true,                                               // a GPC signal holds
  *     updated_at?: "2026-11-22T10:00:00.000Z"                   // created_at of the last event merged
  *   }
  */
@@ -220,6 +232,8 @@ export const ConsentState = Schema.Struct({
   purposes: Schema.Array(ConsentPurpose),
   vendors: ConsentVendors,
   tcfcs: Schema.optional(Tcfcs),
+  /** A Global Privacy Control signal holds: set by an event that had it, cleared by one with `gpc_override`. */
+  gpc: Schema.optional(Schema.Boolean),
   updated_at: Schema.optional(Timestamp)
 })
 export type ConsentState = typeof ConsentState.Type
@@ -251,6 +265,8 @@ export const ConsentUser = Schema.Struct({
   regulation: Regulation,
   /** The effective status for `regulation` (output only). */
   consents: UserConsents,
+  /** A Global Privacy Control signal holds for `regulation` (output only). */
+  gpc: Schema.Boolean,
   ...Audit
 })
 export type ConsentUser = typeof ConsentUser.Type

@@ -90,3 +90,25 @@ export const fieldsOf = (schema: Schema.Schema.Any): Record<string, FieldInfo> =
   }
   return out
 }
+
+/** Whether `null` is a value of the type (`undefined`, which an optional field adds, is not). */
+const allowsNull = (ast: AST.AST): boolean => {
+  const a = unwrap(ast)
+  if (a._tag === "Literal") return a.literal === null
+  if (a._tag === "Union") return a.types.some(allowsNull)
+  return a._tag === "UnknownKeyword" || a._tag === "AnyKeyword"
+}
+
+/**
+ * The optional fields of an output that are never null (`gpc_conflict: true` or absent): their
+ * NULL column leaves them out of the output. JSON fields are left as they are stored.
+ */
+export const neverNullFields = (schema: Schema.Schema.Any): ReadonlySet<string> => {
+  const ast = unwrap(schema.ast)
+  if (ast._tag !== "TypeLiteral") return new Set()
+  const out = new Set<string>()
+  for (const ps of ast.propertySignatures) {
+    if (ps.isOptional && !allowsNull(ps.type) && kindOf(ps.type).kind !== "json") out.add(String(ps.name))
+  }
+  return out
+}

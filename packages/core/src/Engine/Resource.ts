@@ -2,7 +2,7 @@ import type * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import type { PremiumFeatureFlag, QuotaField } from "../Domain/Account.js"
 import type { DomainError } from "../Domain/Errors.js"
-import { type FieldInfo, fieldsOf } from "./Fields.js"
+import { type FieldInfo, fieldsOf, neverNullFields } from "./Fields.js"
 import type { IndexDef, Relation, Row, TableDef } from "./Ports.js"
 import type { OperationMetric } from "./Metrics.js"
 import type { Principal } from "./Principal.js"
@@ -129,6 +129,12 @@ export interface ResourceData<
    * tables a client walks end to end while rows keep arriving (consent events and users).
    */
   readonly cursorPaging?: Cur
+  /**
+   * Request headers that set a field of a create body, whatever the body says: a browser's
+   * `Sec-GPC: 1` is the person's signal, which a page's script cannot take back. Hosts calling
+   * the service without HTTP set the field in the body.
+   */
+  readonly headerFields?: ReadonlyArray<HeaderField>
   /** Normalizes a create body before validation (a domain name is trimmed and lower-cased). */
   readonly normalizeCreate?: (body: Readonly<Record<string, unknown>>) => Record<string, unknown>
   /** Normalizes the id of an item route the same way, so a name reads as it was created. */
@@ -138,6 +144,18 @@ export interface ResourceData<
    * a value refused here is never stored nor quoted back in a schema's message.
    */
   readonly screenBody?: (body: Readonly<Record<string, unknown>>) => Readonly<Record<string, string>>
+}
+
+/** A request header that sets a create body's field when it has a given value. */
+export interface HeaderField {
+  /** The header's name as documented (`Sec-GPC`); matched in any case. */
+  readonly header: string
+  /** The header's value (trimmed) that sets the field. */
+  readonly when: string
+  readonly field: string
+  readonly value: unknown
+  /** What the header means, for the OpenAPI document. */
+  readonly description: string
 }
 
 /**
@@ -166,6 +184,8 @@ export interface ResourceDef<S extends Shape = AnyShape, R = never, Carry = neve
   readonly tableDef: TableDef<S["stored"]>
   /** Fields of the output, for output-only detection and `$select`. */
   readonly outputFields: Readonly<Record<string, FieldInfo>>
+  /** Output fields that are absent rather than null (`neverNullFields`). */
+  readonly outputNeverNull: ReadonlySet<string>
   readonly queryFields: Readonly<Record<string, FieldInfo>>
   readonly createFields: ReadonlySet<string>
   readonly updateFields: ReadonlySet<string>
@@ -232,6 +252,7 @@ const declare = <S extends Shape, Path extends string, Own extends boolean>(
     operatorOnly: options.operatorOnly ?? [],
     defaults: options.defaults ?? {},
     outputFields,
+    outputNeverNull: neverNullFields(options.output),
     queryFields,
     createFields: keys(options.createInput),
     updateFields: keys(options.updateInput),

@@ -36,6 +36,7 @@ export const field = {
   bigint: { kind: "number", nullable: false, storage: "bigint" },
   optionalReal: { kind: "number", nullable: true, storage: "real" },
   boolean: { kind: "boolean", nullable: false },
+  optionalBoolean: { kind: "boolean", nullable: true },
   json: { kind: "json", nullable: true }
 } as const satisfies Record<string, FieldInfo>
 

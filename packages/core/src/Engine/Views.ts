@@ -18,7 +18,7 @@ export const toOutput = <S extends Shape>(def: Declared<S>, row: S["stored"], re
   const stored: Row = row
   for (const [k, info] of Object.entries(def.outputFields)) {
     const v = reveal && k in reveal ? reveal[k] : stored[k]
-    if (v === undefined || (v === null && !info.nullable)) continue
+    if (v === undefined || (v === null && (!info.nullable || def.outputNeverNull.has(k)))) continue
     out[k] = v
   }
   // The one place a row becomes an output: the loop above keeps exactly the output's fields.
