@@ -34,6 +34,7 @@ import { Settings, type SettingsShape } from "./Engine/Settings.js"
 import type { DeliveryStats } from "./Webhooks/DeliveryStats.js"
 import type { DeliveryQueue, Endpoints, SubscriberRegistrations } from "./Webhooks/Ports.js"
 import { WebhookTargets } from "./Webhooks/Targets.js"
+import { ConsentPolicies } from "./Consents/PolicyCache.js"
 import type { OutboxSignal } from "./Engine/Ports.js"
 import type { ChangeFeed } from "./Engine/ChangeFeed.js"
 import type { SecretBox } from "./Engine/Secrets.js"
@@ -100,6 +101,7 @@ export type EngineServices =
   | Relations
   | FeatureCache
   | WebhookTargets
+  | ConsentPolicies
   | OrganizationLimits
   | CredentialCache
   | LoginThrottle
@@ -132,6 +134,7 @@ export const engineServices = <A, E, E2, R>(options: {
     LoginThrottle.layer(),
     FeatureCache.layer(),
     WebhookTargets.layer(),
+    ConsentPolicies.layer(),
     CredentialCache.layer(),
     OriginCache.layer(),
     SigningKeys.layer(),

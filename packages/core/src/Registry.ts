@@ -14,6 +14,7 @@ import { PremiumFeaturesResource, QuotasResource } from "./Accounts/Plans.js"
 import { SecretsResource } from "./Accounts/Secrets.js"
 import { ConsentEventsResource } from "./Consents/Events.js"
 import { ConsentUsersResource } from "./Consents/Users.js"
+import { ConsentPoliciesResource } from "./Consents/Policies.js"
 import { EventProofsTable, ProofFileAction, ProofFilesTable, ProofsResource } from "./Consents/Proofs.js"
 import { ProofReportPdfAction, ProofReportsResource } from "./Consents/ProofReports.js"
 import { ReportPdfsTable } from "./Consents/ProofReportRecords.js"
@@ -59,6 +60,7 @@ const declared = [
   DeliveriesResource,
   ConsentEventsResource,
   ConsentUsersResource,
+  ConsentPoliciesResource,
   ProofsResource,
   ProofReportsResource,
   NoticeTextsResource,

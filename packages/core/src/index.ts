@@ -47,6 +47,29 @@ export * from "./Webhooks/Targets.js"
 export * from "./Webhooks/Changes.js"
 export { ConsentEventsResource, type EventCarry } from "./Consents/Events.js"
 export { ConsentUsersResource, getUserByOrganizationUserId, type UserCarry } from "./Consents/Users.js"
+export {
+  ConsentPoliciesResource,
+  ConsentPolicy,
+  ConsentPolicyCreate,
+  ConsentPolicyUpdate,
+  latestApprovedVersion,
+  policiesOf,
+  policyFor,
+  type PolicyRow
+} from "./Consents/Policies.js"
+export { ConsentPolicies, type ConsentPoliciesService } from "./Consents/PolicyCache.js"
+export { addDuration, addMonths, DURATION_UNITS, type Duration, type DurationUnit, thresholdOf } from "./Consents/Durations.js"
+export {
+  CONSENT_STATES,
+  type ConsentStateAnswer,
+  type ConsentStateName,
+  consentStateOf,
+  durationFor,
+  expiryOf,
+  givesConsent,
+  type PolicyTerms,
+  type UserStateFacts
+} from "./Consents/PolicyState.js"
 export { consentsView, regulationsOf, userOut } from "./Consents/UserStates.js"
 export { userByOrganizationUserId } from "./Consents/EndUsers.js"
 export * from "./Domain/Notice.js"

@@ -299,6 +299,19 @@ const FIXTURES: Record<string, Fixture> = {
     put: (c) => ({ content: `${c.mark} put`, includes_purposes: false }),
     patch: (c) => ({ content: `${c.mark} patch` })
   },
+  "/v1/consents/policies": {
+    // Names the organization's notice text: B's reads as unknown (400 either way). One per
+    // organization and regulation: each body its own regulation, so the walk's creates in A succeed.
+    create: (c) => ({
+      organization_id: c.org,
+      regulation: unique("r"),
+      consent_duration: 13,
+      consent_duration_unit: "months",
+      notice_text_id: c.objs["/v1/widgets/notices/texts"].id,
+      essential_purpose_ids: [`${c.mark}-essential`]
+    }),
+    patch: () => ({ consent_duration: 6 })
+  },
   "/v1/widgets/notices/configs": {
     create: (c) => ({ organization_id: c.org, config: { platform: "web", text_mode: "custom", notice_deployment_id: `${c.mark}-deployment` } }),
     put: () => ({ config: { platform: "amp" } }),
