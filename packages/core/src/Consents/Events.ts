@@ -10,10 +10,13 @@ import { SubscriberRegistrations } from "../Webhooks/Ports.js"
 import { WebhookTargets } from "../Webhooks/Targets.js"
 import { Digests, MediaTypes, ProofFiles } from "./ProofPorts.js"
 import { Events, EventRow, UserRow, sourceOf, users, eventOut } from "./ConsentTables.js"
-import { userOut, recompute, setState, applyEvent, loadUser, userUpdated } from "./UserStates.js"
+import { userOut, recompute, setState, applyEvent, loadUser, userUpdated, gpcHolds } from "./UserStates.js"
 import { userByOrganizationUserId, writtenUser, tokenFields, resolveUser } from "./EndUsers.js"
 import { namedProofs } from "./EventProofs.js"
 import { requireApprovedContent } from "./Wording.js"
+import { applyGpc } from "./Gpc.js"
+import { policyFor } from "./Policies.js"
+import { ConsentPolicies } from "./PolicyCache.js"
 
 /** What an event's create hands on: its user as the transaction found or made it. */
 export interface EventCarry {
@@ -21,9 +24,13 @@ export interface EventCarry {
   readonly createdUser: boolean
 }
 
-export const ConsentEventsResource = Events.with<SubscriberRegistrations | WebhookTargets | MediaTypes | ProofFiles | Digests | SigningKeys, EventCarry>({
-  // Their changes go to the outbox, addressed to the registered subscribers too; proofs may come inline.
-  ports: portList(SubscriberRegistrations, WebhookTargets, MediaTypes, ProofFiles, Digests, SigningKeys),
+export const ConsentEventsResource = Events.with<
+  SubscriberRegistrations | WebhookTargets | MediaTypes | ProofFiles | Digests | SigningKeys | ConsentPolicies,
+  EventCarry
+>({
+  // Their changes go to the outbox, addressed to the registered subscribers too; proofs may come
+  // inline; the regulation's policy says what a GPC signal refuses.
+  ports: portList(SubscriberRegistrations, WebhookTargets, MediaTypes, ProofFiles, Digests, SigningKeys, ConsentPolicies),
   hooks: {
     // A consent token reads its own user's events, whatever else the query asks.
     find: (p, query) =>
@@ -44,6 +51,12 @@ export const ConsentEventsResource = Events.with<SubscriberRegistrations | Webho
           ...(u.metadata != null ? { metadata: u.metadata } : {}),
           ...(u.country != null ? { country: u.country } : {})
         }
+        const policy = yield* policyFor(row.organization_id, row.regulation)
+        const gpc = applyGpc(row.consents, {
+          signal: row.gpc === true || gpcHolds(user, row.regulation),
+          override: input.gpc_override === true,
+          purposeIds: policy?.gpc_purpose_ids
+        })
         const fields = tokenFields(p, row)
         // A consent token's metadata merged in counts too (the body's own was measured when decoded).
         if (fields.metadata !== row.metadata && fields.metadata !== null && !withinEventMetadata(fields.metadata)) {
@@ -60,7 +73,9 @@ export const ConsentEventsResource = Events.with<SubscriberRegistrations | Webho
             user_id: user.id,
             organization_user_id: user.organization_user_id,
             proofs_id: proofsId,
+            consents: gpc.consents,
             gpc: row.gpc === true,
+            gpc_conflict: gpc.conflict ? true : null,
             gpc_override: input.gpc_override === true ? true : null
           },
           // The user as this transaction found or made it, so afterCreate need not read it again.

@@ -26,6 +26,9 @@ export const consentsView = (state: ConsentState | undefined): UserConsents => {
 const stateOf = (states: UserConsentStates, regulation: string): ConsentState | undefined =>
   Object.hasOwn(states, regulation) ? states[regulation] : undefined
 
+/** A Global Privacy Control signal holds for the user and regulation. */
+export const gpcHolds = (row: UserRow, regulation: string): boolean => stateOf(row.consent_states, regulation)?.gpc === true
+
 /** A user as clients see it: its effective status for one regulation. */
 export const userOut = (row: UserRow, regulation: string = DEFAULT_REGULATION) => {
   const state = stateOf(row.consent_states, regulation)

@@ -146,3 +146,78 @@ describe("GPC on users", () => {
     expect(verify.body.valid, verify.text).toBe(true)
   })
 })
+
+describe("what the signal refuses under the regulation's policy", () => {
+  const policy = async (t: TestTenant, body: Record<string, unknown>) => {
+    const r = await t.call("POST", "/v1/consents/policies", {
+      body: { organization_id: t.org.id, consent_duration: 13, consent_duration_unit: "months", ...body }
+    })
+    expect(r.status, r.text).toBe(201)
+    return r.body
+  }
+  const choices = (e: any) => Object.fromEntries((e.consents.purposes as Array<any>).map((p) => [p.id, p.enabled]))
+
+  it("records the policy's gpc_purpose_ids refused while the signal holds, added when absent", async () => {
+    const t = await tenant(BACKEND)
+    await policy(t, { regulation: "gdpr", gpc_purpose_ids: ["ads", "sale"] })
+    const ouid = unique("u")
+    const first = await created(
+      await t.call("POST", "/v1/consents/events", { body: event(t, ouid, purposes(["ads", true], ["analytics", true])), headers: GPC })
+    )
+    expect(choices(first)).toEqual({ ads: false, analytics: true, sale: false })
+    expect(first).not.toHaveProperty("gpc_conflict")
+    // The user's signal holds: a later event without it is held to it too.
+    const second = await created(await t.call("POST", "/v1/consents/events", { body: event(t, ouid, purposes(["sale", true])) }))
+    expect(second.gpc).toBe(false)
+    expect(choices(second)).toEqual({ sale: false, ads: false })
+    const user = await userOf(t, ouid)
+    expect(user.gpc).toBe(true)
+    expect(Object.fromEntries(user.consents.purposes.map((p: any) => [p.id, p.enabled]))).toEqual({ ads: false, analytics: true, sale: false })
+  })
+
+  it("gpc_override keeps the choices as sent, marks the conflict and ends the user's signal", async () => {
+    const t = await tenant(BACKEND)
+    await policy(t, { regulation: "gdpr", gpc_purpose_ids: ["ads"] })
+    const ouid = unique("u")
+    await created(await t.call("POST", "/v1/consents/events", { body: event(t, ouid, purposes(["ads", true])), headers: GPC }))
+    const chosen = await created(
+      await t.call("POST", "/v1/consents/events", { body: event(t, ouid, purposes(["ads", true]), { gpc_override: true }), headers: GPC })
+    )
+    expect(choices(chosen)).toEqual({ ads: true })
+    expect(chosen.gpc).toBe(true)
+    expect(chosen.gpc_conflict).toBe(true)
+    expect((await eventOf(t, chosen.id)).gpc_conflict).toBe(true)
+    expect((await t.call("GET", `/v1/consents/events?gpc_conflict=true&organization_id=${t.org.id}&$limit=0`)).body.total).toBe(1)
+    const user = await userOf(t, ouid)
+    expect(user.gpc).toBe(false)
+    expect(user.consents.purposes).toEqual(purposes(["ads", true]))
+    // Ended: a later event without the signal is recorded as sent.
+    const later = await created(await t.call("POST", "/v1/consents/events", { body: event(t, ouid, purposes(["ads", true])) }))
+    expect(choices(later)).toEqual({ ads: true })
+  })
+
+  it("refuses nothing without a policy, or under another regulation's", async () => {
+    const t = await tenant(BACKEND)
+    const none = await created(await t.call("POST", "/v1/consents/events", { body: event(t, unique("u"), purposes(["ads", true])), headers: GPC }))
+    expect(choices(none)).toEqual({ ads: true })
+    await policy(t, { regulation: "ccpa", gpc_purpose_ids: ["ads"] })
+    const gdpr = await created(await t.call("POST", "/v1/consents/events", { body: event(t, unique("u"), purposes(["ads", true])), headers: GPC }))
+    expect(choices(gdpr)).toEqual({ ads: true })
+    const ccpa = await created(
+      await t.call("POST", "/v1/consents/events", { body: event(t, unique("u"), purposes(["ads", true]), { regulation: "ccpa" }), headers: GPC })
+    )
+    expect(choices(ccpa)).toEqual({ ads: false })
+  })
+
+  it("a policy's change applies to the next event", async () => {
+    const t = await tenant(BACKEND)
+    const p = await policy(t, { regulation: "gdpr", gpc_purpose_ids: [] })
+    const ouid = unique("u")
+    expect(choices(await created(await t.call("POST", "/v1/consents/events", { body: event(t, ouid, purposes(["ads", true])), headers: GPC }))))
+      .toEqual({ ads: true })
+    const patched = await t.call("PATCH", `/v1/consents/policies/${p.id}`, { body: { gpc_purpose_ids: ["ads"] } })
+    expect(patched.status, patched.text).toBe(200)
+    expect(choices(await created(await t.call("POST", "/v1/consents/events", { body: event(t, ouid, purposes(["ads", true])) }))))
+      .toEqual({ ads: false })
+  })
+})
