@@ -11,6 +11,7 @@
  *   BENCH_CONTENTION_ROUNDS=2 (rounds of one process and of two, in turns, in the `contention` figure: contention.ts)
  *   BENCH_LOG_ROUNDS=5 (rounds of each server, in turns, in the `log_cost` figure)
  *   BENCH_VERIFY_ENTRIES=100000 (consent log entries an organization has when its log is verified)
+ *   BENCH_POLICY=1 (the organization of the event figures has a consent policy for their regulation)
  *   BENCH_EXPORT_EVENTS=50000 (events of the organization exported in the `export` figure)
  *   BENCH_STORES=sqlite,postgres (PostgreSQL only where DATABASE_URL is set)
  *   BENCH_ONLY=growth (only when named: the first run seeds stores of up to a million events) and
@@ -40,6 +41,8 @@ const ONLY = new Set(
 )
 const LOG_ROUNDS = Number(process.env.BENCH_LOG_ROUNDS ?? 5)
 const VERIFY_ENTRIES = Number(process.env.BENCH_VERIFY_ENTRIES ?? 100_000)
+/** `BENCH_POLICY=1`: the bench organization has a consent policy for `gdpr`, the regulation of its events. */
+const POLICY = process.env.BENCH_POLICY === "1"
 const EXPORT_EVENTS = Number(process.env.BENCH_EXPORT_EVENTS ?? 50_000)
 const STORES = new Set((process.env.BENCH_STORES ?? "sqlite,postgres").split(","))
 const root = path.join(import.meta.dirname, "..")
@@ -481,6 +484,19 @@ const setUp = async (api: string, receiver: Child) => {
     url: `http://127.0.0.1:${receiver.first.port}/hook`,
     event_types: ["event.created"]
   }, token)
+  if (POLICY) {
+    // What a consent event costs with its regulation's policy in place (expiry, GPC, essential purposes).
+    await json(`${api}/v1/consents/policies`, "POST", {
+      organization_id: org.id,
+      regulation: "gdpr",
+      consent_duration: 13,
+      consent_duration_unit: "months",
+      denied_consent_duration: 6,
+      denied_consent_duration_unit: "months",
+      gpc_purpose_ids: ["ads"],
+      essential_purpose_ids: ["essential"]
+    }, token)
+  }
   return { op, org, key, token }
 }
 
