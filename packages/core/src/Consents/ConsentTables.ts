@@ -39,6 +39,18 @@ const eventWritten: OperationMetric = (metrics, { principal, status }) =>
     status === 201 ? metrics.consentEventsIngested(1) : Effect.void
   ], { discard: true })
 
+/** What an event holds where its write says nothing (its regulation apart, which the write may name). */
+export const EVENT_DEFAULTS = {
+  status: "confirmed",
+  metadata: null,
+  delegate: null,
+  proofs_id: [],
+  notice_text_content_id: null,
+  gpc: false,
+  gpc_conflict: null,
+  gpc_override: null
+} as const
+
 /** The data of the two declarations; their behaviour is added in `Events.ts` and `Users.ts`. */
 export const Events = declareResource({
 
@@ -74,17 +86,7 @@ export const Events = declareResource({
   privateFields: { user_id: field.string, organization_user_id: field.optionalString, gpc_override: field.optionalBoolean },
   queryable: ["user_id", "organization_user_id"],
   references: [{ field: "user_id", table: "consent_users", onDelete: "cascade" }],
-  defaults: {
-    status: "confirmed",
-    regulation: DEFAULT_REGULATION,
-    metadata: null,
-    delegate: null,
-    proofs_id: [],
-    notice_text_content_id: null,
-    gpc: false,
-    gpc_conflict: null,
-    gpc_override: null
-  },
+  defaults: { regulation: DEFAULT_REGULATION, ...EVENT_DEFAULTS },
   headerFields: [{
     header: "Sec-GPC",
     when: "1",

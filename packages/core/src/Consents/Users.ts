@@ -21,24 +21,17 @@ import { WebhookTargets } from "../Webhooks/Targets.js"
 import { Digests, ProofFiles } from "./ProofPorts.js"
 import { forgetProofFilesOf } from "./Proofs.js"
 import { eraseReportsOf } from "./ProofReportRecords.js"
-import { DEFAULT_REGULATION, Users, EventRow, UserRow, events, eventOut } from "./ConsentTables.js"
+import { DEFAULT_REGULATION, EVENT_DEFAULTS, Users, EventRow, UserRow, events, eventOut } from "./ConsentTables.js"
 import { userOut, regulationsOf, withState, stateWith, userUpdated } from "./UserStates.js"
 
 
 /** The confirmed event that records choices given with a user's create or patch. */
 const choicesEvent = (user: UserRow, regulation: string, consents: EventConsents, at: string) =>
   Effect.map(Effect.flatMap(Ids, (ids) => ids.next), (id): EventRow => ({
+    ...EVENT_DEFAULTS,
     id,
     organization_id: user.organization_id,
-    status: "confirmed",
     regulation,
-    metadata: null,
-    delegate: null,
-    proofs_id: [],
-    notice_text_content_id: null,
-    gpc: false,
-    gpc_conflict: null,
-    gpc_override: null,
     user: { id: user.id, ...(user.organization_user_id !== null ? { organization_user_id: user.organization_user_id } : {}) },
     consents,
     user_id: user.id,
