@@ -1,5 +1,4 @@
 import * as Effect from "effect/Effect"
-import type * as fontkit from "fontkit"
 import * as fs from "node:fs/promises"
 import { createRequire } from "node:module"
 
@@ -16,9 +15,20 @@ const FILES = {
 
 export type FaceName = keyof typeof FILES
 
+/**
+ * What the report asks of a font `fontkit` parsed (`pdfkit` takes the font itself); declared here
+ * so that the package's declarations name no type of `fontkit`, which ships none of its own.
+ */
+export interface ParsedFont {
+  readonly unitsPerEm: number
+  hasGlyphForCodePoint(code: number): boolean
+  glyphForCodePoint(code: number): { readonly advanceWidth: number }
+  layout(text: string): unknown
+}
+
 /** A face: the parsed font `pdfkit` embeds, and what laying text out needs to know of it. */
 export interface Face {
-  readonly font: fontkit.Font
+  readonly font: ParsedFont
   /** Whether the face has a glyph for the code point. */
   readonly has: (code: number) => boolean
   /** The advance of a code point the face has, in ems (0 for one it lacks). */
@@ -27,7 +37,7 @@ export interface Face {
 
 export type Faces = { readonly [name in FaceName]: Face }
 
-const face = (font: fontkit.Font): Face => {
+const face = (font: ParsedFont): Face => {
   // Advances in ems, -1 for a code point the face lacks: a cmap lookup per character drawn is
   // what the Map saves.
   const known = new Map<number, number>()
