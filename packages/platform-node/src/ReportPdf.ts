@@ -33,17 +33,27 @@ const invisible = (code: number) =>
   (code >= 0x200b && code <= 0x200f) || (code >= 0x202a && code <= 0x202e) || (code >= 0x2060 && code <= 0x206f) ||
   (code >= 0xfe00 && code <= 0xfe0f) || code === 0xfeff || (code >= 0xe0000 && code <= 0xe0fff)
 
+/** Spaces a line may not break at (no-break, figure and narrow no-break spaces). */
+const gluing = (code: number) => code === 0xa0 || code === 0x2007 || code === 0x202f
+
+/** At most this many spaces in a row are drawn. */
+const SPACES = 8
+
 /**
  * The text as a face can draw it: a character it lacks becomes its unaccented letter when the
- * face has that, `?` otherwise (the report's JSON, not its PDF, is what is hashed).
+ * face has that, `?` otherwise (the report's JSON, not its PDF, is what is hashed). A space a line
+ * may not break at is drawn as a plain space, and a run of spaces is cut to `SPACES`: `pdfkit`
+ * cuts a "word" wider than its line by measuring what is left of it after every line, so words
+ * joined by no-break spaces or a long run of spaces (a word with its trailing spaces) cost time
+ * quadratic in their length.
  */
 const pdfText = (text: string, face: Face, keepLineBreaks = false): string => {
   let out = ""
   for (const char of text.normalize("NFC")) {
     const code = char.codePointAt(0)!
     if (char === "\n" && keepLineBreaks) out += "\n"
-    else if (char === "\r") continue
-    else if (code < 0x20 || code === 0x7f || (code >= 0x80 && code < 0xa0)) out += " "
+    else if (char === "\r" || code === 0xfeff) continue
+    else if (code < 0x20 || code === 0x7f || (code >= 0x80 && code < 0xa0) || gluing(code)) out += " "
     else if (face.has(code)) out += char
     else if (invisible(code)) continue
     else {
@@ -51,7 +61,7 @@ const pdfText = (text: string, face: Face, keepLineBreaks = false): string => {
       out += plain.length > 0 && [...plain].every((c) => face.has(c.codePointAt(0)!)) ? plain : "?"
     }
   }
-  return out
+  return out.replace(new RegExp(`[^\\S\\n]{${SPACES + 1},}`, "g"), " ".repeat(SPACES))
 }
 
 // ---------------------------------------------------------------- layout

@@ -383,6 +383,27 @@ describe("proof reports: an event's metadata is bounded, and a report never hold
     expect(pdf!.status).toBe(200)
     expect(sha256(pdf!.bytes)).toBe(made.pdf_sha256)
   })
+
+  it("words no line may break between (joined by no-break spaces) in metadata, and a long run of spaces in the wording: making the report leaves a probe answered promptly", async () => {
+    const t = await tenant(FEATURES)
+    const warm = await recordEvent(t, unique("crm"), { consents: { purposes: purposes(["p", true]) } })
+    expect((await createReport(t, { user_id: warm.user.id })).status).toBe(201)
+    const wording = `Before${" ".repeat(100_000)}after.`
+    const content = await approvedContent(t, wording)
+    const metadata = { k: "ab\u00a0".repeat(15_000) }
+    const e = await recordEvent(t, unique("crm"), { consents: { purposes: purposes(["p", true]) }, notice_text_content_id: content.id, metadata })
+    let made: any
+    const slowest = await slowestProbeDuring(async () => {
+      const r = await createReport(t, { user_id: e.user.id })
+      expect(r.status, r.text).toBe(201)
+      made = r.body
+    })
+    expect(slowest, "the slowest probe (ms)").toBeLessThan(250)
+    expect(made.report.regulations[0].events[0].metadata).toEqual(metadata)
+    expect(made.report.regulations[0].events[0].notice.content).toBe(wording)
+    const text = await pdfText((await download(t.token, `/v1/consents/proof-reports/${made.id}/pdf`)).bytes)
+    expect(text).toContain("Beforeafter.")
+  })
 })
 
 describe("proof reports: erasing the user", () => {
