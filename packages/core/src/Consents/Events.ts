@@ -14,6 +14,7 @@ import { userOut, recompute, setState, applyEvent, loadUser, userUpdated } from 
 import { userByOrganizationUserId, writtenUser, tokenFields, resolveUser } from "./EndUsers.js"
 import { namedProofs } from "./EventProofs.js"
 import { requireApprovedContent } from "./Wording.js"
+import { checkConsentStrings, ConsentStringDecoder } from "./ConsentStrings.js"
 
 /** What an event's create hands on: its user as the transaction found or made it. */
 export interface EventCarry {
@@ -21,9 +22,13 @@ export interface EventCarry {
   readonly createdUser: boolean
 }
 
-export const ConsentEventsResource = Events.with<SubscriberRegistrations | WebhookTargets | MediaTypes | ProofFiles | Digests | SigningKeys, EventCarry>({
-  // Their changes go to the outbox, addressed to the registered subscribers too; proofs may come inline.
-  ports: portList(SubscriberRegistrations, WebhookTargets, MediaTypes, ProofFiles, Digests, SigningKeys),
+export const ConsentEventsResource = Events.with<
+  SubscriberRegistrations | WebhookTargets | MediaTypes | ProofFiles | Digests | SigningKeys | ConsentStringDecoder,
+  EventCarry
+>({
+  // Their changes go to the outbox, addressed to the registered subscribers too; proofs may come
+  // inline; the consent strings of a write are decoded.
+  ports: portList(SubscriberRegistrations, WebhookTargets, MediaTypes, ProofFiles, Digests, SigningKeys, ConsentStringDecoder),
   hooks: {
     // A consent token reads its own user's events, whatever else the query asks.
     find: (p, query) =>
@@ -33,6 +38,8 @@ export const ConsentEventsResource = Events.with<SubscriberRegistrations | Webho
       ),
     create: (p, row, input) =>
       Effect.gen(function*() {
+        // Before the user is looked up: a string that does not decode refuses the write at once.
+        const consents = yield* checkConsentStrings(row.consents)
         const { byId, user: u } = yield* writtenUser(p, row.organization_id, input.user)
         const { created, user } = yield* resolveUser(row.organization_id, u, row, byId)
         if (created) yield* Effect.flatMap(users(), (repo) => repo.create(created))
@@ -56,6 +63,7 @@ export const ConsentEventsResource = Events.with<SubscriberRegistrations | Webho
           row: {
             ...row,
             ...fields,
+            consents,
             user: eventUser,
             user_id: user.id,
             organization_user_id: user.organization_user_id,
@@ -91,7 +99,10 @@ export const ConsentEventsResource = Events.with<SubscriberRegistrations | Webho
             new InvalidInput({ message: "Invalid status: a confirmed event is final", errors: { status: "confirmed is final" } })
           )
         }
-        const { proofs: _inline, ...row } = after as EventRow & { proofs?: unknown }
+        const { proofs: _inline, ...checked } = after as EventRow & { proofs?: unknown }
+        const row = input.consents === undefined
+          ? checked
+          : { ...checked, consents: yield* checkConsentStrings(checked.consents, before.consents) }
         if (input.notice_text_content_id !== undefined) yield* requireApprovedContent(row.organization_id, input.notice_text_content_id)
         if (input.proofs_id === undefined && input.proofs === undefined) return row
         const proofsId = yield* namedProofs(
