@@ -36,10 +36,10 @@ export const ConsentEventsResource = Events.with<
         userByOrganizationUserId(p.organizationId, p.organizationUserId),
         (own) => ({ ...query, where: [...query.where, eq("user_id", Option.match(own, { onNone: () => "", onSome: (u) => u.id }))] })
       ),
-    create: (p, row, input) =>
+    create: (p, written, input) =>
       Effect.gen(function*() {
         // Before the user is looked up: a string that does not decode refuses the write at once.
-        const consents = yield* checkConsentStrings(row.consents)
+        const row = { ...written, consents: yield* checkConsentStrings(written.consents) }
         const { byId, user: u } = yield* writtenUser(p, row.organization_id, input.user)
         const { created, user } = yield* resolveUser(row.organization_id, u, row, byId)
         if (created) yield* Effect.flatMap(users(), (repo) => repo.create(created))
@@ -63,7 +63,6 @@ export const ConsentEventsResource = Events.with<
           row: {
             ...row,
             ...fields,
-            consents,
             user: eventUser,
             user_id: user.id,
             organization_user_id: user.organization_user_id,
