@@ -36,10 +36,11 @@ export const ConsentEventsResource = Events.with<
         userByOrganizationUserId(p.organizationId, p.organizationUserId),
         (own) => ({ ...query, where: [...query.where, eq("user_id", Option.match(own, { onNone: () => "", onSome: (u) => u.id }))] })
       ),
-    create: (p, written, input) =>
+    // Decoding the consent strings is CPU work that a crafted string stretches to the decoder's
+    // time limit: done before the transaction, it holds no lock (on SQLite, every writer's).
+    prepare: (_p, row) => Effect.map(checkConsentStrings(row.consents), (consents) => ({ row: { ...row, consents } })),
+    create: (p, row, input) =>
       Effect.gen(function*() {
-        // Before the user is looked up: a string that does not decode refuses the write at once.
-        const row = { ...written, consents: yield* checkConsentStrings(written.consents) }
         const { byId, user: u } = yield* writtenUser(p, row.organization_id, input.user)
         const { created, user } = yield* resolveUser(row.organization_id, u, row, byId)
         if (created) yield* Effect.flatMap(users(), (repo) => repo.create(created))
