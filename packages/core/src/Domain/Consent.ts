@@ -58,12 +58,18 @@ const EventMetadata = JsonObject.pipe(Schema.filter(withinEventMetadata, { messa
 const Tcfcs = Schema.String.pipe(Schema.maxLength(65_536, { message: () => "must be at most 65536 characters" }))
 
 /** An IAB Global Privacy Platform string; that it decodes is checked on new writes (`ConsentStrings.ts`). */
-const Gpp = Schema.String.pipe(Schema.maxLength(65_536, { message: () => "must be at most 65536 characters" }))
+const Gpp = Schema.String.pipe(
+  Schema.maxLength(65_536, { message: () => "must be at most 65536 characters" }),
+  Schema.annotations({ description: "An IAB Global Privacy Platform string; a new write's must decode (sections the decoder does not know are kept)" })
+)
 
 /** GPP section ids (2 for TCF EU v2, 7 for the US national section, …); a GPP header lists at most 4095. */
 const GppSid = Schema.Array(
   Schema.Int.pipe(Schema.greaterThanOrEqualTo(1, { message: () => "must be a section id, an integer from 1" }))
-).pipe(Schema.maxItems(4095, { message: () => "must list at most 4095 sections" }))
+).pipe(
+  Schema.maxItems(4095, { message: () => "must list at most 4095 sections" }),
+  Schema.annotations({ description: "The GPP sections that apply, each present in `gpp`; derived from `gpp` when not given" })
+)
 
 /** `consents` of an event: the choices this event records. */
 export const EventConsents = Schema.Struct({
