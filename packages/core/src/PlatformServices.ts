@@ -28,6 +28,7 @@ import { type ConsentLogStore, layer as consentLogLayer } from "./Consents/Conse
 import type { Digests, MediaTypes, ProofFiles, ReportPdf } from "./Consents/ProofPorts.js"
 import type { ExportSink } from "./Exports/Exports.js"
 import type { TcStringEncoder } from "./Notices/Notices.js"
+import type { ConsentStringDecoder } from "./Consents/ConsentStrings.js"
 import { RelationsLive } from "./Registry.js"
 import { OrganizationLimitsLive } from "./Accounts/AccountLimits.js"
 import { Settings, type SettingsShape } from "./Engine/Settings.js"
@@ -40,7 +41,7 @@ import type { SecretBox } from "./Engine/Secrets.js"
 
 /**
  * The ports core leaves to the host's runtime (hashing, tokens, encryption, signing, certificates,
- * DNS, export destinations, TC strings, mail): what an adapter package such as `platform-node`
+ * DNS, export destinations, TC strings and their decoding, GPP strings, mail): what an adapter package such as `platform-node`
  * implements, all of them, or the platform does not compile.
  */
 export type HostPorts =
@@ -54,6 +55,7 @@ export type HostPorts =
   | CertificateValidator
   | ExportSink
   | TcStringEncoder
+  | ConsentStringDecoder
   | Mailer
   | Digests
   | MediaTypes

@@ -8,6 +8,7 @@ import { SmtpMailerLive, type SmtpOptions } from "./Mailer.js"
 import { AesSecretBoxLive } from "./SecretBox.js"
 import { NodeHmacLive } from "./SignedUserIds.js"
 import { TcStringEncoderLive } from "./TcStrings.js"
+import { ConsentStringDecoderLive } from "./ConsentStrings.js"
 import { JoseTokensLive } from "./Tokens.js"
 import { DigestsLive } from "./Digests.js"
 import { MediaTypesLive } from "./MediaTypes.js"
@@ -59,6 +60,7 @@ export const layer = (options: NodeAdaptersOptions = {}): Layer.Layer<NodeAdapte
     provisionerLayer(options.provisioner),
     NodeExportSinkLive({ exportsRoot: options.exportsRoot, allowHosts: options.allowHosts, localAddress: options.localAddress }),
     TcStringEncoderLive({ vendorList: options.tcfVendorList }),
+    ConsentStringDecoderLive(),
     options.smtp ? SmtpMailerLive(options.smtp) : Mailer.NoneLayer,
     DigestsLive,
     MediaTypesLive,

@@ -14,6 +14,7 @@ import { userOut, recompute, setState, applyEvent, loadUser, userUpdated } from 
 import { userByOrganizationUserId, writtenUser, tokenFields, resolveUser } from "./EndUsers.js"
 import { namedProofs } from "./EventProofs.js"
 import { requireApprovedContent } from "./Wording.js"
+import { checkConsentStrings, ConsentStringDecoder } from "./ConsentStrings.js"
 
 /** What an event's create hands on: its user as the transaction found or made it. */
 export interface EventCarry {
@@ -21,9 +22,13 @@ export interface EventCarry {
   readonly createdUser: boolean
 }
 
-export const ConsentEventsResource = Events.with<SubscriberRegistrations | WebhookTargets | MediaTypes | ProofFiles | Digests | SigningKeys, EventCarry>({
-  // Their changes go to the outbox, addressed to the registered subscribers too; proofs may come inline.
-  ports: portList(SubscriberRegistrations, WebhookTargets, MediaTypes, ProofFiles, Digests, SigningKeys),
+export const ConsentEventsResource = Events.with<
+  SubscriberRegistrations | WebhookTargets | MediaTypes | ProofFiles | Digests | SigningKeys | ConsentStringDecoder,
+  EventCarry
+>({
+  // Their changes go to the outbox, addressed to the registered subscribers too; proofs may come
+  // inline; the consent strings of a write are decoded.
+  ports: portList(SubscriberRegistrations, WebhookTargets, MediaTypes, ProofFiles, Digests, SigningKeys, ConsentStringDecoder),
   hooks: {
     // A consent token reads its own user's events, whatever else the query asks.
     find: (p, query) =>
@@ -31,6 +36,9 @@ export const ConsentEventsResource = Events.with<SubscriberRegistrations | Webho
         userByOrganizationUserId(p.organizationId, p.organizationUserId),
         (own) => ({ ...query, where: [...query.where, eq("user_id", Option.match(own, { onNone: () => "", onSome: (u) => u.id }))] })
       ),
+    // Decoding the consent strings is CPU work that a crafted string stretches to the decoder's
+    // time limit: done before the transaction, it holds no lock (on SQLite, every writer's).
+    prepare: (_p, row) => Effect.map(checkConsentStrings(row.consents), (consents) => ({ row: { ...row, consents } })),
     create: (p, row, input) =>
       Effect.gen(function*() {
         const { byId, user: u } = yield* writtenUser(p, row.organization_id, input.user)
@@ -91,7 +99,10 @@ export const ConsentEventsResource = Events.with<SubscriberRegistrations | Webho
             new InvalidInput({ message: "Invalid status: a confirmed event is final", errors: { status: "confirmed is final" } })
           )
         }
-        const { proofs: _inline, ...row } = after as EventRow & { proofs?: unknown }
+        const { proofs: _inline, ...checked } = after as EventRow & { proofs?: unknown }
+        const row = input.consents === undefined
+          ? checked
+          : { ...checked, consents: yield* checkConsentStrings(checked.consents, before.consents) }
         if (input.notice_text_content_id !== undefined) yield* requireApprovedContent(row.organization_id, input.notice_text_content_id)
         if (input.proofs_id === undefined && input.proofs === undefined) return row
         const proofsId = yield* namedProofs(
