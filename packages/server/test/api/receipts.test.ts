@@ -1,7 +1,10 @@
 import { dataUri, samplePdf } from "@cmp/test-support/proof-samples"
 import canonicalize from "canonicalize"
 import { calculateJwkThumbprint, compactVerify, createLocalJWKSet, decodeProtectedHeader, type JSONWebKeySet } from "jose"
+import { execFile } from "node:child_process"
 import * as crypto from "node:crypto"
+import * as fs from "node:fs"
+import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import { as, call, expect400, expect401, expect403, expect404, unique } from "./helpers.js"
 import { type TestTenant, useServer } from "./fixture.js"
@@ -246,4 +249,37 @@ describe("GET /v1/consents/users/:id/receipt", () => {
     expect((await op.call("PATCH", `/v1/premium-features/${off.id}`, { body: { consents_api: false } })).status).toBe(200)
     expect403(await t.call("GET", `/v1/consents/users/${e.user.id}/receipt`))
   })
+})
+
+describe("docs/receipts.md", () => {
+  it("its offline check runs as written: valid for a served receipt, refused once the receipt is changed", async () => {
+    const doc = fs.readFileSync(path.join(import.meta.dirname, "..", "..", "..", "..", "docs", "receipts.md"), "utf8")
+    const script = /```js\n([\s\S]*?)```/.exec(doc)?.[1]
+    expect(script).toBeDefined()
+    const t = await tenant(FEATURES)
+    const ouid = unique("customer")
+    await recorded(t.call, t, ouid, { consents: { purposes: [{ id: "analytics", enabled: true }] } })
+    const answer = await receiptOf(t.call, `/v1/consents/users/${ouid}/receipt?$by_organization_user_id=true`)
+    // Inside the package, so `jose` and `canonicalize` resolve as a reader's installation would.
+    const dir = fs.mkdtempSync(path.join(import.meta.dirname, "..", "..", ".receipt-doc-"))
+    try {
+      fs.writeFileSync(path.join(dir, "verify-receipt.mjs"), script!)
+      fs.writeFileSync(path.join(dir, "jwks.json"), JSON.stringify(await jwks()))
+      const run = () =>
+        new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+          execFile(process.execPath, ["verify-receipt.mjs"], { cwd: dir }, (error, stdout, stderr) =>
+            resolve({ code: error ? (error as { code?: number }).code ?? 1 : 0, stdout, stderr }))
+        })
+      fs.writeFileSync(path.join(dir, "receipt.json"), JSON.stringify(answer))
+      const valid = await run()
+      expect(valid.code, valid.stderr).toBe(0)
+      expect(valid.stdout).toBe(`valid, signed by ${decodeProtectedHeader(answer.jws).kid}: given for gdpr since ${answer.receipt.events[0].event_time}\n`)
+      fs.writeFileSync(path.join(dir, "receipt.json"), JSON.stringify({ ...answer, receipt: { ...answer.receipt, consent_state: "refused" } }))
+      const changed = await run()
+      expect(changed.code).not.toBe(0)
+      expect(changed.stderr).toContain("the receipt is not what was signed")
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true })
+    }
+  }, 30_000)
 })
