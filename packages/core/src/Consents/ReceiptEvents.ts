@@ -49,13 +49,13 @@ export const receiptWalk = (state: ConsentState | undefined) => {
   const pending = new Set<string>()
   return {
     add: (e: Choices): boolean => {
-      const names = named(e)
-      for (const k of names) {
-        unexplained.delete(k)
-        pending.delete(k)
-      }
-      // Whether this event withdrew a consent depends on the older events naming what it turned off.
-      for (const k of setOn(e).off) pending.add(k)
+      for (const k of named(e)) unexplained.delete(k)
+      const change = setOn(e)
+      // What it sets is what a newer event's refusal of the same purpose or vendor replaced.
+      for (const k of change.on) pending.delete(k)
+      for (const k of change.off) pending.delete(k)
+      // Whether this event withdrew a consent depends on the older events setting what it turned off.
+      for (const k of change.off) pending.add(k)
       return unexplained.size === 0 && pending.size === 0
     }
   }
