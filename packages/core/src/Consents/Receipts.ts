@@ -135,7 +135,8 @@ const receiptOf = (user: UserRow, regulation: string) =>
     const digests = yield* Digests
     const sha256 = (s: string) => digests.sha256(s)
     const organizationId = user.organization_id
-    // The head first: every row read after it is covered by it or by a later entry.
+    // Read after the user and before its events: it covers the state as read; an event written
+    // in between is listed though the head does not cover it yet (a later head does).
     const logHead = headOf(sha256, yield* Effect.flatMap(ConsentLogStore, (store) => store.heads(organizationId)))
     const state = Object.hasOwn(user.consent_states, regulation) ? user.consent_states[regulation] : undefined
     const { complete, events } = yield* listedEvents(user, regulation, state)
