@@ -26,6 +26,7 @@ import type { ResourceDef } from "./Engine/Resource.js"
 import type { AnySchema, AnyShape } from "./Engine/Shape.js"
 import { type ConsentLogStore, layer as consentLogLayer } from "./Consents/ConsentLog.js"
 import type { Digests, MediaTypes, ProofFiles, ReportPdf } from "./Consents/ProofPorts.js"
+import type { ReceiptSigner } from "./Consents/ReceiptSchema.js"
 import type { ExportSink } from "./Exports/Exports.js"
 import type { TcStringEncoder } from "./Notices/Notices.js"
 import type { ConsentStringDecoder } from "./Consents/ConsentStrings.js"
@@ -60,6 +61,7 @@ export type HostPorts =
   | Digests
   | MediaTypes
   | ReportPdf
+  | ReceiptSigner
 
 /** The storage ports: what a store package's layer gives. */
 export type StorePorts =

@@ -13,6 +13,7 @@ import { JoseTokensLive } from "./Tokens.js"
 import { DigestsLive } from "./Digests.js"
 import { MediaTypesLive } from "./MediaTypes.js"
 import { ReportPdfLive } from "./ReportPdf.js"
+import { ReceiptSignerLive } from "./ReceiptKeys.js"
 import { NodeSecretComparerLive } from "./SecretComparer.js"
 import { HmacUrlSignerLive } from "./UrlSigning.js"
 
@@ -53,7 +54,8 @@ export const layer = (options: NodeAdaptersOptions = {}): Layer.Layer<NodeAdapte
     ScryptHasherLive({ cost: options.hashCost }),
     NodeSecretComparerLive,
     JoseTokensLive(options.jwtSecret),
-    AesSecretBoxLive(options.encryptionKey),
+    // The receipt keys are sealed by the same box as every other secret.
+    ReceiptSignerLive,
     HmacUrlSignerLive(options.urlSigningKey),
     NodeHmacLive,
     X509CertificateValidatorLive,
@@ -65,4 +67,4 @@ export const layer = (options: NodeAdaptersOptions = {}): Layer.Layer<NodeAdapte
     DigestsLive,
     MediaTypesLive,
     ReportPdfLive
-  )
+  ).pipe(Layer.provideMerge(AesSecretBoxLive(options.encryptionKey)))

@@ -195,8 +195,27 @@ export interface EntryText {
   readonly changes: ReadonlyArray<LoggedChange>
 }
 
-/** The digest a change records of a row: SHA-256 of its canonical JSON, as the store returned it. */
-export const rowDigest = (digests: Context.Tag.Service<typeof Digests>, row: Row): string => digests.sha256(digests.canonicalJson(row))
+/**
+ * Columns added to logged tables after the log began, left out of a row's digest while null: a
+ * row written before one existed reads it as null, and keeps the digest the log recorded for it.
+ * A value set later is covered like any other column.
+ */
+const LATER_COLUMNS: ReadonlyArray<string> = ["expression_method"]
+
+const digestedRow = (row: Row): Row => {
+  let out = row
+  for (const column of LATER_COLUMNS) {
+    if (out[column] === null) {
+      const { [column]: _omitted, ...rest } = out
+      out = rest
+    }
+  }
+  return out
+}
+
+/** The digest a change records of a row: SHA-256 of its canonical JSON, as the store returned it (see `LATER_COLUMNS`). */
+export const rowDigest = (digests: Context.Tag.Service<typeof Digests>, row: Row): string =>
+  digests.sha256(digests.canonicalJson(digestedRow(row)))
 
 /** What an entry says of one write of a row of a logged table, and the chain it goes to. */
 export const changeOf = (digests: Context.Tag.Service<typeof Digests>, table: string, a: LoggedChange["a"], row: Row) => {

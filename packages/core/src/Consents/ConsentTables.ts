@@ -70,10 +70,20 @@ export const Events = declareResource({
   countsApiRequests: false,
   metrics: { create: eventWritten },
   cursorPaging: true,
-  privateFields: { user_id: field.string, organization_user_id: field.optionalString },
+  // `expression_method`: `public_key` or `consent_token` for an end user's write, null for an API
+  // credential's (and every event written before it was recorded), what a receipt says of it.
+  privateFields: { user_id: field.string, organization_user_id: field.optionalString, expression_method: field.optionalString },
   queryable: ["user_id", "organization_user_id"],
   references: [{ field: "user_id", table: "consent_users", onDelete: "cascade" }],
-  defaults: { status: "confirmed", regulation: DEFAULT_REGULATION, metadata: null, delegate: null, proofs_id: [], notice_text_content_id: null },
+  defaults: {
+    status: "confirmed",
+    regulation: DEFAULT_REGULATION,
+    metadata: null,
+    delegate: null,
+    proofs_id: [],
+    notice_text_content_id: null,
+    expression_method: null
+  },
   // Proofs may travel inline, as data URIs.
   bodyLimit: FILE_BODY_LIMIT
 })

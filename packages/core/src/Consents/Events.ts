@@ -4,6 +4,7 @@ import { SigningKeys } from "../Accounts/SigningKeys.js"
 import { EVENT_METADATA_TOO_LARGE, type EventUser, withinEventMetadata } from "../Domain/Consent.js"
 import { InvalidInput } from "../Domain/Errors.js"
 import { eq } from "../Engine/Query.js"
+import { type Principal } from "../Engine/Principal.js"
 import { portList } from "../Engine/Resource.js"
 import { enqueue, type OutgoingEvent } from "../Webhooks/Outbox.js"
 import { SubscriberRegistrations } from "../Webhooks/Ports.js"
@@ -15,6 +16,10 @@ import { userByOrganizationUserId, writtenUser, tokenFields, resolveUser } from 
 import { namedProofs } from "./EventProofs.js"
 import { requireApprovedContent } from "./Wording.js"
 import { checkConsentStrings, ConsentStringDecoder } from "./ConsentStrings.js"
+
+/** How the person's choice reached the store, as a receipt tells it: null for an API credential. */
+const expressionMethodOf = (p: Principal): string | null =>
+  p._tag === "PublicKey" ? "public_key" : p._tag === "ConsentToken" ? "consent_token" : null
 
 /** What an event's create hands on: its user as the transaction found or made it. */
 export interface EventCarry {
@@ -67,7 +72,8 @@ export const ConsentEventsResource = Events.with<
             user: eventUser,
             user_id: user.id,
             organization_user_id: user.organization_user_id,
-            proofs_id: proofsId
+            proofs_id: proofsId,
+            expression_method: expressionMethodOf(p)
           },
           // The user as this transaction found or made it, so afterCreate need not read it again.
           carry: { user, createdUser: created !== undefined }

@@ -37,6 +37,7 @@ const choicesEvent = (user: UserRow, regulation: string, consents: EventConsents
     delegate: null,
     proofs_id: [],
     notice_text_content_id: null,
+    expression_method: null,
     user: { id: user.id, ...(user.organization_user_id !== null ? { organization_user_id: user.organization_user_id } : {}) },
     consents,
     user_id: user.id,

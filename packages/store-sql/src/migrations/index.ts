@@ -18,6 +18,7 @@ import mailOutbox from "./0017_mail_outbox.js"
 import consentTokenRevocation from "./0018_consent_token_revocation.js"
 import rowCounts from "./0019_row_counts.js"
 import consentLogVerifyRuns from "./0020_consent_log_verify_runs.js"
+import consentReceipts from "./0021_consent_receipts.js"
 
 /**
  * Versioned migrations of both stores: a new change is a new entry, never an edit of an old
@@ -43,5 +44,6 @@ export const migrations = {
   "0017_mail_outbox": mailOutbox,
   "0018_consent_token_revocation": consentTokenRevocation,
   "0019_row_counts": rowCounts,
-  "0020_consent_log_verify_runs": consentLogVerifyRuns
+  "0020_consent_log_verify_runs": consentLogVerifyRuns,
+  "0021_consent_receipts": consentReceipts
 }
