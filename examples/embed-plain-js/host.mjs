@@ -1,7 +1,7 @@
 // A host service in plain JavaScript (no TypeScript, no loader): an Express app with its own
 // body parser and routes mounts the consent API, records a consent event through the typed
-// in-process API, reads it back over HTTP, and receives its webhook, signed, on a local
-// receiver. It exits 0 only when all of that held.
+// in-process API, reads it back over HTTP, downloads a proof report's PDF, and receives its
+// webhook, signed, on a local receiver. It exits 0 only when all of that held.
 //
 // Until the packages are published, install them from the tarballs this repository packs
 // (docs/embedding.md), every one in the same command: they need each other at versions no
@@ -73,7 +73,7 @@ try {
   const operator = { as: cmp.asOperator() }
   const org = await cmp.organizations.create({ name: "Host Inc" }, operator)
   const flags = await cmp.premiumFeatures.find({ organization_id: org.id }, operator)
-  await cmp.premiumFeatures.patch(flags.data[0].id, { consents_api: true, webhooks: true }, operator)
+  await cmp.premiumFeatures.patch(flags.data[0].id, { consents_api: true, webhooks: true, versions_and_proofs: true }, operator)
   const hook = await cmp.webhooks.create({ organization_id: org.id, url: `${receiverUrl}/consents`, event_types: ["event.created"] }, operator)
   check(hook.signing_secret.startsWith("whsec_"), "the webhook's signing secret is shown once")
 
@@ -101,7 +101,19 @@ try {
   const hello = await fetch(`${base}/hello`)
   check(hello.status === 200 && (await hello.json()).hello === "from the host", "the host's own route still answers")
 
-  // 7. The webhook: arrives, verifies with the signing secret, and names the event.
+  // 7. A proof report of the event's user, made in-process, and its PDF over HTTP, set in the
+  //    DejaVu faces the platform found in the packages installed with it.
+  const report = await cmp.consents.proofReports.create({ organization_id: org.id, user_id: event.user.id }, asOrg)
+  const pdf = await fetch(`${base}/consent-api/v1/consents/proof-reports/${report.id}/pdf`, {
+    headers: { authorization: `Bearer ${access_token}` }
+  })
+  const pdfBytes = Buffer.from(await pdf.arrayBuffer())
+  check(
+    pdf.status === 200 && pdfBytes.subarray(0, 5).toString("latin1") === "%PDF-" && pdfBytes.includes("+DejaVuSans"),
+    "the proof report's PDF embeds its fonts"
+  )
+
+  // 8. The webhook: arrives, verifies with the signing secret, and names the event.
   const until = Date.now() + 15_000
   while (received.length === 0 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 50))
   check(received.length === 1, "the receiver got the event.created message")

@@ -26,8 +26,10 @@ import type { ResourceDef } from "./Engine/Resource.js"
 import type { AnySchema, AnyShape } from "./Engine/Shape.js"
 import { type ConsentLogStore, layer as consentLogLayer } from "./Consents/ConsentLog.js"
 import type { Digests, MediaTypes, ProofFiles, ReportPdf } from "./Consents/ProofPorts.js"
+import type { ReceiptSigner } from "./Consents/ReceiptSchema.js"
 import type { ExportSink } from "./Exports/Exports.js"
 import type { TcStringEncoder } from "./Notices/Notices.js"
+import type { ConsentStringDecoder } from "./Consents/ConsentStrings.js"
 import { RelationsLive } from "./Registry.js"
 import { OrganizationLimitsLive } from "./Accounts/AccountLimits.js"
 import { Settings, type SettingsShape } from "./Engine/Settings.js"
@@ -41,7 +43,7 @@ import type { SecretBox } from "./Engine/Secrets.js"
 
 /**
  * The ports core leaves to the host's runtime (hashing, tokens, encryption, signing, certificates,
- * DNS, export destinations, TC strings, mail): what an adapter package such as `platform-node`
+ * DNS, export destinations, TC strings and their decoding, GPP strings, mail): what an adapter package such as `platform-node`
  * implements, all of them, or the platform does not compile.
  */
 export type HostPorts =
@@ -55,10 +57,12 @@ export type HostPorts =
   | CertificateValidator
   | ExportSink
   | TcStringEncoder
+  | ConsentStringDecoder
   | Mailer
   | Digests
   | MediaTypes
   | ReportPdf
+  | ReceiptSigner
 
 /** The storage ports: what a store package's layer gives. */
 export type StorePorts =

@@ -20,6 +20,7 @@ import { ProofReportPdfAction, ProofReportsResource } from "./Consents/ProofRepo
 import { ReportPdfsTable } from "./Consents/ProofReportRecords.js"
 import { ConsentLogHeadsTable, ConsentLogTable } from "./Consents/ConsentLog.js"
 import { VerifyLogAction } from "./Consents/LogVerify.js"
+import { ConsentReceiptAction, ReceiptJwksAction } from "./Consents/Receipts.js"
 import {
   DeliveriesResource,
   DeliveryStatsAction,
@@ -95,6 +96,8 @@ const declaredActions = [
   ProofFileAction,
   ProofReportPdfAction,
   VerifyLogAction,
+  ConsentReceiptAction,
+  ReceiptJwksAction,
   TcStringAction,
   DashboardUrlsAction,
   LanguagesAction

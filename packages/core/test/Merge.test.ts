@@ -94,6 +94,17 @@ describe("mergeEvent", () => {
     expect(s3.tcfcs).toBe("BBB")
   })
 
+  it("keeps gpp and gpp_sid when the event has none, replaces each with the event's, independently of tcfcs", () => {
+    const s1 = mergeEvent(emptyState, ev("e1", 1, { gpp: "DBABMA~CQ", gpp_sid: [2], tcfcs: "T" }))
+    const s2 = mergeEvent(s1, ev("e2", 2, { tcfcs: "U" }))
+    expect([s2.gpp, s2.gpp_sid, s2.tcfcs]).toStrictEqual(["DBABMA~CQ", [2], "U"])
+    const s3 = mergeEvent(s2, ev("e3", 3, { gpp: "DBABzw~1Y--", gpp_sid: [6] }))
+    expect([s3.gpp, s3.gpp_sid, s3.tcfcs]).toStrictEqual(["DBABzw~1Y--", [6], "U"])
+    expect(sameConsents(s2, s3)).toBe(false)
+    expect(sameConsents(s3, { ...s3, gpp_sid: [6, 2] })).toBe(false)
+    expect(sameConsents(s3, { ...s3, updated_at: at(9) })).toBe(true)
+  })
+
   it("does not mutate its inputs", () => {
     const state: ConsentState = { purposes: [{ id: "a", enabled: true }], vendors: { enabled: ["v1"] }, tcfcs: "X" }
     const snapshot = structuredClone(state)
@@ -231,7 +242,9 @@ const consentsArb: fc.Arbitrary<EventConsents> = fc.record(
     vendors: fc.record({ enabled: vendorList, disabled: vendorList, enabled_li: vendorList, disabled_li: vendorList }, {
       requiredKeys: []
     }),
-    tcfcs: fc.string({ maxLength: 4 })
+    tcfcs: fc.string({ maxLength: 4 }),
+    gpp: fc.string({ maxLength: 4 }),
+    gpp_sid: fc.array(fc.integer({ min: 1, max: 30 }), { maxLength: 3 })
   },
   { requiredKeys: [] }
 )
@@ -294,12 +307,14 @@ describe("mergeAll properties", () => {
     )
   })
 
-  it("last writer wins per vendor, for consent and li separately; tcfcs and updated_at come from the last events", () => {
+  it("last writer wins per vendor, for consent and li separately; tcfcs, gpp, gpp_sid and updated_at come from the last events", () => {
     fc.assert(
       fc.property(eventsArb, (events) => {
         const consent = new Map<string, "on" | "off">()
         const li = new Map<string, "on" | "off">()
         let tcfcs: string | undefined
+        let gpp: string | undefined
+        let gppSid: ReadonlyArray<number> | undefined
         const sorted = referenceSort(events)
         for (const e of sorted) {
           const v = e.consents.vendors ?? {}
@@ -312,6 +327,8 @@ describe("mergeAll properties", () => {
           for (const id of v.disabled_li ?? []) l.set(id, "off")
           l.forEach((s, id) => li.set(id, s))
           if (e.consents.tcfcs !== undefined) tcfcs = e.consents.tcfcs
+          if (e.consents.gpp !== undefined) gpp = e.consents.gpp
+          if (e.consents.gpp_sid !== undefined) gppSid = e.consents.gpp_sid
         }
         const idsWith = (m: Map<string, "on" | "off">, s: "on" | "off") =>
           [...m].filter(([, x]) => x === s).map(([id]) => id).sort()
@@ -322,6 +339,8 @@ describe("mergeAll properties", () => {
         expect([...(r.disabled_li ?? [])].sort()).toStrictEqual(idsWith(li, "off"))
         const state = mergeAll(events)
         expect(state.tcfcs).toBe(tcfcs)
+        expect(state.gpp).toBe(gpp)
+        expect(state.gpp_sid).toStrictEqual(gppSid)
         expect(state.updated_at).toBe(sorted.at(-1)?.created_at)
       })
     )
@@ -366,7 +385,9 @@ describe("mergeAll properties", () => {
           .map((p) => [p.id, p.enabled, p.enabled_li ?? "-", p.metadata ?? "-"]),
         vendors: [s.vendors.enabled, s.vendors.disabled, s.vendors.enabled_li, s.vendors.disabled_li]
           .map((l) => [...(l ?? [])].sort()),
-        tcfcs: s.tcfcs ?? null
+        tcfcs: s.tcfcs ?? null,
+        gpp: s.gpp ?? null,
+        gpp_sid: s.gpp_sid ?? null
       })
     // single small events make equal and unequal pairs both frequent
     const smallEvents = fc.array(
@@ -382,7 +403,9 @@ describe("mergeAll properties", () => {
             },
             { requiredKeys: [] }
           ),
-          tcfcs: fc.constantFrom("T", "U")
+          tcfcs: fc.constantFrom("T", "U"),
+          gpp: fc.constantFrom("DBABMA~CQ", "DBABzw~1Y--"),
+          gpp_sid: fc.constantFrom([2], [6], [2, 6])
         }, { requiredKeys: [] })
       }),
       { maxLength: 2 }

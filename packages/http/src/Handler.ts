@@ -110,6 +110,12 @@ const noStore = (response: ApiResponse): ApiResponse => ({
   headers: { ...response.headers, "cache-control": "no-store" }
 })
 
+/** A successful answer of a route that says any cache may keep it a while (public keys). */
+const cacheable = (response: ApiResponse, seconds: number): ApiResponse =>
+  response.status >= 200 && response.status < 300
+    ? { ...response, headers: { ...response.headers, "cache-control": `public, max-age=${seconds}` } }
+    : response
+
 /**
  * Plain HTTP where HTTPS is required. The body says why in the contract's error shape: a client
  * that does not follow redirects (`curl` without `-L`, a script reading JSON) shows that rather
@@ -243,7 +249,9 @@ export const makeHandler = async (runtime: PlatformRuntime, options: HandlerOpti
 
   /** Runs a route; an answer that carries a credential is not to be cached, whatever it is. */
   const run = (...args: Parameters<typeof runRoute>): Promise<ApiResponse> =>
-    runRoute(...args).then((response) => (args[1].noStore ? noStore(response) : response))
+    runRoute(...args).then((response) =>
+      args[1].noStore ? noStore(response) : args[1].maxAge !== undefined ? cacheable(response, args[1].maxAge) : response
+    )
 
   /** The body when the route takes one. */
   const readBody = (request: ApiRequest, found: Route, endUser = false): Effect.Effect<unknown, BodyRefused> => {

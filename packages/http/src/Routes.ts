@@ -47,6 +47,8 @@ interface RouteData {
   readonly status: number
   /** Its answers show a credential (a token, a secret): `Cache-Control: no-store`. */
   readonly noStore: boolean
+  /** Its successful answers may be cached this many seconds (`Cache-Control: public, max-age`). */
+  readonly maxAge?: number | undefined
   /** The object it works on, whose organization a member's request is counted against. */
   readonly target?: ((context: Context) => Target | undefined) | undefined
   /**
@@ -87,6 +89,7 @@ interface RouteOptions {
   readonly bodyLimit?: number | undefined
   readonly status?: number
   readonly noStore?: boolean
+  readonly maxAge?: number | undefined
   readonly target?: Route["target"]
   readonly queryNamesOrganization?: boolean
   readonly countsApiRequests?: boolean | undefined
@@ -100,6 +103,7 @@ const routeData = (method: string, path: string, options: RouteOptions): RouteDa
   bodyLimit: options.bodyLimit,
   status: options.status ?? 200,
   noStore: options.noStore ?? false,
+  maxAge: options.maxAge,
   target: options.target,
   queryNamesOrganization: options.queryNamesOrganization ?? true,
   countsApiRequests: options.countsApiRequests ?? true,
@@ -145,6 +149,7 @@ export const actionRoute = (a: AnyAction): Route => {
     body: a.body !== undefined,
     status: a.status,
     noStore: a.revealsCredentials === true,
+    maxAge: a.cacheSeconds,
     target: target === undefined ? undefined : (c) => target({ id: c.params[0] ?? "", body: c.body }),
     queryNamesOrganization: a.queryNamesOrganization ?? true,
     countsApiRequests: a.countsApiRequests,

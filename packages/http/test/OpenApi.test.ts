@@ -81,7 +81,8 @@ describe("the served OpenAPI document", () => {
     expect(endUsers).toEqual({
       "post /v1/consents/events": [{ publicApiKey: [] }, { publicApiKeyQuery: [] }, { consentToken: [] }],
       "get /v1/consents/events": [{ consentToken: [] }],
-      "get /v1/consents/users/{id}": [{ consentToken: [] }]
+      "get /v1/consents/users/{id}": [{ consentToken: [] }],
+      "get /v1/consents/users/{id}/receipt": [{ consentToken: [] }]
     })
   })
 

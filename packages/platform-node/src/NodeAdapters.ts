@@ -8,10 +8,12 @@ import { SmtpMailerLive, type SmtpOptions } from "./Mailer.js"
 import { AesSecretBoxLive } from "./SecretBox.js"
 import { NodeHmacLive } from "./SignedUserIds.js"
 import { TcStringEncoderLive } from "./TcStrings.js"
+import { ConsentStringDecoderLive } from "./ConsentStrings.js"
 import { JoseTokensLive } from "./Tokens.js"
 import { DigestsLive } from "./Digests.js"
 import { MediaTypesLive } from "./MediaTypes.js"
 import { ReportPdfLive } from "./ReportPdf.js"
+import { ReceiptSignerLive } from "./ReceiptKeys.js"
 import { NodeSecretComparerLive } from "./SecretComparer.js"
 import { HmacUrlSignerLive } from "./UrlSigning.js"
 
@@ -52,15 +54,17 @@ export const layer = (options: NodeAdaptersOptions = {}): Layer.Layer<NodeAdapte
     ScryptHasherLive({ cost: options.hashCost }),
     NodeSecretComparerLive,
     JoseTokensLive(options.jwtSecret),
-    AesSecretBoxLive(options.encryptionKey),
+    // The receipt keys are sealed by the same box as every other secret.
+    ReceiptSignerLive,
     HmacUrlSignerLive(options.urlSigningKey),
     NodeHmacLive,
     X509CertificateValidatorLive,
     provisionerLayer(options.provisioner),
     NodeExportSinkLive({ exportsRoot: options.exportsRoot, allowHosts: options.allowHosts, localAddress: options.localAddress }),
     TcStringEncoderLive({ vendorList: options.tcfVendorList }),
+    ConsentStringDecoderLive(),
     options.smtp ? SmtpMailerLive(options.smtp) : Mailer.NoneLayer,
     DigestsLive,
     MediaTypesLive,
     ReportPdfLive
-  )
+  ).pipe(Layer.provideMerge(AesSecretBoxLive(options.encryptionKey)))

@@ -3,6 +3,7 @@ import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type PDFDocumentClass from "pdfkit"
+import { type Face, type FaceName, type Faces, reportFaces } from "./ReportFonts.js"
 
 type Report = Parameters<Context.Tag.Service<typeof ReportPdf>["render"]>[0]
 type Regulation = ProofReportDocument["regulations"][number]
@@ -25,33 +26,42 @@ interface Choices {
   readonly tcfcs?: string | undefined
 }
 
-// ---------------------------------------------------------------- text the standard fonts can show
+// ---------------------------------------------------------------- text the faces can show
 
-/** Characters outside Latin-1 that the standard fonts' WinAnsi encoding still has. */
-const WIN_ANSI_EXTRA = new Set([
-  0x152, 0x153, 0x160, 0x161, 0x178, 0x17d, 0x17e, 0x192, 0x2c6, 0x2dc, 0x2013, 0x2014, 0x2018, 0x2019, 0x201a,
-  0x201c, 0x201d, 0x201e, 0x2020, 0x2021, 0x2022, 0x2026, 0x2030, 0x2039, 0x203a, 0x20ac, 0x2122
-])
-const showable = (code: number) => (code >= 0x20 && code <= 0x7e) || (code >= 0xa0 && code <= 0xff) || WIN_ANSI_EXTRA.has(code)
+/** Characters that change how others are shown but show nothing themselves: left out where a face lacks them. */
+const invisible = (code: number) =>
+  (code >= 0x200b && code <= 0x200f) || (code >= 0x202a && code <= 0x202e) || (code >= 0x2060 && code <= 0x206f) ||
+  (code >= 0xfe00 && code <= 0xfe0f) || code === 0xfeff || (code >= 0xe0000 && code <= 0xe0fff)
+
+/** Spaces a line may not break at (no-break, figure and narrow no-break spaces). */
+const gluing = (code: number) => code === 0xa0 || code === 0x2007 || code === 0x202f
+
+/** At most this many spaces in a row are drawn. */
+const SPACES = 8
 
 /**
- * The text as the standard fonts can draw it: a character they lack becomes its unaccented
- * letter when it has one, `?` otherwise (the report's JSON, not its PDF, is what is hashed).
+ * The text as a face can draw it: a character it lacks becomes its unaccented letter when the
+ * face has that, `?` otherwise (the report's JSON, not its PDF, is what is hashed). A space a line
+ * may not break at is drawn as a plain space, and a run of spaces is cut to `SPACES`: `pdfkit`
+ * cuts a "word" wider than its line by measuring what is left of it after every line, so words
+ * joined by no-break spaces or a long run of spaces (a word with its trailing spaces) cost time
+ * quadratic in their length.
  */
-const pdfText = (text: string, keepLineBreaks = false): string => {
+const pdfText = (text: string, face: Face, keepLineBreaks = false): string => {
   let out = ""
   for (const char of text.normalize("NFC")) {
     const code = char.codePointAt(0)!
-    if (showable(code)) out += char
-    else if (char === "\n" && keepLineBreaks) out += "\n"
-    else if (char === "\r") continue
-    else if (code < 0x20 || code === 0x7f || (code >= 0x80 && code < 0xa0)) out += " "
+    if (char === "\n" && keepLineBreaks) out += "\n"
+    else if (char === "\r" || code === 0xfeff) continue
+    else if (code < 0x20 || code === 0x7f || (code >= 0x80 && code < 0xa0) || gluing(code)) out += " "
+    else if (face.has(code)) out += char
+    else if (invisible(code)) continue
     else {
       const plain = char.normalize("NFKD").replace(/[\u0300-\u036f]/g, "")
-      out += plain.length > 0 && [...plain].every((c) => showable(c.codePointAt(0)!)) ? plain : "?"
+      out += plain.length > 0 && [...plain].every((c) => face.has(c.codePointAt(0)!)) ? plain : "?"
     }
   }
-  return out
+  return out.replace(new RegExp(`[^\\S\\n]{${SPACES + 1},}`, "g"), " ".repeat(SPACES))
 }
 
 // ---------------------------------------------------------------- layout
@@ -66,16 +76,39 @@ const SMALL_MONO = 7.5
 const SHOWN_METADATA = 2000
 
 /**
- * The text with every run of non-space characters longer than `run` cut into lines of `run`:
- * `pdfkit` breaks a word wider than its line by measuring ever shorter prefixes of it, which is
- * quadratic in the word's length; a run that fits a line is only ever moved whole. Linear.
+ * Of a line, the share a run of non-space characters may fill when cut: kerning may make a run
+ * a little wider than the sum of its glyphs' advances.
  */
-const breakRuns = (text: string, run: number): string =>
-  text.replace(new RegExp(`\\S{${run + 1},}`, "g"), (word) => {
+const SLACK = 0.95
+
+/**
+ * The text with every run of non-space characters wider than `ems` cut into lines that fit it:
+ * `pdfkit` breaks a word wider than its line by measuring ever shorter prefixes of it, which is
+ * quadratic in the word's length; a run that fits a line is only ever moved whole. Linear: a
+ * run's width is the sum of its characters' advances in the face.
+ */
+const breakRuns = (text: string, face: Face, ems: number): string => {
+  const room = ems * SLACK
+  return text.replace(/\S+/g, (word) => {
     const lines: Array<string> = []
-    for (let i = 0; i < word.length; i += run) lines.push(word.slice(i, i + run))
+    let start = 0
+    let at = 0
+    let width = 0
+    for (const char of word) {
+      const advance = face.advance(char.codePointAt(0)!)
+      if (width + advance > room && at > start) {
+        lines.push(word.slice(start, at))
+        start = at
+        width = 0
+      }
+      width += advance
+      at += char.length
+    }
+    if (lines.length === 0) return word
+    lines.push(word.slice(start))
     return lines.join("\n")
   })
+}
 
 /** Lets the event loop serve what waits (I/O, timers) before drawing on: a microtask would not. */
 const nextTurn = Effect.async<void>((resume) => {
@@ -104,27 +137,29 @@ const pieces = (text: string): Array<string> => {
   return out
 }
 
-/** Characters of a font size that surely fit a width: no glyph of the standard fonts is wider than 1 em, Courier's are 0.6 em. */
-const fitting = (width: number, size: number, mono: boolean) => Math.max(8, Math.floor(width / (size * (mono ? 0.6 : 1))))
-
 /** A value cut to `max` characters, saying how much was left out. */
 const cut = (text: string, max: number) =>
   text.length <= max ? text : `${text.slice(0, max)} [... ${text.length - max} more characters, kept whole in the report's JSON]`
 
 class Writer {
-  constructor(readonly doc: PDFKit.PDFDocument) {}
+  constructor(readonly doc: PDFKit.PDFDocument, readonly faces: Faces) {
+    // `pdfkit` takes a parsed font as well as its bytes (its types name only bytes): the faces
+    // are parsed once per process, and each document embeds the glyphs it uses.
+    for (const name of ["regular", "bold", "mono"] as const) doc.registerFont(name, faces[name].font as unknown as Uint8Array)
+  }
 
   private get width() {
     return this.doc.page.width - 2 * MARGIN
   }
 
-  /** The text as the font can show it, its long runs cut to lines that fit `width`. */
-  private fit(text: string, width: number, size: number, mono = false, keepLineBreaks = false) {
-    return breakRuns(pdfText(text, keepLineBreaks), fitting(width, size, mono))
+  /** Sets the face and size, and answers the text as the face shows it, its long runs cut to lines that fit `width`. */
+  private fit(text: string, face: FaceName, size: number, width: number, keepLineBreaks = false) {
+    this.doc.font(face).fontSize(size)
+    return breakRuns(pdfText(text, this.faces[face], keepLineBreaks), this.faces[face], width / size)
   }
 
   title(text: string) {
-    this.doc.font("Helvetica-Bold").fontSize(18).text(this.fit(text, this.width, 18), { width: this.width })
+    this.doc.text(this.fit(text, "bold", 18, this.width), { width: this.width })
     this.doc.moveDown(0.3)
   }
 
@@ -137,49 +172,48 @@ class Writer {
     const size = level === 1 ? 14 : level === 2 ? 12 : 10.5
     this.keep(level === 3 ? 4 : 5)
     this.doc.moveDown(level === 3 ? 0.4 : 0.8)
-    this.doc.font("Helvetica-Bold").fontSize(size).text(this.fit(text, this.width, size), MARGIN, undefined, { width: this.width })
+    this.doc.text(this.fit(text, "bold", size, this.width), MARGIN, undefined, { width: this.width })
     this.doc.moveDown(0.2)
   }
 
   note(text: string) {
     this.doc.moveDown(0.3)
-    this.doc.font("Helvetica-Oblique").fontSize(8.5).fillColor("#444444").text(this.fit(text, this.width, 8.5), MARGIN, undefined, { width: this.width })
+    this.doc.fillColor("#444444").text(this.fit(text, "regular", 8.5, this.width), MARGIN, undefined, { width: this.width })
     this.doc.fillColor("black")
   }
 
-  /** `label: value`, the value in a monospaced font when it is an id or a digest. */
+  /** `label: value`, the value in the monospaced face when it is an id or a digest. */
   field(label: string, value: string, mono = false, indent = 0) {
-    this.doc.font("Helvetica-Bold").fontSize(BODY).text(`${pdfText(label)}: `, MARGIN + indent, undefined, {
+    this.doc.text(`${this.fit(label, "bold", BODY, this.width - indent)}: `, MARGIN + indent, undefined, {
       width: this.width - indent,
       continued: true
     })
-    this.doc.font(mono ? "Courier" : "Helvetica").fontSize(mono ? MONO : BODY).text(this.fit(value, this.width - indent, mono ? MONO : BODY, mono))
+    this.doc.text(this.fit(value, mono ? "mono" : "regular", mono ? MONO : BODY, this.width - indent))
   }
 
   line(text: string, indent = 0, mono = false) {
-    const size = mono ? SMALL_MONO : BODY
-    this.doc.font(mono ? "Courier" : "Helvetica").fontSize(size).text(this.fit(text, this.width - indent, size, mono), MARGIN + indent, undefined, {
+    this.doc.text(this.fit(text, mono ? "mono" : "regular", mono ? SMALL_MONO : BODY, this.width - indent), MARGIN + indent, undefined, {
       width: this.width - indent
     })
   }
 
-  /** A long unbroken string (a TC string), in lines of the monospaced font, a piece a turn. */
+  /** A long unbroken string (a TC string), in lines of the monospaced face, a piece a turn. */
   block(text: string, indent = 0) {
-    return Effect.forEach(pieces(this.fit(text, this.width - indent, SMALL_MONO, true)), (piece) =>
+    return Effect.forEach(pieces(this.fit(text, "mono", SMALL_MONO, this.width - indent)), (piece) =>
       Effect.zipRight(
         nextTurn,
-        Effect.sync(() => this.doc.font("Courier").fontSize(SMALL_MONO).text(piece, MARGIN + indent, undefined, { width: this.width - indent }))
+        Effect.sync(() => this.doc.font("mono").fontSize(SMALL_MONO).text(piece, MARGIN + indent, undefined, { width: this.width - indent }))
       ), { discard: true })
   }
 
   /** Long prose (a notice's wording): wrapped, paginated, its paragraphs kept, a piece a turn. */
   prose(text: string, indent = 0) {
-    const paragraphs = this.fit(text, this.width - indent, BODY, false, true).split(/\n\s*\n+/).map((p) => p.trim()).filter((p) => p.length > 0)
+    const paragraphs = this.fit(text, "regular", BODY, this.width - indent, true).split(/\n\s*\n+/).map((p) => p.trim()).filter((p) => p.length > 0)
     return Effect.forEach(pieces(paragraphs.join("\n")), (piece) =>
       Effect.zipRight(
         nextTurn,
         Effect.sync(() =>
-          this.doc.font("Times-Roman").fontSize(BODY).text(piece, MARGIN + indent, undefined, { width: this.width - indent, paragraphGap: 4 })
+          this.doc.font("regular").fontSize(BODY).text(piece, MARGIN + indent, undefined, { width: this.width - indent, paragraphGap: 4 })
         )
       ), { discard: true })
   }
@@ -195,8 +229,8 @@ class Writer {
       this.doc.switchToPage(i)
       const bottom = this.doc.page.margins.bottom
       this.doc.page.margins.bottom = 0
-      this.doc.font("Helvetica").fontSize(7.5).fillColor("#666666").text(
-        pdfText(`${text} - page ${i + 1} of ${count}`),
+      this.doc.fillColor("#666666").text(
+        this.fit(`${text} - page ${i + 1} of ${count}`, "regular", 7.5, this.width),
         MARGIN,
         this.doc.page.height - MARGIN + 18,
         { width: this.width, align: "center", lineBreak: false }
@@ -317,21 +351,24 @@ const draw = (w: Writer, { created_at, id, report, sha256 }: Report) =>
   })
 
 /**
- * `pdfkit` is loaded on the first report, not at start: its fonts' metrics are megabytes of heap
- * that every garbage collection of a server that never renders a report would walk.
+ * `pdfkit` and the faces are loaded on the first report, not at start: their tables are megabytes
+ * of heap that every garbage collection of a server that never renders a report would walk.
  */
 let loaded: Promise<typeof PDFDocumentClass> | undefined
 const pdfkit = Effect.promise(() => (loaded ??= import("pdfkit").then((m) => m.default)))
 
-const render = (report: Report) => Effect.flatMap(pdfkit, (PDFDocument) => renderWith(PDFDocument, report))
+const render = (report: Report) =>
+  Effect.flatMap(Effect.zip(pdfkit, reportFaces), ([PDFDocument, faces]) => renderWith(PDFDocument, faces, report))
 
-const renderWith = (PDFDocument: typeof PDFDocumentClass, report: Report) =>
+const renderWith = (PDFDocument: typeof PDFDocumentClass, faces: Faces, report: Report) =>
   Effect.suspend(() => {
     const created = new Date(report.created_at)
     const doc = new PDFDocument({
       size: "A4",
       margin: MARGIN,
       bufferPages: true,
+      // The document's first face: without one, `pdfkit` would set up Helvetica, which no text uses.
+      font: faces.regular.font as unknown as string,
       info: {
         Title: `Proof of consent ${report.id}`,
         Subject: `sha256 ${report.sha256}`,
@@ -346,11 +383,11 @@ const renderWith = (PDFDocument: typeof PDFDocumentClass, report: Report) =>
       doc.on("end", () => resolve(new Uint8Array(Buffer.concat(chunks))))
       doc.on("error", reject)
     })
-    return draw(new Writer(doc), report).pipe(
+    return draw(new Writer(doc, faces), report).pipe(
       Effect.zipRight(Effect.sync(() => doc.end())),
       Effect.zipRight(Effect.promise(() => ended))
     )
   })
 
-/** Renders a proof report as an A4 PDF with `pdfkit` and its standard fonts. */
+/** Renders a proof report as an A4 PDF with `pdfkit`, in DejaVu faces (`ReportFonts.ts`). */
 export const ReportPdfLive: Layer.Layer<ReportPdf> = Layer.succeed(ReportPdf, { render })

@@ -186,10 +186,34 @@ describe("report PDF", () => {
       assert.match(String(info.CreationDate), /^D:20261120100001/)
     }).pipe(Effect.provide(adapters)))
 
-  it.effect("characters the standard fonts lack are replaced, never fatal", () =>
+  it.effect("wording beyond Latin-1 is shown as written; characters the faces lack are replaced, never fatal", () =>
     Effect.gen(function*() {
       const { text } = yield* pdfContent(yield* render)
-      assert.include(text, "Zazó?c gesla jazn - ??? ? “quoted” – done.")
+      assert.include(text, "Zażółć gęślą jaźń - ??? ? “quoted” – done.")
+    }).pipe(Effect.provide(adapters)))
+
+  it.effect("its text, ids and headings show Polish, Czech, Greek, Romanian, Bulgarian and German as written", () =>
+    Effect.gen(function*() {
+      const words = [
+        "Zażółć gęślą jaźń",
+        "Příliš žluťoučký kůň úpěl ďábelské ódy",
+        "Ελληνικά: Συγκατάθεση",
+        "Consimțământ, țară, șir, Ș Ț",
+        "Съгласие за бисквитки",
+        "Straße, Größe, Übermaß"
+      ]
+      const all = words.join(" / ")
+      const [gdpr] = document.regulations
+      const report: ProofReportDocument = {
+        ...document,
+        // The organization's name in the text face, the user's id in the monospaced one, the event's id in a bold heading.
+        organization: { ...document.organization, name: all },
+        user: { ...document.user, organization_user_id: all },
+        regulations: [{ ...gdpr!, events: [{ ...gdpr!.events[1]!, id: all }] }]
+      }
+      const { text } = yield* pdfContent(yield* Effect.flatMap(ReportPdf, (pdf) => pdf.render({ ...REPORT, report })))
+      const squeezed = (s: string) => s.replace(/\s+/g, "")
+      for (const w of words) assert.isAtLeast(squeezed(text).split(squeezed(w)).length - 1, 3, w)
     }).pipe(Effect.provide(adapters)))
 
   it.effect("the same report renders to the same bytes", () =>

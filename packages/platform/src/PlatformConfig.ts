@@ -149,7 +149,7 @@ const jwtSecret = Config.mapOrFail(raw("JWT_SECRET"), (o) =>
     : Either.right(Option.getOrUndefined(o)))
 
 /** `ENCRYPTION_KEY`: 32 bytes as 64 hex characters or base64, read as the secret box reads it. */
-const encryptionKey = Config.mapOrFail(trimmed("ENCRYPTION_KEY"), (o) => {
+export const encryptionKey = Config.mapOrFail(trimmed("ENCRYPTION_KEY"), (o) => {
   if (Option.isNone(o)) return Either.right(undefined)
   const bytes = /^[0-9a-f]{64}$/i.test(o.value) ? Buffer.from(o.value, "hex") : Buffer.from(o.value, "base64")
   return bytes.length === 32

@@ -51,11 +51,15 @@ export type {
 export type { SubscribeOptions, SubscriberMethods } from "./Subscribe.js"
 export { swaggerUiAssets } from "./SwaggerUiAssets.js"
 export { verifyConsentLog } from "./VerifyLog.js"
+export { rotateReceiptSigningKey } from "./ReceiptKeys.js"
 export type { SubscriberHandler, SubscriberMessage } from "@cmp/webhooks"
 export {
   type OrganizationUserIdAuth,
   organizationUserIdAuth,
-  type OrganizationUserIdAuthOptions
+  type OrganizationUserIdAuthOptions,
+  receiptParts,
+  type ReceiptVerification,
+  verifyReceipt
 } from "@cmp/platform-node"
 export * as Operating from "./Operating.js"
 export type { OperatingMethods, ReadinessReport } from "./Operating.js"

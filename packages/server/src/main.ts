@@ -2,20 +2,22 @@
 import { describeFailure } from "./Failure.js"
 
 /**
- * `serve` (the default), `worker`, `bootstrap` or `verify-log`. Each command is loaded only when asked for, so
+ * `serve` (the default), `worker`, `bootstrap`, `verify-log`, `rotate-receipt-key` or `verify-receipt`. Each command is loaded only when asked for, so
  * a worker or a bootstrap never loads the HTTP layer or Express.
  */
 const commands: Record<string, () => Promise<void>> = {
   serve: () => import("./Serve.js").then((m) => m.serve()),
   worker: () => import("./Worker.js").then((m) => m.work()),
   bootstrap: () => import("./Bootstrap.js").then((m) => m.bootstrapKey()),
-  "verify-log": () => import("./VerifyLog.js").then((m) => m.verifyLogCommand(process.argv.slice(3)))
+  "verify-log": () => import("./VerifyLog.js").then((m) => m.verifyLogCommand(process.argv.slice(3))),
+  "rotate-receipt-key": () => import("./RotateReceiptKey.js").then((m) => m.rotateReceiptKeyCommand(process.argv.slice(3))),
+  "verify-receipt": () => import("./VerifyReceipt.js").then((m) => m.verifyReceiptCommand(process.argv.slice(3)))
 }
 
 const command = process.argv[2] ?? "serve"
 const run = commands[command]
 if (run === undefined) {
-  console.error(`Unknown command '${command}'; use 'serve', 'worker', 'bootstrap' or 'verify-log'`)
+  console.error(`Unknown command '${command}'; use 'serve', 'worker', 'bootstrap', 'verify-log', 'rotate-receipt-key' or 'verify-receipt'`)
   process.exit(1)
 }
 run().catch((error) => {

@@ -213,6 +213,73 @@ describe("command line", () => {
     expect(asked.stderr).toMatch(/usage: verify-log --organization/)
   }, 60_000)
 
+  it("verify-receipt checks a receipt against the served keys or a key file: 0 when valid, 1 when tampered with, 2 when asked wrongly; rotate-receipt-key keeps it valid", async () => {
+    const file = path.join(dir, "receipts", "consent.db")
+    const own = { SQLITE_PATH: file, ADMIN_API_KEY: "admin", ADMIN_API_SECRET: "receipt-secret-0123456789" }
+    const url = await start({ PORT: "0", ...own })
+    const call = async (method: string, route: string, token: string | undefined, body?: unknown) => {
+      const res = await fetch(`${url}${route}`, {
+        method,
+        headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+        body: body === undefined ? undefined : JSON.stringify(body)
+      })
+      const answer = await res.json() as Record<string, any>
+      expect(res.status, JSON.stringify(answer)).toBeLessThan(300)
+      return answer
+    }
+    const op = (await call("POST", "/v1/sessions", undefined, { type: "api-key", key: "admin", secret: own.ADMIN_API_SECRET })).access_token
+    const org = await call("POST", "/v1/organizations", op, { name: "Receipts Ltd" })
+    const flags = (await call("GET", `/v1/premium-features?organization_id=${org.id}`, op)).data[0]
+    await call("PATCH", `/v1/premium-features/${flags.id}`, op, { consents_api: true })
+    const consents = { purposes: [{ id: "analytics", enabled: true }], vendors: { enabled: ["v1"] } }
+    const event = await call("POST", "/v1/consents/events", op, { organization_id: org.id, user: { organization_user_id: "u-1" }, consents })
+    const answer = await call("GET", `/v1/consents/users/${event.user.id}/receipt?organization_id=${org.id}`, op)
+    const receiptFile = path.join(dir, "receipts", "receipt.json")
+    fs.writeFileSync(receiptFile, JSON.stringify(answer))
+
+    const served = await run(["verify-receipt", receiptFile, "--server", url], own)
+    expect(served.code, served.stderr).toBe(0)
+    const kid = JSON.parse(Buffer.from(answer.jws.split(".")[0], "base64url").toString()).kid
+    expect(served.stdout).toContain(`VALID: signed by key ${kid}`)
+    for (const said of ["Controller: Receipts Ltd", `Person: ${event.user.id} (the organization's user u-1)`, "Jurisdiction: gdpr",
+      "State: given, no expiry known", "analytics: given (consent)", "consent given: v1", `${event.id}: given, by the controller through an API credential`]) {
+      expect(served.stdout).toContain(said)
+    }
+    // The bare JWS, against a key file.
+    const keysFile = path.join(dir, "receipts", "jwks.json")
+    fs.writeFileSync(keysFile, JSON.stringify(await call("GET", "/v1/consents/receipts/jwks", undefined)))
+    const jwsFile = path.join(dir, "receipts", "receipt.jws")
+    fs.writeFileSync(jwsFile, `${answer.jws}\n`)
+    expect((await run(["verify-receipt", jwsFile, "--jwks", keysFile], own)).code).toBe(0)
+
+    // The receipt's JSON changed beside its JWS.
+    const tampered = path.join(dir, "receipts", "tampered.json")
+    fs.writeFileSync(tampered, JSON.stringify({ ...answer, receipt: { ...answer.receipt, consent_state: "refused" } }))
+    const refused = await run(["verify-receipt", tampered, `--jwks-url=${url}/v1/consents/receipts/jwks`], own)
+    expect(refused.code, refused.stdout).toBe(1)
+    expect(refused.stdout).toMatch(/^INVALID: the receipt differs from what the JWS signs/)
+    // The signed payload changed.
+    const [header, payload, signature] = answer.jws.split(".")
+    const forged = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload, "base64url").toString()), consent_state: "refused" })).toString("base64url")
+    fs.writeFileSync(tampered, JSON.stringify({ jws: `${header}.${forged}.${signature}` }))
+    const forgedRun = await run(["verify-receipt", tampered, "--jwks", keysFile], own)
+    expect(forgedRun.code).toBe(1)
+    expect(forgedRun.stdout).toMatch(/^INVALID: the signature does not verify/)
+
+    for (const args of [["verify-receipt"], ["verify-receipt", receiptFile], ["verify-receipt", receiptFile, "--jwks", keysFile, "--server", url]]) {
+      const asked = await run(args, own)
+      expect(asked.code, args.join(" ")).toBe(2)
+      expect(asked.stderr).toMatch(/usage: verify-receipt FILE/)
+    }
+
+    // A rotation: the receipt made before still verifies against the keys served after it.
+    const rotated = await run(["rotate-receipt-key"], own)
+    expect(rotated.code, rotated.stderr).toBe(0)
+    expect(JSON.parse(rotated.stdout)).toMatchObject({ retired: [kid] })
+    const after = await run(["verify-receipt", receiptFile, "--server", url], own)
+    expect(after.code, after.stdout).toBe(0)
+  }, 90_000)
+
   it("worker starts on the same configuration and says so", async () => {
     const child = spawn(process.execPath, [main, "worker"], { env })
     children.push(child)

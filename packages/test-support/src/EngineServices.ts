@@ -1,5 +1,6 @@
 import {
   canonicalJson,
+  ConsentStringDecoder,
   type ConsentTokenClaims,
   Digests,
   engineServices,
@@ -122,6 +123,19 @@ export const reportPdfLayer = Layer.succeed(ReportPdf, {
   render: (report) => Effect.succeed(new TextEncoder().encode(JSON.stringify(report)))
 })
 
+/**
+ * Consent strings decode as long as they are not empty, a GPP string's sections being its
+ * `~`-separated parts after the first, numbered from 1 (the IAB libraries are a Node adapter's,
+ * tested in platform-node).
+ */
+export const consentStringDecoderLayer = Layer.succeed(ConsentStringDecoder, {
+  decodeGpp: (gpp) =>
+    Effect.succeed(gpp === "" ?
+      { _tag: "Undecodable" as const, reason: "empty" } :
+      { _tag: "Decoded" as const, sectionIds: gpp.split("~").slice(1).map((_, i) => i + 1) }),
+  decodeTc: (tcfcs) => Effect.succeed(tcfcs === "" ? { _tag: "Undecodable" as const, reason: "empty" } : { _tag: "Decoded" as const })
+})
+
 /** A fresh world on `store` (which must itself be fresh: an empty, migrated database), its consent writes logged. */
 export const engineLayer = (store: Layer.Layer<EngineStore>, settings: Partial<SettingsShape> = {}) =>
   engineServices({
@@ -138,6 +152,7 @@ export const engineLayer = (store: Layer.Layer<EngineStore>, settings: Partial<S
       secretBoxLayer,
       digestsLayer,
       mediaTypesLayer,
-      reportPdfLayer
+      reportPdfLayer,
+      consentStringDecoderLayer
     )
   })

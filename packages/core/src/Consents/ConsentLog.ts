@@ -38,7 +38,7 @@ export interface LoggedTable {
 }
 
 export const LOGGED_TABLES: Readonly<Record<string, LoggedTable>> = {
-  consent_events: { kind: "event", chainOf: (row) => String(row.user_id), addedLater: { gpc: false, gpc_conflict: null, gpc_override: null } },
+  consent_events: { kind: "event", chainOf: (row) => String(row.user_id), addedLater: { expression_method: null, gpc: false, gpc_conflict: null, gpc_override: null } },
   consent_users: { kind: "user", chainOf: (row) => String(row.id) },
   // A proof sent with a user's event is that user's (erased with it); one made alone, its own.
   consent_proofs: { kind: "proof", chainOf: (row) => String(row.user_id ?? row.id) }

@@ -48,7 +48,8 @@ export const EVENT_DEFAULTS = {
   notice_text_content_id: null,
   gpc: false,
   gpc_conflict: null,
-  gpc_override: null
+  gpc_override: null,
+  expression_method: null
 } as const
 
 /** The data of the two declarations; their behaviour is added in `Events.ts` and `Users.ts`. */
@@ -83,7 +84,14 @@ export const Events = declareResource({
   metrics: { create: eventWritten },
   cursorPaging: true,
   // `gpc_override` is input only, kept so that a merge from scratch knows where a signal ended.
-  privateFields: { user_id: field.string, organization_user_id: field.optionalString, gpc_override: field.optionalBoolean },
+  // `expression_method`: `public_key` or `consent_token` for an end user's write, null for an API
+  // credential's (and every event written before it was recorded), what a receipt says of it.
+  privateFields: {
+    user_id: field.string,
+    organization_user_id: field.optionalString,
+    gpc_override: field.optionalBoolean,
+    expression_method: field.optionalString
+  },
   queryable: ["user_id", "organization_user_id"],
   references: [{ field: "user_id", table: "consent_users", onDelete: "cascade" }],
   defaults: { regulation: DEFAULT_REGULATION, ...EVENT_DEFAULTS },

@@ -4,6 +4,7 @@ import { SigningKeys } from "../Accounts/SigningKeys.js"
 import { EVENT_METADATA_TOO_LARGE, type EventUser, withinEventMetadata } from "../Domain/Consent.js"
 import { InvalidInput } from "../Domain/Errors.js"
 import { eq } from "../Engine/Query.js"
+import { type Principal } from "../Engine/Principal.js"
 import { portList } from "../Engine/Resource.js"
 import { enqueue, type OutgoingEvent } from "../Webhooks/Outbox.js"
 import { SubscriberRegistrations } from "../Webhooks/Ports.js"
@@ -17,6 +18,11 @@ import { requireApprovedContent } from "./Wording.js"
 import { applyGpc } from "./Gpc.js"
 import { policyFor } from "./Policies.js"
 import { ConsentPolicies } from "./PolicyCache.js"
+import { checkConsentStrings, ConsentStringDecoder } from "./ConsentStrings.js"
+
+/** How the person's choice reached the store, as a receipt tells it: null for an API credential. */
+const expressionMethodOf = (p: Principal): string | null =>
+  p._tag === "PublicKey" ? "public_key" : p._tag === "ConsentToken" ? "consent_token" : null
 
 /** What an event's create hands on: its user as the transaction found or made it. */
 export interface EventCarry {
@@ -25,12 +31,13 @@ export interface EventCarry {
 }
 
 export const ConsentEventsResource = Events.with<
-  SubscriberRegistrations | WebhookTargets | MediaTypes | ProofFiles | Digests | SigningKeys | ConsentPolicies,
+  SubscriberRegistrations | WebhookTargets | MediaTypes | ProofFiles | Digests | SigningKeys | ConsentStringDecoder | ConsentPolicies,
   EventCarry
 >({
   // Their changes go to the outbox, addressed to the registered subscribers too; proofs may come
-  // inline; the regulation's policy says what a GPC signal refuses.
-  ports: portList(SubscriberRegistrations, WebhookTargets, MediaTypes, ProofFiles, Digests, SigningKeys, ConsentPolicies),
+  // inline; the consent strings of a write are decoded; the regulation's policy says what a GPC
+  // signal refuses.
+  ports: portList(SubscriberRegistrations, WebhookTargets, MediaTypes, ProofFiles, Digests, SigningKeys, ConsentStringDecoder, ConsentPolicies),
   hooks: {
     // A consent token reads its own user's events, whatever else the query asks.
     find: (p, query) =>
@@ -38,6 +45,9 @@ export const ConsentEventsResource = Events.with<
         userByOrganizationUserId(p.organizationId, p.organizationUserId),
         (own) => ({ ...query, where: [...query.where, eq("user_id", Option.match(own, { onNone: () => "", onSome: (u) => u.id }))] })
       ),
+    // Decoding the consent strings is CPU work that a crafted string stretches to the decoder's
+    // time limit: done before the transaction, it holds no lock (on SQLite, every writer's).
+    prepare: (_p, row) => Effect.map(checkConsentStrings(row.consents), (consents) => ({ row: { ...row, consents } })),
     create: (p, row, input) =>
       Effect.gen(function*() {
         const { byId, user: u } = yield* writtenUser(p, row.organization_id, input.user)
@@ -76,7 +86,8 @@ export const ConsentEventsResource = Events.with<
             consents: gpc.consents,
             gpc: row.gpc === true,
             gpc_conflict: gpc.conflict ? true : null,
-            gpc_override: input.gpc_override === true ? true : null
+            gpc_override: input.gpc_override === true ? true : null,
+            expression_method: expressionMethodOf(p)
           },
           // The user as this transaction found or made it, so afterCreate need not read it again.
           carry: { user, createdUser: created !== undefined }
@@ -108,7 +119,10 @@ export const ConsentEventsResource = Events.with<
             new InvalidInput({ message: "Invalid status: a confirmed event is final", errors: { status: "confirmed is final" } })
           )
         }
-        const { proofs: _inline, ...row } = after as EventRow & { proofs?: unknown }
+        const { proofs: _inline, ...checked } = after as EventRow & { proofs?: unknown }
+        const row = input.consents === undefined
+          ? checked
+          : { ...checked, consents: yield* checkConsentStrings(checked.consents, before.consents) }
         if (input.notice_text_content_id !== undefined) yield* requireApprovedContent(row.organization_id, input.notice_text_content_id)
         if (input.proofs_id === undefined && input.proofs === undefined) return row
         const proofsId = yield* namedProofs(

@@ -16,7 +16,8 @@ import type { ConsentPurpose, ConsentState, ConsentVendors, EventConsents } from
  *   in both lists of a pair, the refusal (`disabled` / `disabled_li`) wins.
  *   Each output list holds an id once; ids that stay keep their position and ids that join a
  *   list are appended in event order. Empty lists are omitted.
- * - `tcfcs`: the event's value when it has one (any string, even empty), else the previous.
+ * - `tcfcs`, `gpp`, `gpp_sid`: each the event's value when it has one (any string, even empty),
+ *   else the previous.
  * - `gpc`: a Global Privacy Control signal holds from the first event that had it until an event
  *   with `gpc_override` (the person chose after being shown it); a later event from a device
  *   without the signal does not end it. Kept only while it holds.
@@ -94,12 +95,25 @@ const mergeVendors = (previous: ConsentVendors, incoming: ConsentVendors | undef
 
 /** Applies one confirmed event on top of `state`. */
 export const mergeEvent = (state: ConsentState, event: MergeableEvent): ConsentState => {
-  const tcfcs = event.consents.tcfcs !== undefined ? event.consents.tcfcs : state.tcfcs
-  const out: { purposes: Array<ConsentPurpose>; vendors: ConsentVendors; tcfcs?: string; gpc?: boolean; updated_at?: string } = {
-    purposes: mergePurposes(state.purposes, event.consents.purposes),
-    vendors: mergeVendors(state.vendors, event.consents.vendors)
+  const c = event.consents
+  const tcfcs = c.tcfcs !== undefined ? c.tcfcs : state.tcfcs
+  const gpp = c.gpp !== undefined ? c.gpp : state.gpp
+  const gppSid = c.gpp_sid !== undefined ? c.gpp_sid : state.gpp_sid
+  const out: {
+    purposes: Array<ConsentPurpose>
+    vendors: ConsentVendors
+    tcfcs?: string
+    gpp?: string
+    gpp_sid?: ReadonlyArray<number>
+    gpc?: boolean
+    updated_at?: string
+  } = {
+    purposes: mergePurposes(state.purposes, c.purposes),
+    vendors: mergeVendors(state.vendors, c.vendors)
   }
   if (tcfcs !== undefined) out.tcfcs = tcfcs
+  if (gpp !== undefined) out.gpp = gpp
+  if (gppSid !== undefined) out.gpp_sid = gppSid
   if (event.gpc_override !== true && (state.gpc === true || event.gpc === true)) out.gpc = true
   out.updated_at = event.created_at
   return out
@@ -163,12 +177,13 @@ const sameIdSet = (a: ReadonlyArray<string> | undefined, b: ReadonlyArray<string
 /**
  * Whether two states express the same choices: purposes as a set keyed by id (order ignored;
  * a repeated id counts by its last entry, as in the merge), each vendor list as a set (a
- * missing list is an empty one), `tcfcs`, `gpc`. `updated_at` is ignored; `undefined` is `emptyState`.
+ * missing list is an empty one), `tcfcs`, `gpp` and `gpp_sid` (in order), `gpc`. `updated_at` is
+ * ignored; `undefined` is `emptyState`.
  */
 export const sameConsents = (a: ConsentState | undefined, b: ConsentState | undefined): boolean => {
   const x = a ?? emptyState
   const y = b ?? emptyState
-  if (x.tcfcs !== y.tcfcs || (x.gpc === true) !== (y.gpc === true)) return false
+  if (x.tcfcs !== y.tcfcs || x.gpp !== y.gpp || !jsonEqual(x.gpp_sid, y.gpp_sid) || (x.gpc === true) !== (y.gpc === true)) return false
   const px = new Map(x.purposes.map((p) => [p.id, p] as const))
   const py = new Map(y.purposes.map((p) => [p.id, p] as const))
   if (px.size !== py.size) return false

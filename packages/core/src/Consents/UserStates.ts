@@ -15,7 +15,9 @@ export const consentsView = (state: ConsentState | undefined): UserConsents => {
   return {
     purposes: state?.purposes ?? [],
     vendors: { enabled: v.enabled ?? [], disabled: v.disabled ?? [], enabled_li: v.enabled_li ?? [], disabled_li: v.disabled_li ?? [] },
-    ...(state?.tcfcs !== undefined ? { tcfcs: state.tcfcs } : {})
+    ...(state?.tcfcs !== undefined ? { tcfcs: state.tcfcs } : {}),
+    ...(state?.gpp !== undefined ? { gpp: state.gpp } : {}),
+    ...(state?.gpp_sid !== undefined ? { gpp_sid: state.gpp_sid } : {})
   }
 }
 

@@ -19,6 +19,7 @@ import { enqueue, type OutgoingEvent } from "../Webhooks/Outbox.js"
 import { SubscriberRegistrations } from "../Webhooks/Ports.js"
 import { WebhookTargets } from "../Webhooks/Targets.js"
 import { Digests, ProofFiles } from "./ProofPorts.js"
+import { checkConsentStrings, ConsentStringDecoder } from "./ConsentStrings.js"
 import { forgetProofFilesOf } from "./Proofs.js"
 import { eraseReportsOf } from "./ProofReportRecords.js"
 import { DEFAULT_REGULATION, EVENT_DEFAULTS, Users, EventRow, UserRow, events, eventOut } from "./ConsentTables.js"
@@ -47,8 +48,11 @@ export interface UserCarry {
   readonly event?: EventRow
 }
 
-export const ConsentUsersResource = Users.with<SubscriberRegistrations | WebhookTargets | ProofFiles | Digests | ConsentTokenStates, UserCarry>({
-  ports: portList(SubscriberRegistrations, WebhookTargets, ProofFiles, Digests, ConsentTokenStates),
+export const ConsentUsersResource = Users.with<
+  SubscriberRegistrations | WebhookTargets | ProofFiles | Digests | ConsentTokenStates | ConsentStringDecoder,
+  UserCarry
+>({
+  ports: portList(SubscriberRegistrations, WebhookTargets, ProofFiles, Digests, ConsentTokenStates, ConsentStringDecoder),
   // `GET consents/users/:id?$by_organization_user_id=true`: the id is the organization's own user id.
   getBy: {
     param: "$by_organization_user_id",
@@ -65,7 +69,7 @@ export const ConsentUsersResource = Users.with<SubscriberRegistrations | Webhook
         const regulation = input.regulation ?? DEFAULT_REGULATION
         if (input.consents === undefined) return { row: { ...row, consent_states: {} }, carry: { regulation } }
         // Initial choices are recorded as one confirmed event, so the log explains the status.
-        const event = yield* choicesEvent(row, regulation, input.consents, row.created_at)
+        const event = yield* choicesEvent(row, regulation, yield* checkConsentStrings(input.consents), row.created_at)
         return {
           row: { ...row, consent_states: { [regulation]: mergeEvent(emptyState, event) } },
           carry: { regulation, event }
@@ -86,8 +90,9 @@ export const ConsentUsersResource = Users.with<SubscriberRegistrations | Webhook
         const regulation = input.regulation ?? DEFAULT_REGULATION
         if (input.consents === undefined) return carrying(after, { regulation })
         // The choices become a confirmed event first, so a status merged from scratch sees it.
+        const consents = yield* checkConsentStrings(input.consents)
         const event = yield* Effect.flatMap(events(), (repo) =>
-          Effect.flatMap(choicesEvent(after, regulation, input.consents!, after.updated_at), repo.create))
+          Effect.flatMap(choicesEvent(after, regulation, consents, after.updated_at), repo.create))
         const next = yield* stateWith(after, event)
         return carrying({ ...after, consent_states: withState(after.consent_states, regulation, next) }, { regulation, event })
       }),

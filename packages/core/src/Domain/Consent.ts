@@ -57,12 +57,30 @@ const EventMetadata = JsonObject.pipe(Schema.filter(withinEventMetadata, { messa
 
 const Tcfcs = Schema.String.pipe(Schema.maxLength(65_536, { message: () => "must be at most 65536 characters" }))
 
+/** An IAB Global Privacy Platform string; that it decodes is checked on new writes (`ConsentStrings.ts`). */
+const Gpp = Schema.String.pipe(
+  Schema.maxLength(65_536, { message: () => "must be at most 65536 characters" }),
+  Schema.annotations({ description: "An IAB Global Privacy Platform string; a new write's must decode (sections the decoder does not know are kept)" })
+)
+
+/** GPP section ids (2 for TCF EU v2, 7 for the US national section, …); a GPP header lists at most 4095. */
+const GppSid = Schema.Array(
+  Schema.Int.pipe(Schema.greaterThanOrEqualTo(1, { message: () => "must be a section id, an integer from 1" }))
+).pipe(
+  Schema.maxItems(4095, { message: () => "must list at most 4095 sections" }),
+  Schema.annotations({ description: "The GPP sections that apply, each present in `gpp`; derived from `gpp` when not given" })
+)
+
 /** `consents` of an event: the choices this event records. */
 export const EventConsents = Schema.Struct({
   purposes: Schema.optional(Schema.Array(ConsentPurpose)),
   vendors: Schema.optional(ConsentVendors),
   /** TCF consent string. */
-  tcfcs: Schema.optional(Tcfcs)
+  tcfcs: Schema.optional(Tcfcs),
+  /** GPP string. */
+  gpp: Schema.optional(Gpp),
+  /** The GPP sections that apply; derived from `gpp` when not given. */
+  gpp_sid: Schema.optional(GppSid)
 })
 export type EventConsents = typeof EventConsents.Type
 
@@ -224,6 +242,7 @@ export const ConsentEventUpdate = Schema.Struct({
  *     purposes: [{ id, enabled, enabled_li?, metadata? }, ...],   // one entry per purpose id
  *     vendors: { enabled?: [...], disabled?: [...], enabled_li?: [...], disabled_li?: [...] },
  *     tcfcs?: "...",                                            // latest TCF consent string
+ *     gpp?: "...", gpp_sid?: [7],                               // latest GPP string and its sections
  *     gpc?: true,                                               // a GPC signal holds
  *     updated_at?: "2026-11-22T10:00:00.000Z"                   // created_at of the last event merged
  *   }
@@ -232,6 +251,8 @@ export const ConsentState = Schema.Struct({
   purposes: Schema.Array(ConsentPurpose),
   vendors: ConsentVendors,
   tcfcs: Schema.optional(Tcfcs),
+  gpp: Schema.optional(Gpp),
+  gpp_sid: Schema.optional(GppSid),
   /** A Global Privacy Control signal holds: set by an event that had it, cleared by one with `gpc_override`. */
   gpc: Schema.optional(Schema.Boolean),
   updated_at: Schema.optional(Timestamp)
@@ -251,7 +272,9 @@ const VendorList = Schema.Array(Id)
 export const UserConsents = Schema.Struct({
   purposes: Schema.Array(ConsentPurpose),
   vendors: Schema.Struct({ enabled: VendorList, disabled: VendorList, enabled_li: VendorList, disabled_li: VendorList }),
-  tcfcs: Schema.optional(Tcfcs)
+  tcfcs: Schema.optional(Tcfcs),
+  gpp: Schema.optional(Gpp),
+  gpp_sid: Schema.optional(GppSid)
 })
 export type UserConsents = typeof UserConsents.Type
 

@@ -143,6 +143,8 @@ export interface ActionData<
   readonly parameters?: ReadonlyArray<ActionParameter> | undefined
   /** Its answers show a credential: no cache on the way may keep them. */
   readonly revealsCredentials?: boolean | undefined
+  /** Its successful answers may be kept by any cache for this many seconds (`Cache-Control: public, max-age`). */
+  readonly cacheSeconds?: number | undefined
   /** The premium feature the organization needs (checked by the use-case, from this declaration). */
   readonly premiumFeature?: PremiumFeatureFlag | undefined
   /** The object it works on: a member of several organizations counts the request there. */

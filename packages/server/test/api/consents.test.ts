@@ -1,3 +1,4 @@
+import { TC_STRING } from "@cmp/test-support/consent-strings"
 import { beforeAll, describe, expect, it } from "vitest"
 import { as, expect400, expect403, expect404, expect409, type Tenant, unique } from "./helpers.js"
 import { useServer } from "./fixture.js"
@@ -212,7 +213,7 @@ describe("consent users: one regulation at a time", () => {
     const t = await consentTenant()
     const g = await t.call("POST", "/v1/consents/events", { body: event(t, unique("g"), purposes(["p", true])) })
     const c = await t.call("POST", "/v1/consents/events", {
-      body: event(t, unique("c"), purposes(["p", false]), { regulation: "ccpa", consents: { purposes: purposes(["p", false]), vendors: { enabled_li: ["v9"] }, tcfcs: "CQ" } })
+      body: event(t, unique("c"), purposes(["p", false]), { regulation: "ccpa", consents: { purposes: purposes(["p", false]), vendors: { enabled_li: ["v9"] }, tcfcs: TC_STRING } })
     })
     const byId = (list: Array<any>) => Object.fromEntries(list.map((u) => [u.id, u]))
     const gdpr = await t.call("GET", "/v1/consents/users?$sort[created_at]=1")
@@ -226,7 +227,7 @@ describe("consent users: one regulation at a time", () => {
     expect(byId(ccpa.body.data)[c.body.user.id].consents).toEqual({
       purposes: purposes(["p", false]),
       vendors: { enabled: [], disabled: [], enabled_li: ["v9"], disabled_li: [] },
-      tcfcs: "CQ"
+      tcfcs: TC_STRING
     })
     // The view combines with real filters, $select and the look-up by the organization's own id.
     const one = await t.call("GET", `/v1/consents/users?regulation=ccpa&id=${c.body.user.id}&$select[]=consents`)

@@ -560,6 +560,10 @@ const ACTIONS: Record<string, Action> = {
       }
     }
   },
+  "/v1/consents/receipts/jwks": {
+    why: "the platform's public keys of consent receipts, the same for every caller and open without a credential: no organization scope",
+    attacks: { get: () => [{ what: "read", method: "GET", url: "/v1/consents/receipts/jwks", expect: [200] }] }
+  },
   "/v1/webhooks/deliveries/replay": {
     why: "an action on the deliveries of one webhook, named by its body",
     attacks: {
@@ -581,6 +585,7 @@ const UNDOCUMENTED: Record<string, ReadonlyArray<Method>> = {}
 /** What A's own object answers on a sub-path of an item (proves the route works at all). */
 const SUB_PATH_CONTROL: Record<string, number> = {
   "GET /v1/consents/events/{id}/tcstring": 200,
+  "GET /v1/consents/users/{id}/receipt": 200,
   "GET /v1/consents/proofs/{id}/file": 200,
   "GET /v1/consents/proof-reports/{id}/pdf": 200,
   // A's message is still pending: replaying it is a conflict, which still shows the route reached it.
@@ -777,9 +782,15 @@ const attacksFor = (who: Walker): Array<Attack> => {
 
 /** The operations open to each end-user credential; every other one refuses it. */
 const OPEN_TO: Record<EndUser, ReadonlySet<string>> = {
-  "public key (header)": new Set(["POST /v1/consents/events"]),
-  "public key (query)": new Set(["POST /v1/consents/events"]),
-  "consent token": new Set(["GET /v1/consents/users/{id}", "GET /v1/consents/events", "POST /v1/consents/events"])
+  "public key (header)": new Set(["POST /v1/consents/events", "GET /v1/consents/receipts/jwks"]),
+  "public key (query)": new Set(["POST /v1/consents/events", "GET /v1/consents/receipts/jwks"]),
+  "consent token": new Set([
+    "GET /v1/consents/users/{id}",
+    "GET /v1/consents/users/{id}/receipt",
+    "GET /v1/consents/events",
+    "POST /v1/consents/events",
+    "GET /v1/consents/receipts/jwks"
+  ])
 }
 
 /**
@@ -838,6 +849,12 @@ const endUserAttacksFor = (who: EndUser): Array<Attack> => {
   read("GET /v1/consents/users/{id}", "its own user by the organization's id", `/v1/consents/users/${enc(only)}?$by_organization_user_id=true`, [200], { onlyUser: only })
   read("GET /v1/consents/users/{id}", "another user of A", `/v1/consents/users/${enc(secondUserOfA.id)}`, [404])
   read("GET /v1/consents/users/{id}", "another user of A by the organization's id", `/v1/consents/users/${enc(secondUserOfA.organization_user_id)}?$by_organization_user_id=true`, [404])
+  const receipt = "GET /v1/consents/users/{id}/receipt"
+  read(receipt, "its own user's receipt", `/v1/consents/users/${enc(ownUser.id)}/receipt`, [200], { onlyUser: only })
+  read(receipt, "its own user's receipt by the organization's id", `/v1/consents/users/${enc(only)}/receipt?$by_organization_user_id=true`, [200], { onlyUser: only })
+  read(receipt, "another user of A's receipt", `/v1/consents/users/${enc(secondUserOfA.id)}/receipt`, [404])
+  read(receipt, "another user of A's receipt by the organization's id", `/v1/consents/users/${enc(secondUserOfA.organization_user_id)}/receipt?$by_organization_user_id=true`, [404])
+  read(receipt, "B's user's receipt by the organization's id", `/v1/consents/users/${enc(bUser.organization_user_id)}/receipt?$by_organization_user_id=true`, [404])
   read("GET /v1/consents/events", "another user of A's events", `/v1/consents/events?user_id=${enc(secondUserOfA.id)}`, [200], { page: "empty" })
   read("GET /v1/consents/events", "by cursor", "/v1/consents/events?$cursor=&$limit=1000", [200], { onlyUser: only })
   read("GET /v1/consents/events", "B's user's events by cursor", `/v1/consents/events?$cursor=&user_id=${enc(bUser.id)}`, [200], { onlyUser: only })
@@ -938,7 +955,10 @@ const walk = async (who: Walker, attacks: ReadonlyArray<Attack>): Promise<Array<
       }
     }
     if (r.status === 200 && a.onlyUser !== undefined) {
-      const rows: Array<any> = Array.isArray(r.body?.data) ? r.body.data : [r.body]
+      // A receipt names its user and organization inside it.
+      const rows: Array<any> = (Array.isArray(r.body?.data) ? r.body.data : [r.body]).map((x: any) =>
+        x?.receipt === undefined ? x : { organization_id: x.receipt.controller?.id, organization_user_id: x.receipt.organization_user_id }
+      )
       for (const x of rows) {
         const user = x?.user?.organization_user_id ?? x?.organization_user_id
         if (x?.organization_id !== A.org.id || user !== a.onlyUser) problems.push(`${label}: a row of another user: ${JSON.stringify(x).slice(0, 200)}`)

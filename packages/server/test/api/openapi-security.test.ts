@@ -53,7 +53,8 @@ describe("security schemes of the OpenAPI document", () => {
     const expected: Record<string, Array<string>> = {
       "POST /v1/consents/events": ["bearer", header, query, consent].sort(),
       "GET /v1/consents/events": ["bearer", consent].sort(),
-      "GET /v1/consents/users/{id}": ["bearer", consent].sort()
+      "GET /v1/consents/users/{id}": ["bearer", consent].sort(),
+      "GET /v1/consents/users/{id}/receipt": ["bearer", consent].sort()
     }
     const news = new Set([header, query, consent])
     const listing: Record<string, Array<string>> = {}

@@ -115,7 +115,12 @@ describe.each(cases)("GET /openapi.json, $name", ({ base, mountPath }) => {
         else expect(operation.security[0]).toEqual({ bearer: [] })
       }
     }
-    expect(open.sort()).toEqual(["POST /v1/invitations/accept", "POST /v1/platform-integrations/sessions", "POST /v1/sessions"])
+    expect(open.sort()).toEqual([
+      "GET /v1/consents/receipts/jwks",
+      "POST /v1/invitations/accept",
+      "POST /v1/platform-integrations/sessions",
+      "POST /v1/sessions"
+    ])
     // And they do answer without one: a session opened with no Authorization header.
     const session = await call(base(), "POST", "/v1/sessions", { body: { type: "api-key", ...ADMIN } })
     expect(session.status, session.text).toBe(201)

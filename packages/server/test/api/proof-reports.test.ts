@@ -254,6 +254,42 @@ describe("proof reports: what a report says", () => {
   })
 })
 
+/** Wording and names in six languages, as a report's PDF must show them. */
+const LANGUAGES = {
+  polish: "Zażółć gęślą jaźń",
+  czech: "Příliš žluťoučký kůň úpěl ďábelské ódy",
+  greek: "Ελληνικά: Συγκατάθεση",
+  romanian: "Consimțământ, țară, șir, Ș Ț",
+  bulgarian: "Съгласие за бисквитки",
+  german: "Straße, Größe, Übermaß"
+}
+
+describe("proof reports: every language on paper", () => {
+  it("/pdf: the organization's name, the notice wording, the user's id, the delegate and the metadata read as written", async () => {
+    const t = await tenant(FEATURES)
+    const renamed = await op.call("PATCH", `/v1/organizations/${t.org.id}`, { body: { name: `${LANGUAGES.polish} ${unique("sp")}` } })
+    expect(renamed.status, renamed.text).toBe(200)
+    const content = await approvedContent(t, `${LANGUAGES.czech}.\n\n${LANGUAGES.greek}.`)
+    const ouid = unique("kunde-Größe")
+    const e = await recordEvent(t, ouid, {
+      consents: { purposes: purposes(["analytics", true]) },
+      notice_text_content_id: content.id,
+      delegate: { id: "agent-1", name: LANGUAGES.bulgarian },
+      metadata: { ro: LANGUAGES.romanian, de: LANGUAGES.german }
+    })
+    const r = await createReport(t, { user_id: e.user.id })
+    expect(r.status, r.text).toBe(201)
+    expect(r.body.report.organization.name).toBe(renamed.body.name)
+    const d = await download(t.token, `/v1/consents/proof-reports/${r.body.id}/pdf`)
+    expect(d.status).toBe(200)
+    expect(sha256(d.bytes)).toBe(r.body.pdf_sha256)
+    const text = await pdfText(d.bytes)
+    for (const [language, words] of Object.entries(LANGUAGES)) expect(text, language).toContain(squeezed(words))
+    expect(text).toContain(squeezed(renamed.body.name))
+    expect(text).toContain(ouid)
+  })
+})
+
 /** The longest JSON an event's metadata may be, in bytes. */
 const MAX_METADATA = 64 * 1024
 
@@ -346,6 +382,27 @@ describe("proof reports: an event's metadata is bounded, and a report never hold
     expect(made.report.regulations[0].events[0].metadata).toEqual(metadata)
     expect(pdf!.status).toBe(200)
     expect(sha256(pdf!.bytes)).toBe(made.pdf_sha256)
+  })
+
+  it("words no line may break between (joined by no-break spaces) in metadata, and a long run of spaces in the wording: making the report leaves a probe answered promptly", async () => {
+    const t = await tenant(FEATURES)
+    const warm = await recordEvent(t, unique("crm"), { consents: { purposes: purposes(["p", true]) } })
+    expect((await createReport(t, { user_id: warm.user.id })).status).toBe(201)
+    const wording = `Before${" ".repeat(100_000)}after.`
+    const content = await approvedContent(t, wording)
+    const metadata = { k: "ab\u00a0".repeat(15_000) }
+    const e = await recordEvent(t, unique("crm"), { consents: { purposes: purposes(["p", true]) }, notice_text_content_id: content.id, metadata })
+    let made: any
+    const slowest = await slowestProbeDuring(async () => {
+      const r = await createReport(t, { user_id: e.user.id })
+      expect(r.status, r.text).toBe(201)
+      made = r.body
+    })
+    expect(slowest, "the slowest probe (ms)").toBeLessThan(250)
+    expect(made.report.regulations[0].events[0].metadata).toEqual(metadata)
+    expect(made.report.regulations[0].events[0].notice.content).toBe(wording)
+    const text = await pdfText((await download(t.token, `/v1/consents/proof-reports/${made.id}/pdf`)).bytes)
+    expect(text).toContain("Beforeafter.")
   })
 })
 

@@ -18,8 +18,9 @@ import mailOutbox from "./0017_mail_outbox.js"
 import consentTokenRevocation from "./0018_consent_token_revocation.js"
 import rowCounts from "./0019_row_counts.js"
 import consentLogVerifyRuns from "./0020_consent_log_verify_runs.js"
-import consentPolicies from "./0021_consent_policies.js"
-import consentGpc from "./0024_consent_gpc.js"
+import consentReceipts from "./0021_consent_receipts.js"
+import consentPolicies from "./0022_consent_policies.js"
+import consentGpc from "./0023_consent_gpc.js"
 
 /**
  * Versioned migrations of both stores: a new change is a new entry, never an edit of an old
@@ -46,6 +47,7 @@ export const migrations = {
   "0018_consent_token_revocation": consentTokenRevocation,
   "0019_row_counts": rowCounts,
   "0020_consent_log_verify_runs": consentLogVerifyRuns,
-  "0021_consent_policies": consentPolicies,
-  "0024_consent_gpc": consentGpc
+  "0021_consent_receipts": consentReceipts,
+  "0022_consent_policies": consentPolicies,
+  "0023_consent_gpc": consentGpc
 }
