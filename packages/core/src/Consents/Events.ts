@@ -10,9 +10,11 @@ import { SubscriberRegistrations } from "../Webhooks/Ports.js"
 import { WebhookTargets } from "../Webhooks/Targets.js"
 import { Digests, MediaTypes, ProofFiles } from "./ProofPorts.js"
 import { Events, EventRow, UserRow, sourceOf, users, eventOut } from "./ConsentTables.js"
-import { userOut, recompute, setState, applyEvent, loadUser, userUpdated } from "./UserStates.js"
+import { presentUser, recompute, setState, applyEvent, loadUser, userUpdated } from "./UserStates.js"
 import { userByOrganizationUserId, writtenUser, tokenFields, resolveUser } from "./EndUsers.js"
 import { namedProofs } from "./EventProofs.js"
+import { ConsentPolicies } from "./PolicyCache.js"
+import { NoticeVersions } from "../Notices/NoticeVersions.js"
 import { requireApprovedContent } from "./Wording.js"
 
 /** What an event's create hands on: its user as the transaction found or made it. */
@@ -21,9 +23,10 @@ export interface EventCarry {
   readonly createdUser: boolean
 }
 
-export const ConsentEventsResource = Events.with<SubscriberRegistrations | WebhookTargets | MediaTypes | ProofFiles | Digests | SigningKeys, EventCarry>({
+export const ConsentEventsResource = Events.with<SubscriberRegistrations | WebhookTargets | MediaTypes | ProofFiles | Digests | SigningKeys | ConsentPolicies | NoticeVersions, EventCarry>({
   // Their changes go to the outbox, addressed to the registered subscribers too; proofs may come inline.
-  ports: portList(SubscriberRegistrations, WebhookTargets, MediaTypes, ProofFiles, Digests, SigningKeys),
+  // Users in messages show their state under the regulation's policy (kept in memory).
+  ports: portList(SubscriberRegistrations, WebhookTargets, MediaTypes, ProofFiles, Digests, SigningKeys, ConsentPolicies, NoticeVersions),
   hooks: {
     // A consent token reads its own user's events, whatever else the query asks.
     find: (p, query) =>
@@ -76,10 +79,10 @@ export const ConsentEventsResource = Events.with<SubscriberRegistrations | Webho
         if (!carry) return yield* Effect.dieMessage("a consent event's create hook carries its user")
         const user = carry.user
         if (carry.createdUser) {
-          out.push({ type: "user.created", regulation, parameters: { entity: userOut(user, regulation) } })
+          out.push({ type: "user.created", regulation, parameters: { entity: yield* presentUser(user, regulation) } })
         } else if (stored.status === "confirmed") {
           const r = yield* applyEvent(user, stored)
-          if (r.choicesChanged) out.push(userUpdated(regulation, eventOut(stored), r.before, r.after))
+          if (r.choicesChanged) out.push(yield* userUpdated(regulation, eventOut(stored), r.before, r.after))
         }
         // A pending event on an existing user changes nothing yet: no user.updated (spec 6.5).
         yield* enqueue(stored.organization_id, out)
@@ -121,7 +124,7 @@ export const ConsentEventsResource = Events.with<SubscriberRegistrations | Webho
           const r = before.status !== "confirmed" && !consentsChanged
             ? yield* applyEvent(user, after)
             : yield* setState(user, regulation, yield* recompute(user, regulation))
-          if (r.choicesChanged) out.push(userUpdated(regulation, eventOut(after), r.before, r.after))
+          if (r.choicesChanged) out.push(yield* userUpdated(regulation, eventOut(after), r.before, r.after))
         }
         yield* enqueue(after.organization_id, out)
       }),
@@ -134,7 +137,7 @@ export const ConsentEventsResource = Events.with<SubscriberRegistrations | Webho
             repo.get({ organization_id: removed.organization_id, id: removed.user_id }))
           if (Option.isSome(user)) {
             const r = yield* setState(user.value, regulation, yield* recompute(user.value, regulation))
-            if (r.choicesChanged) out.push(userUpdated(regulation, eventOut(removed), r.before, r.after))
+            if (r.choicesChanged) out.push(yield* userUpdated(regulation, eventOut(removed), r.before, r.after))
           }
         }
         yield* enqueue(removed.organization_id, out)
