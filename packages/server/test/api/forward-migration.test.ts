@@ -139,9 +139,12 @@ const userToday = (old: any, regulation = "gdpr") => {
   const { consents, ...rest } = old
   const state = consents[regulation] ?? {}
   const v = state.vendors ?? {}
+  // No policy existed: a state is given when a purpose or vendor is enabled, else refused.
+  const given = (v.enabled ?? []).length > 0 || (state.purposes ?? []).some((p: { enabled: boolean }) => p.enabled)
   return {
     ...rest,
     regulation,
+    consent_state: consents[regulation] === undefined ? "none" : given ? "given" : "refused",
     consents: {
       purposes: state.purposes ?? [],
       vendors: { enabled: v.enabled ?? [], disabled: v.disabled ?? [], enabled_li: v.enabled_li ?? [], disabled_li: v.disabled_li ?? [] },
