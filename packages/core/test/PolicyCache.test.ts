@@ -44,7 +44,7 @@ describe("kept consent policies and notice versions", () => {
       t.store([])
       yield* t.policies.forget("org-1")
       assert.deepStrictEqual(yield* t.policies.read("org-1", t.loadPolicies), [])
-      assert.deepStrictEqual(yield* t.policies.read("org-2", Effect.succeed([])), ["lgpd"])
+      assert.deepStrictEqual(yield* t.policies.read("org-2", Effect.succeed<ReadonlyArray<string>>([])), ["lgpd"])
     }))
 
   it.effect("a text's newest approved version is read again once its copy is dropped", () =>
