@@ -37,6 +37,7 @@ import type { DeliveryStats } from "./Webhooks/DeliveryStats.js"
 import type { DeliveryQueue, Endpoints, SubscriberRegistrations } from "./Webhooks/Ports.js"
 import { WebhookTargets } from "./Webhooks/Targets.js"
 import { ConsentPolicies } from "./Consents/PolicyCache.js"
+import { NoticeVersions } from "./Notices/NoticeVersions.js"
 import type { OutboxSignal } from "./Engine/Ports.js"
 import type { ChangeFeed } from "./Engine/ChangeFeed.js"
 import type { SecretBox } from "./Engine/Secrets.js"
@@ -106,6 +107,7 @@ export type EngineServices =
   | FeatureCache
   | WebhookTargets
   | ConsentPolicies
+  | NoticeVersions
   | OrganizationLimits
   | CredentialCache
   | LoginThrottle
@@ -139,6 +141,7 @@ export const engineServices = <A, E, E2, R>(options: {
     FeatureCache.layer(),
     WebhookTargets.layer(),
     ConsentPolicies.layer(),
+    NoticeVersions.layer(),
     CredentialCache.layer(),
     OriginCache.layer(),
     SigningKeys.layer(),

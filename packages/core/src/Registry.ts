@@ -15,6 +15,7 @@ import { SecretsResource } from "./Accounts/Secrets.js"
 import { ConsentEventsResource } from "./Consents/Events.js"
 import { ConsentUsersResource } from "./Consents/Users.js"
 import { ConsentPoliciesResource } from "./Consents/Policies.js"
+import { UserStatesTable } from "./Consents/UserStateRows.js"
 import { EventProofsTable, ProofFileAction, ProofFilesTable, ProofsResource } from "./Consents/Proofs.js"
 import { ProofReportPdfAction, ProofReportsResource } from "./Consents/ProofReports.js"
 import { ReportPdfsTable } from "./Consents/ProofReportRecords.js"
@@ -138,7 +139,8 @@ export const tables: ReadonlyArray<TableDef<any>> = [
       ReportPdfsTable,
       ConsentLogTable,
       ConsentLogHeadsTable,
-      ConsentUserErasuresTable
+      ConsentUserErasuresTable,
+      UserStatesTable
     ]
       .map((t) => [t.table, t] as const)
   ).values()

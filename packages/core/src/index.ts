@@ -52,12 +52,17 @@ export {
   ConsentPolicy,
   ConsentPolicyCreate,
   ConsentPolicyUpdate,
+  contentVersionOf,
   latestApprovedVersion,
   policiesOf,
   policyFor,
   type PolicyRow
 } from "./Consents/Policies.js"
 export { ConsentPolicies, type ConsentPoliciesService } from "./Consents/PolicyCache.js"
+export { type ContentVersion, NoticeVersions, type NoticeVersionsService } from "./Notices/NoticeVersions.js"
+export { presentUser, presentUsers } from "./Consents/UserStates.js"
+export { UserStatesTable } from "./Consents/UserStateRows.js"
+export { stateContext, stateIn, type StateContext } from "./Consents/UserConsentState.js"
 export { addDuration, addMonths, DURATION_UNITS, type Duration, type DurationUnit, thresholdOf } from "./Consents/Durations.js"
 export {
   CONSENT_STATES,

@@ -504,11 +504,13 @@ describe("Consent users", () => {
     regulation: "gdpr",
     consents,
     gpc: false,
+    consent_state: "given",
     ...audit
   }
 
   it("decodes output and inputs", () => {
     ok(Consent.ConsentUser, user)
+    ok(Consent.ConsentUser, { ...user, consent_state: "expired", expires_at: "2026-01-01T00:00:00.000Z" })
     ok(Consent.ConsentUserCreate, { organization_id: "o1" })
     ok(Consent.ConsentUserCreate, {
       organization_id: "o1",

@@ -30,7 +30,7 @@ export const DEFAULT_REGULATION = "gdpr"
 export type UserConsentsValue = Record<string, ConsentState>
 
 /** Where `regulation` and `consents` of a user come from: the view, not a column. */
-const userView = ["regulation", "consents", "gpc"] as const
+const userView = ["regulation", "consents", "gpc", "consent_state", "expires_at"] as const
 
 /** A written event counts as ingested; one through the public key is a public write, by how it ended. */
 const eventWritten: OperationMetric = (metrics, { principal, status }) =>

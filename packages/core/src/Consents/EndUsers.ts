@@ -4,7 +4,7 @@ import { nowIso } from "../Engine/Clock.js"
 import { type EventConsents, type EventUser, type EventUserInput } from "../Domain/Consent.js"
 import { Forbidden, InvalidInput } from "../Domain/Errors.js"
 import { verifyUserIdAuth } from "./VouchedUsers.js"
-import { emptyState, mergeEvent } from "./Merge.js"
+import { emptyState, mergeEvent, withLast } from "./Merge.js"
 import { Ids } from "../Engine/Ports.js"
 import { type EndUserPrincipal, isEndUser, type Principal } from "../Engine/Principal.js"
 import { eq } from "../Engine/Query.js"
@@ -107,7 +107,7 @@ export const tokenFields = (p: Principal, row: Pick<EventRow, "metadata" | "dele
 export const resolveUser = (
   organizationId: string,
   u: EventUser,
-  event: { status: string; regulation: string; consents: EventConsents; created_at: string },
+  event: { status: string; regulation: string; consents: EventConsents; created_at: string; id: string; notice_text_content_id?: string | null | undefined },
   byId?: Option.Option<UserRow>
 ) =>
   Effect.gen(function*() {
@@ -127,7 +127,7 @@ export const resolveUser = (
     const now = yield* nowIso
     // A new user created by a confirmed event starts with that event's choices (version 1).
     const consentStates: UserConsentsValue = event.status === "confirmed"
-      ? { [event.regulation]: mergeEvent(emptyState, event) }
+      ? { [event.regulation]: withLast(mergeEvent(emptyState, event), event) }
       : {}
     const created: UserRow = {
       id: u.id ?? (yield* Effect.flatMap(Ids, (ids) => ids.next)),

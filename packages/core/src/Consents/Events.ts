@@ -11,13 +11,14 @@ import { SubscriberRegistrations } from "../Webhooks/Ports.js"
 import { WebhookTargets } from "../Webhooks/Targets.js"
 import { Digests, MediaTypes, ProofFiles } from "./ProofPorts.js"
 import { Events, EventRow, UserRow, sourceOf, users, eventOut } from "./ConsentTables.js"
-import { userOut, recompute, setState, applyEvent, loadUser, userUpdated, gpcHolds } from "./UserStates.js"
+import { presentUser, recompute, setState, applyEvent, loadUser, userUpdated, gpcHolds } from "./UserStates.js"
 import { userByOrganizationUserId, writtenUser, tokenFields, resolveUser } from "./EndUsers.js"
 import { namedProofs } from "./EventProofs.js"
+import { ConsentPolicies } from "./PolicyCache.js"
+import { NoticeVersions } from "../Notices/NoticeVersions.js"
 import { requireApprovedContent } from "./Wording.js"
 import { applyGpc } from "./Gpc.js"
 import { policyFor } from "./Policies.js"
-import { ConsentPolicies } from "./PolicyCache.js"
 import { checkConsentStrings, ConsentStringDecoder } from "./ConsentStrings.js"
 
 /** How the person's choice reached the store, as a receipt tells it: null for an API credential. */
@@ -31,13 +32,13 @@ export interface EventCarry {
 }
 
 export const ConsentEventsResource = Events.with<
-  SubscriberRegistrations | WebhookTargets | MediaTypes | ProofFiles | Digests | SigningKeys | ConsentStringDecoder | ConsentPolicies,
+  SubscriberRegistrations | WebhookTargets | MediaTypes | ProofFiles | Digests | SigningKeys | ConsentStringDecoder | ConsentPolicies | NoticeVersions,
   EventCarry
 >({
   // Their changes go to the outbox, addressed to the registered subscribers too; proofs may come
   // inline; the consent strings of a write are decoded; the regulation's policy says what a GPC
-  // signal refuses.
-  ports: portList(SubscriberRegistrations, WebhookTargets, MediaTypes, ProofFiles, Digests, SigningKeys, ConsentStringDecoder, ConsentPolicies),
+  // signal refuses, and users in messages show their state under it (kept in memory).
+  ports: portList(SubscriberRegistrations, WebhookTargets, MediaTypes, ProofFiles, Digests, SigningKeys, ConsentStringDecoder, ConsentPolicies, NoticeVersions),
   hooks: {
     // A consent token reads its own user's events, whatever else the query asks.
     find: (p, query) =>
@@ -104,10 +105,10 @@ export const ConsentEventsResource = Events.with<
         if (!carry) return yield* Effect.dieMessage("a consent event's create hook carries its user")
         const user = carry.user
         if (carry.createdUser) {
-          out.push({ type: "user.created", regulation, parameters: { entity: userOut(user, regulation) } })
+          out.push({ type: "user.created", regulation, parameters: { entity: yield* presentUser(user, regulation) } })
         } else if (stored.status === "confirmed") {
           const r = yield* applyEvent(user, stored)
-          if (r.choicesChanged) out.push(userUpdated(regulation, eventOut(stored), r.before, r.after))
+          if (r.choicesChanged) out.push(yield* userUpdated(regulation, eventOut(stored), r.before, r.after))
         }
         // A pending event on an existing user changes nothing yet: no user.updated (spec 6.5).
         yield* enqueue(stored.organization_id, out)
@@ -152,7 +153,7 @@ export const ConsentEventsResource = Events.with<
           const r = before.status !== "confirmed" && !consentsChanged
             ? yield* applyEvent(user, after)
             : yield* setState(user, regulation, yield* recompute(user, regulation))
-          if (r.choicesChanged) out.push(userUpdated(regulation, eventOut(after), r.before, r.after))
+          if (r.choicesChanged) out.push(yield* userUpdated(regulation, eventOut(after), r.before, r.after))
         }
         yield* enqueue(after.organization_id, out)
       }),
@@ -165,7 +166,7 @@ export const ConsentEventsResource = Events.with<
             repo.get({ organization_id: removed.organization_id, id: removed.user_id }))
           if (Option.isSome(user)) {
             const r = yield* setState(user.value, regulation, yield* recompute(user.value, regulation))
-            if (r.choicesChanged) out.push(userUpdated(regulation, eventOut(removed), r.before, r.after))
+            if (r.choicesChanged) out.push(yield* userUpdated(regulation, eventOut(removed), r.before, r.after))
           }
         }
         yield* enqueue(removed.organization_id, out)

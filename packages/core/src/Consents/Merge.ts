@@ -143,6 +143,20 @@ const compareEvents = (
   return compareStrings(a.id, b.id) || compareStrings(a.created_at, b.created_at)
 }
 
+/** A merged state with the event merged last named: the period it starts is announced once per event. */
+export const withLast = (state: ConsentState, last: { readonly id: string; readonly notice_text_content_id?: string | null | undefined }): ConsentState => {
+  const { event_id: _e, notice_text_content_id: _n, ...rest } = state
+  return {
+    ...rest,
+    event_id: last.id,
+    ...(last.notice_text_content_id != null ? { notice_text_content_id: last.notice_text_content_id } : {})
+  }
+}
+
+/** The event merged last among a set of (already filtered) events: the newest in merge order. */
+export const lastMerged = <E extends { readonly created_at: string; readonly id: string }>(events: ReadonlyArray<E>): E | undefined =>
+  events.reduce<E | undefined>((last, e) => (last === undefined || compareEvents(last, e) < 0 ? e : last), undefined)
+
 /** The effective status from a set of (already filtered) events, in any input order. */
 export const mergeAll = (
   events: ReadonlyArray<MergeableEvent & { readonly id: string }>

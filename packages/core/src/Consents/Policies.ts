@@ -9,6 +9,7 @@ import { eq } from "../Engine/Query.js"
 import { declareResource, portList, type StoredRow } from "../Engine/Resource.js"
 import { NoticeTextContentsResource, NoticeTextsResource } from "../Notices/Notices.js"
 import { DURATION_UNITS } from "./Durations.js"
+import { NoticeVersions } from "../Notices/NoticeVersions.js"
 import { ConsentPolicies } from "./PolicyCache.js"
 
 /**
@@ -158,8 +159,8 @@ export const policyFor = (organizationId: string, regulation: string) =>
 
 /** The highest `content_version` of an approved content of a notice text, kept a moment. */
 export const latestApprovedVersion = (textId: string) =>
-  Effect.flatMap(ConsentPolicies, (cache) =>
-    cache.latestContent(textId, Effect.flatMap(Storage, (s) =>
+  Effect.flatMap(NoticeVersions, (kept) =>
+    kept.latest(textId, Effect.flatMap(Storage, (s) =>
       Effect.map(s.repository(NoticeTextContentsResource.tableDef).find({
         count: false,
         where: [eq("text_id", textId), eq("status", "approved")],
@@ -167,3 +168,12 @@ export const latestApprovedVersion = (textId: string) =>
         limit: 1,
         skip: 0
       }), (page) => page.data[0]?.content_version))))
+
+/** The notice text and version of a content, kept a moment. */
+export const contentVersionOf = (contentId: string) =>
+  Effect.flatMap(NoticeVersions, (kept) =>
+    kept.content(contentId, Effect.flatMap(Storage, (s) =>
+      Effect.map(s.repository(NoticeTextContentsResource.tableDef).get(contentId), Option.match({
+        onNone: () => undefined,
+        onSome: (c) => ({ text_id: c.text_id, content_version: c.content_version })
+      })))))

@@ -78,7 +78,7 @@ export const consentStateOf = (
   latestContentVersion?: number | undefined
 ): ConsentStateAnswer => {
   const state = facts.state
-  if (state === undefined || state.updated_at === undefined) return { consent_state: "none" }
+  if (state === undefined) return { consent_state: "none" }
   const given = givesConsent(state, policy?.essential_purpose_ids)
   const settled: ConsentStateName = given ? "given" : "refused"
   if (policy === undefined) return { consent_state: settled }
@@ -87,7 +87,7 @@ export const consentStateOf = (
   const expires_at = new Date(expires).toISOString()
   if (now >= expires) return { consent_state: "expired", expires_at }
   const before = policy.recollect_before == null ? Number.NaN : Date.parse(policy.recollect_before)
-  const olderThanCutoff = !Number.isNaN(before) && Date.parse(state.updated_at) < before
+  const olderThanCutoff = !Number.isNaN(before) && Date.parse(state.updated_at ?? "") < before
   const newerWording = policy.recollect_on_new_content === true && policy.notice_text_id != null &&
     latestContentVersion !== undefined &&
     (facts.lastContentVersion === undefined || latestContentVersion > facts.lastContentVersion)

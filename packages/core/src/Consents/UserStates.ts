@@ -2,11 +2,13 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { nowIso } from "../Engine/Clock.js"
 import { type ConsentState, type EventConsents, type UserConsents, type UserConsentStates } from "../Domain/Consent.js"
-import { emptyState, mergeAll, mergeEvent, sameConsents } from "./Merge.js"
+import { emptyState, lastMerged, mergeAll, mergeEvent, sameConsents, withLast } from "./Merge.js"
+export { withLast }
 import { keyOf } from "../Engine/Ports.js"
 import { eq } from "../Engine/Query.js"
 import { toOutput } from "../Engine/Views.js"
 import { type OutgoingEvent } from "../Webhooks/Outbox.js"
+import { stateContext, stateIn, type StateContext } from "./UserConsentState.js"
 import { DEFAULT_REGULATION, UserConsentsValue, Users, EventRow, UserRow, users, events } from "./ConsentTables.js"
 
 /** An effective status with the shape of an event's `consents`, every list present. */
@@ -31,11 +33,34 @@ const stateOf = (states: UserConsentStates, regulation: string): ConsentState | 
 /** A Global Privacy Control signal holds for the user and regulation. */
 export const gpcHolds = (row: UserRow, regulation: string): boolean => stateOf(row.consent_states, regulation)?.gpc === true
 
-/** A user as clients see it: its effective status for one regulation. */
-export const userOut = (row: UserRow, regulation: string = DEFAULT_REGULATION) => {
+/**
+ * A user as clients see it: its effective status for one regulation, and its state under the
+ * organization's policy for it in `ctx` (read for that organization and regulation).
+ */
+export const userOut = (row: UserRow, regulation: string, ctx: StateContext) => {
   const state = stateOf(row.consent_states, regulation)
-  return toOutput(Users, row, { regulation, consents: consentsView(state), gpc: state?.gpc === true })
+  return toOutput(Users, row, { regulation, consents: consentsView(state), gpc: state?.gpc === true, ...stateIn(ctx, state) })
 }
+
+/** One user as clients see it, its context read (kept values). */
+export const presentUser = (row: UserRow, regulation: string = DEFAULT_REGULATION) =>
+  Effect.map(stateContext(row.organization_id, regulation, [stateOf(row.consent_states, regulation)]), (ctx) => userOut(row, regulation, ctx))
+
+/** Users as clients see them, one context per organization of the page. */
+export const presentUsers = (rows: ReadonlyArray<UserRow>, regulation: string = DEFAULT_REGULATION) =>
+  Effect.gen(function*() {
+    const byOrganization = new Map<string, Array<UserRow>>()
+    for (const r of rows) {
+      const list = byOrganization.get(r.organization_id)
+      if (list === undefined) byOrganization.set(r.organization_id, [r])
+      else list.push(r)
+    }
+    const contexts = new Map<string, StateContext>()
+    for (const [org, list] of byOrganization) {
+      contexts.set(org, yield* stateContext(org, regulation, list.map((r) => stateOf(r.consent_states, regulation))))
+    }
+    return rows.map((r) => userOut(r, regulation, contexts.get(r.organization_id)!))
+  })
 
 /** The regulations a user has a status for (`gdpr` when none): what a change of the user concerns. */
 export const regulationsOf = (row: UserRow): ReadonlyArray<string> => {
@@ -43,11 +68,22 @@ export const regulationsOf = (row: UserRow): ReadonlyArray<string> => {
   return known.length > 0 ? known : [DEFAULT_REGULATION]
 }
 
+/** An event as merging needs it, with what the state keeps of the event merged last. */
+export interface MergedEvent {
+  readonly regulation: string
+  readonly consents: EventConsents
+  readonly created_at: string
+  readonly id: string
+  readonly notice_text_content_id?: string | null | undefined
+  readonly gpc?: boolean | null | undefined
+  readonly gpc_override?: boolean | null | undefined
+}
+
 /** Every confirmed event of a user for a regulation, merged from scratch. */
 export const recompute = (user: UserRow, regulation: string) =>
   Effect.gen(function*() {
     const repo = yield* events()
-    const all: Array<Parameters<typeof mergeAll>[0][number]> = []
+    const all: Array<MergedEvent> = []
     for (let skip = 0;; skip += 1000) {
       const page = yield* repo.find({
         count: false,
@@ -62,11 +98,20 @@ export const recompute = (user: UserRow, regulation: string) =>
         skip
       })
       for (const e of page.data) {
-        all.push({ consents: e.consents, created_at: e.created_at, id: e.id, gpc: e.gpc, gpc_override: e.gpc_override })
+        all.push({
+          regulation,
+          consents: e.consents,
+          created_at: e.created_at,
+          id: e.id,
+          notice_text_content_id: e.notice_text_content_id ?? null,
+          gpc: e.gpc,
+          gpc_override: e.gpc_override
+        })
       }
       if (page.data.length < 1000) break
     }
-    return all.length === 0 ? undefined : mergeAll(all)
+    const last = lastMerged(all)
+    return last === undefined ? undefined : withLast(mergeAll(all), last)
   })
 
 export const withState = (states: UserConsentStates, regulation: string, next: ConsentState | undefined): UserConsentsValue => {
@@ -81,10 +126,10 @@ export const withState = (states: UserConsentStates, regulation: string, next: C
  * A user's status once a newly confirmed event counts: merged on top when it is the newest,
  * else from scratch (the event must be stored by then).
  */
-export const stateWith = (user: UserRow, event: Parameters<typeof mergeEvent>[1] & { regulation: string }) => {
+export const stateWith = (user: UserRow, event: MergedEvent) => {
   const current = stateOf(user.consent_states, event.regulation)
   return current === undefined || (current.updated_at ?? "") <= event.created_at
-    ? Effect.succeed<ConsentState | undefined>(mergeEvent(current ?? emptyState, event))
+    ? Effect.succeed<ConsentState | undefined>(withLast(mergeEvent(current ?? emptyState, event), event))
     : recompute(user, event.regulation)
 }
 
@@ -96,7 +141,7 @@ export const setState = (user: UserRow, regulation: string, next: ConsentState |
   Effect.gen(function*() {
     const current = stateOf(user.consent_states, regulation)
     const choicesChanged = !sameConsents(current, next)
-    if (!choicesChanged && current?.updated_at === next?.updated_at) return { before: user, after: user, choicesChanged }
+    if (!choicesChanged && current?.updated_at === next?.updated_at && current?.event_id === next?.event_id) return { before: user, after: user, choicesChanged }
     const repo = yield* users()
     const after = yield* repo.patch(
       keyOf(Users.tableDef, user),
@@ -119,8 +164,9 @@ export const loadUser = (organizationId: string, id: string) =>
       onSome: Effect.succeed
     })))
 
-export const userUpdated = (regulation: string, source: unknown, before: UserRow, after: UserRow): OutgoingEvent => ({
-  type: "user.updated",
-  regulation,
-  parameters: { source, old_entity: userOut(before, regulation), new_entity: userOut(after, regulation) }
-})
+export const userUpdated = (regulation: string, source: unknown, before: UserRow, after: UserRow) =>
+  Effect.map(presentUsers([before, after], regulation), ([old_entity, new_entity]): OutgoingEvent => ({
+    type: "user.updated",
+    regulation,
+    parameters: { source, old_entity, new_entity }
+  }))

@@ -4,6 +4,8 @@ import { ConsentTokenStates } from "../Accounts/TokenStates.js"
 import { type EventConsents } from "../Domain/Consent.js"
 import { type DomainError, NotFound } from "../Domain/Errors.js"
 import { recordUserErasure } from "./UserErasures.js"
+import { ConsentPolicies } from "./PolicyCache.js"
+import { NoticeVersions } from "../Notices/NoticeVersions.js"
 import { emptyState, mergeEvent } from "./Merge.js"
 import { Ids } from "../Engine/Ports.js"
 import { canAccess, type Principal } from "../Engine/Principal.js"
@@ -23,7 +25,7 @@ import { checkConsentStrings, ConsentStringDecoder } from "./ConsentStrings.js"
 import { forgetProofFilesOf } from "./Proofs.js"
 import { eraseReportsOf } from "./ProofReportRecords.js"
 import { DEFAULT_REGULATION, EVENT_DEFAULTS, Users, EventRow, UserRow, events, eventOut } from "./ConsentTables.js"
-import { userOut, regulationsOf, withState, stateWith, userUpdated } from "./UserStates.js"
+import { presentUser, presentUsers, regulationsOf, withState, withLast, stateWith, userUpdated } from "./UserStates.js"
 
 
 /** The confirmed event that records choices given with a user's create or patch. */
@@ -49,10 +51,10 @@ export interface UserCarry {
 }
 
 export const ConsentUsersResource = Users.with<
-  SubscriberRegistrations | WebhookTargets | ProofFiles | Digests | ConsentTokenStates | ConsentStringDecoder,
+  SubscriberRegistrations | WebhookTargets | ProofFiles | Digests | ConsentTokenStates | ConsentStringDecoder | ConsentPolicies | NoticeVersions,
   UserCarry
 >({
-  ports: portList(SubscriberRegistrations, WebhookTargets, ProofFiles, Digests, ConsentTokenStates, ConsentStringDecoder),
+  ports: portList(SubscriberRegistrations, WebhookTargets, ProofFiles, Digests, ConsentTokenStates, ConsentStringDecoder, ConsentPolicies, NoticeVersions),
   // `GET consents/users/:id?$by_organization_user_id=true`: the id is the organization's own user id.
   getBy: {
     param: "$by_organization_user_id",
@@ -61,7 +63,7 @@ export const ConsentUsersResource = Users.with<
     get: (principal, id, at) => getUserByOrganizationUserId(principal, id, at)
   },
   hooks: {
-    present: (row, view) => userOut(row, view.regulation ?? DEFAULT_REGULATION),
+    presentAll: (rows, view) => presentUsers(rows, view.regulation ?? DEFAULT_REGULATION),
     // A consent token sees its own user only; any other reads as absent.
     visible: (p, row) => p._tag !== "ConsentToken" || row.organization_user_id === p.organizationUserId,
     create: (_p, row, input) =>
@@ -71,14 +73,14 @@ export const ConsentUsersResource = Users.with<
         // Initial choices are recorded as one confirmed event, so the log explains the status.
         const event = yield* choicesEvent(row, regulation, yield* checkConsentStrings(input.consents), row.created_at)
         return {
-          row: { ...row, consent_states: { [regulation]: mergeEvent(emptyState, event) } },
+          row: { ...row, consent_states: { [regulation]: withLast(mergeEvent(emptyState, event), event) } },
           carry: { regulation, event }
         }
       }),
     afterCreate: (_p, stored, carry) =>
       Effect.gen(function*() {
         const regulation = carry?.regulation ?? DEFAULT_REGULATION
-        const out: Array<OutgoingEvent> = [{ type: "user.created", regulation, parameters: { entity: userOut(stored, regulation) } }]
+        const out: Array<OutgoingEvent> = [{ type: "user.created", regulation, parameters: { entity: yield* presentUser(stored, regulation) } }]
         if (carry?.event) {
           const created = yield* Effect.flatMap(events(), (repo) => repo.create(carry.event!))
           out.push({ type: "event.created", regulation, parameters: { entity: eventOut(created) } })
@@ -106,7 +108,7 @@ export const ConsentUsersResource = Users.with<
           before.country !== after.country || JSON.stringify(before.metadata) !== JSON.stringify(after.metadata)
         const concerned = fieldsChanged || named.length === 0 ? [...new Set([...named, ...regulationsOf(after)])] : named
         const source = carry?.event ? eventOut(carry.event) : null
-        for (const regulation of concerned) out.push(userUpdated(regulation, source, before, after))
+        for (const regulation of concerned) out.push(yield* userUpdated(regulation, source, before, after))
         yield* enqueue(after.organization_id, out)
       }),
     // Erasure: the bytes of its proofs go; their rows go with it like its events. Its proof
@@ -119,13 +121,10 @@ export const ConsentUsersResource = Users.with<
       ], { discard: true }),
     afterRemove: (_p, removed) =>
       // Erasure: the user's events refer to it and went with it.
-      enqueue(
-        removed.organization_id,
-        regulationsOf(removed).map((regulation) => ({
-          type: "user.deleted",
-          regulation,
-          parameters: { entity: userOut(removed, regulation) }
-        }))
+      Effect.flatMap(
+        Effect.forEach(regulationsOf(removed), (regulation) =>
+          Effect.map(presentUser(removed, regulation), (entity): OutgoingEvent => ({ type: "user.deleted", regulation, parameters: { entity } }))),
+        (out) => enqueue(removed.organization_id, out)
       )
   }
 })
@@ -139,7 +138,7 @@ export const getUserByOrganizationUserId = (
   principal: Principal,
   organizationUserId: string,
   at: LookUp = {}
-): Effect.Effect<OutputOf<typeof Users>, DomainError, CoreServices> =>
+): Effect.Effect<OutputOf<typeof Users>, DomainError, CoreServices | ConsentPolicies | NoticeVersions> =>
   Effect.gen(function*() {
     yield* ensureMethodFor(ConsentUsersResource, principal, "get")
     const view = yield* resolveView(ConsentUsersResource, at.query)
@@ -150,5 +149,5 @@ export const getUserByOrganizationUserId = (
       return yield* Effect.fail(new NotFound({ message: `No consent user found for organization user id '${organizationUserId}'` }))
     }
     yield* requireFeature(ConsentUsersResource, principal, row.value.organization_id)
-    return userOut(row.value, view.regulation)
+    return yield* presentUser(row.value, view.regulation)
   })

@@ -255,7 +255,11 @@ export const ConsentState = Schema.Struct({
   gpp_sid: Schema.optional(GppSid),
   /** A Global Privacy Control signal holds: set by an event that had it, cleared by one with `gpc_override`. */
   gpc: Schema.optional(Schema.Boolean),
-  updated_at: Schema.optional(Timestamp)
+  updated_at: Schema.optional(Timestamp),
+  /** The id of the event merged last (kept, never shown: what an expiry is announced for). */
+  event_id: Schema.optional(Id),
+  /** The notice text content the event merged last names, if any (for re-collection on new wording). */
+  notice_text_content_id: Schema.optional(Id)
 })
 export type ConsentState = typeof ConsentState.Type
 
@@ -290,6 +294,13 @@ export const ConsentUser = Schema.Struct({
   consents: UserConsents,
   /** A Global Privacy Control signal holds for `regulation` (output only). */
   gpc: Schema.Boolean,
+  /**
+   * The state of the user's choice for `regulation` under the organization's consent policy
+   * (output only): `none`, `given`, `refused`, and with a policy `expired` or `recollect`.
+   */
+  consent_state: Schema.Literal("none", "given", "refused", "expired", "recollect"),
+  /** When the choice lapses, under a policy and after a confirmed event (output only). */
+  expires_at: Schema.optional(Timestamp),
   ...Audit
 })
 export type ConsentUser = typeof ConsentUser.Type

@@ -98,6 +98,12 @@ export interface Hooks<S extends Shape = AnyShape, R = never, Carry = never> {
    * user shows the state of one regulation); without it, the output is the row's own fields.
    */
   present?(row: S["stored"], view: View): S["output"]
+  /**
+   * Makes the outputs of rows when they also depend on other rows or on the time (a consent
+   * user's state under its organization's policy): one call per answer, so what it reads is
+   * read once for a page. Wins over `present`.
+   */
+  presentAll?(rows: ReadonlyArray<S["stored"]>, view: View): Effect.Effect<ReadonlyArray<S["output"]>, never, CoreServices | R>
   /** Adds related data to the output of a `get` (a delivery's attempts). */
   expand?(principal: Principal, row: S["stored"], output: S["output"]): Effect.Effect<S["output"], DomainError, CoreServices | R>
 }

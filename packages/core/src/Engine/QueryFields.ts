@@ -10,7 +10,7 @@ export interface QueriedDeclaration {
   readonly queryFields: Readonly<Record<string, FieldInfo>>
   readonly outputFields: Readonly<Record<string, FieldInfo>>
   readonly viewParams?: object | undefined
-  readonly hooks: { readonly present?: unknown }
+  readonly hooks: { readonly present?: unknown; readonly presentAll?: unknown }
 }
 
 const isView = (def: Pick<QueriedDeclaration, "viewParams">, name: string) => Object.hasOwn(def.viewParams ?? {}, name)
@@ -26,4 +26,4 @@ export const comparableFields = (def: Pick<QueriedDeclaration, "queryFields" | "
  * outputs itself. View parameters are not fields.
  */
 export const selectableFields = (def: QueriedDeclaration): ReadonlyArray<string> =>
-  Object.keys(def.hooks.present ? def.outputFields : def.queryFields).filter((f) => !isView(def, f))
+  Object.keys(def.hooks.present || def.hooks.presentAll ? def.outputFields : def.queryFields).filter((f) => !isView(def, f))

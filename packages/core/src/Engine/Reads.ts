@@ -12,7 +12,7 @@ import { type AnyResource, type Declared, type ResourceDef } from "./Resource.js
 import { selectableFields } from "./QueryFields.js"
 import { type CoreServices, type LookUp, type Shape } from "./Shape.js"
 import { ensureMethod } from "./Bodies.js"
-import { outputOf, resolveView, selectFields, repoOf } from "./Views.js"
+import { outputOfRow, outputsOf, resolveView, selectFields, repoOf } from "./Views.js"
 import { featureOff, hasFeature, requireFeature } from "./Gates.js"
 
 /**
@@ -124,7 +124,8 @@ const prepareFind = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, principal
     let query = yield* scopeQuery(def, yield* featureScope(def, principal), parsed.right.query)
     if (def.hooks.find) query = yield* def.hooks.find(principal, query, parsed.right.params)
     const select = query.select
-    const output = (rows: ReadonlyArray<S["stored"]>) => rows.map((r) => selectFields(outputOf(def, r, view), select))
+    const output = (rows: ReadonlyArray<S["stored"]>) =>
+      Effect.map(outputsOf(def, rows, view), (outs) => outs.map((o) => selectFields(o, select)))
     return { query, output }
   })
 
@@ -134,7 +135,7 @@ export const find = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, principal
     yield* ensureMethod(def, principal, "find")
     const { output, query } = yield* prepareFind(def, principal, rawQuery)
     const page = yield* (yield* repoOf(def)).find(query)
-    return { ...page, data: output(page.data) } satisfies Page<Row>
+    return { ...page, data: yield* output(page.data) } satisfies Page<Row>
   })
 
 /**
@@ -168,7 +169,7 @@ export const findByCursor = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, p
     const rows = page.data.slice(0, query.limit)
     const more = page.data.length > query.limit
     return {
-      data: output(rows),
+      data: yield* output(rows),
       limit: query.limit,
       cursor: more ? yield* cursorAfter(def.tableDef, cursor.binding, rows[rows.length - 1]!) : null
     } satisfies CursorPage<Row>
@@ -187,7 +188,7 @@ export const get = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, principal:
     yield* ensureMethod(def, principal, "get")
     const view = yield* resolveView(def, at.query)
     const row = yield* loadVisible(def, principal, id, at)
-    const output = outputOf(def, row, view)
+    const output = yield* outputOfRow(def, row, view)
     return def.hooks.expand ? yield* def.hooks.expand(principal, row, output) : output
   })
 

@@ -3,7 +3,7 @@ import * as Either from "effect/Either"
 import { InvalidInput } from "../Domain/Errors.js"
 import { type Row, Storage } from "./Ports.js"
 import { type AnyResource, type Declared, type ResourceDef } from "./Resource.js"
-import { type Shape, type View } from "./Shape.js"
+import { type CoreServices, type Shape, type View } from "./Shape.js"
 import { decode } from "./Bodies.js"
 
 export const pick = (row: Row, fields: ReadonlyArray<string>): Row => {
@@ -28,6 +28,20 @@ export const toOutput = <S extends Shape>(def: Declared<S>, row: S["stored"], re
 /** The output of a row in a request's view: the resource's own `present`, or its fields. */
 export const outputOf = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, row: S["stored"], view: View, reveal?: Row): S["output"] =>
   def.hooks.present ? def.hooks.present(row, view) : toOutput(def, row, reveal)
+
+/** The outputs of rows in a request's view: the resource's own `presentAll`, else each row's `outputOf`. */
+export const outputsOf = <S extends Shape, R, C>(
+  def: ResourceDef<S, R, C>,
+  rows: ReadonlyArray<S["stored"]>,
+  view: View
+): Effect.Effect<ReadonlyArray<S["output"]>, never, CoreServices | R> =>
+  def.hooks.presentAll ? def.hooks.presentAll(rows, view) : Effect.succeed(rows.map((r) => outputOf(def, r, view)))
+
+/** The output of one row in a request's view, through `presentAll` when the resource has it. */
+export const outputOfRow = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, row: S["stored"], view: View, reveal?: Row) =>
+  def.hooks.presentAll
+    ? Effect.map(def.hooks.presentAll([row], view), (outs) => outs[0]!)
+    : Effect.succeed(outputOf(def, row, view, reveal))
 
 const badView = (name: string, message: string) =>
   new InvalidInput({ message: `Invalid query: ${name} ${message}`, errors: { [name]: message } })

@@ -9,7 +9,7 @@ import { isCarried, type Prepared } from "./Hooks.js"
 import { type LookUp, type Shape } from "./Shape.js"
 import { cascade } from "./Relations.js"
 import { isPlainObject, methodNotAllowed, ensureMethod, decodeBody } from "./Bodies.js"
-import { pick, outputOf, resolveView, repoOf } from "./Views.js"
+import { pick, outputOfRow, resolveView, repoOf } from "./Views.js"
 import { loadVisible, notFoundError } from "./Reads.js"
 import { requireFeature, requireFeatureBeforeBody, checkQuota, requireExistingOrganization } from "./Gates.js"
 
@@ -84,7 +84,7 @@ export const create = <S extends Shape, R, C>(
         const repo = yield* repoOf(def)
         const stored = yield* repo.create(prepared.row)
         if (def.hooks.afterCreate) yield* def.hooks.afterCreate(principal, stored, prepared.carry)
-        return outputOf(def, stored, view, prepared.reveal)
+        return yield* outputOfRow(def, stored, view, prepared.reveal)
       })
     ).pipe(
       Effect.tap((out) => committed(def, out)),
@@ -136,7 +136,7 @@ export const write = <S extends Shape, R, C>(
           ? yield* repo.update(key, after, expected)
           : yield* repo.patch(key, changes, expected)
         if (def.hooks.afterUpdate) yield* def.hooks.afterUpdate(principal, before, stored, input, carry)
-        return outputOf(def, stored, view)
+        return yield* outputOfRow(def, stored, view)
       })
     ).pipe(Effect.tap((out) => committed(def, out)))
   })
@@ -161,7 +161,7 @@ export const remove = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, princip
         if (Option.isNone(removed)) return yield* Effect.fail(notFoundError(def, id))
         yield* cascade(def.tableDef, removed.value)
         if (def.hooks.afterRemove) yield* def.hooks.afterRemove(principal, removed.value)
-        return outputOf(def, removed.value, view)
+        return yield* outputOfRow(def, removed.value, view)
       })
     ).pipe(Effect.tap((out) => committed(def, out)))
   })

@@ -26,7 +26,7 @@ import { Settings } from "../Engine/Settings.js"
 import { Tables } from "../Accounts/AccountTables.js"
 import { ConsentEventsResource } from "../Consents/Events.js"
 import { ConsentUsersResource } from "../Consents/Users.js"
-import { regulationsOf, userOut } from "../Consents/UserStates.js"
+import { regulationsOf, presentUser } from "../Consents/UserStates.js"
 import { checkReceiverUrl } from "../Webhooks/Webhooks.js"
 
 /**
@@ -146,12 +146,12 @@ const pause: Effect.Effect<void> = Effect.async<void>((resume) => {
  * last row of the one before, never at an offset, so a late page costs what the first did): at
  * most one page is held in memory.
  */
-const forEachPage = <A extends Row>(
+const forEachPage = <A extends Row, R>(
   table: TableDef<A>,
   where: ReadonlyArray<Condition>,
   orderField: string,
   between: Effect.Effect<void, ExportFailed>,
-  each: (rows: ReadonlyArray<A>) => Effect.Effect<void, ExportFailed>
+  each: (rows: ReadonlyArray<A>) => Effect.Effect<void, ExportFailed, R>
 ) =>
   Effect.gen(function*() {
     const repo = (yield* Storage).repository(table)
@@ -325,7 +325,12 @@ export const executeExport = (principal: Principal, body: unknown) =>
               "updated_at",
               between,
               // A line per regulation the user has a status for, each as the API shows it.
-              (rows) => writeAll(lines("user", rows.flatMap((r) => regulationsOf(r).map((regulation) => userOut(r, regulation))), (u) => u))
+              (rows) =>
+                Effect.flatMap(
+                  Effect.forEach(rows.flatMap((r) => regulationsOf(r).map((regulation) => [r, regulation] as const)), ([r, regulation]) =>
+                    presentUser(r, regulation)),
+                  (users) => writeAll(lines("user", users, (u) => u))
+                )
             )
             yield* Effect.forEach(writers, (w) => w.close, { discard: true })
             return { events, users }

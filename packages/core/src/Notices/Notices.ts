@@ -26,7 +26,8 @@ import { buildSdkConfig, completeTemplateApp, sdkInputErrors, templateAppErrors,
 import { Storage, UnitOfWork } from "../Engine/Ports.js"
 import { isOperator, type Principal, requireOrganization } from "../Engine/Principal.js"
 import { eq } from "../Engine/Query.js"
-import { declareResource, defineResource, type StoredRow } from "../Engine/Resource.js"
+import { declareResource, defineResource, portList, type StoredRow } from "../Engine/Resource.js"
+import { NoticeVersions } from "./NoticeVersions.js"
 import { decode } from "../Engine/Bodies.js"
 import { loadVisible } from "../Engine/Reads.js"
 
@@ -119,8 +120,11 @@ const Contents = declareResource({
   defaults: { includes_purposes: false, status: "submitted" }
 })
 
-export const NoticeTextContentsResource = Contents.with({
+export const NoticeTextContentsResource = Contents.with<NoticeVersions>({
+  ports: portList(NoticeVersions),
   hooks: {
+    // A content approved through this process counts at once for re-collection.
+    afterCommit: (output) => Effect.flatMap(NoticeVersions, (kept) => kept.forgetText(output.text_id)),
     create: (principal, row) =>
       Effect.gen(function*() {
         const text = yield* Effect.mapError(

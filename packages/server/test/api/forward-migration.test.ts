@@ -1,3 +1,4 @@
+import { eq, Storage, UserStatesTable } from "@cmp/core"
 import { type RunningServer, type ServerOptions, startServer } from "@cmp/http-express"
 import type { StoreLayer } from "@cmp/platform"
 import { PgStore } from "@cmp/store-postgres"
@@ -9,6 +10,7 @@ import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
+import * as Effect from "effect/Effect"
 import { Webhook } from "standardwebhooks"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { call, type CallOptions, type Reply, storeKind } from "./helpers.js"
@@ -139,9 +141,12 @@ const userToday = (old: any, regulation = "gdpr") => {
   const { consents, ...rest } = old
   const state = consents[regulation] ?? {}
   const v = state.vendors ?? {}
+  // No policy existed: a state is given when a purpose or vendor is enabled, else refused.
+  const given = (v.enabled ?? []).length > 0 || (state.purposes ?? []).some((p: { enabled: boolean }) => p.enabled)
   return {
     ...rest,
     regulation,
+    consent_state: consents[regulation] === undefined ? "none" : given ? "given" : "refused",
     consents: {
       purposes: state.purposes ?? [],
       vendors: { enabled: v.enabled ?? [], disabled: v.disabled ?? [], enabled_li: v.enabled_li ?? [], disabled_li: v.disabled_li ?? [] },
@@ -315,6 +320,30 @@ describe(`forward migration from c26579d (${storeKind})`, () => {
     expect(failed.status, failed.text).toBe(200)
     expect(failed.body.total).toBeGreaterThan(0)
     expect(failed.body.data.every((d: any) => d.organization_id === B.organization_id && d.status === "failed")).toBe(true)
+  })
+
+  it("every state of the old users has its row, naming its user's creation and its time", async () => {
+    const users = expected.records.filter((x: any) => /^\/v1\/consents\/users\/[^/?]+$/.test(x.path)).map((x: any) => x.body)
+    expect(users.length).toBeGreaterThan(0)
+    for (const old of users) {
+      const rows = await server!.api.runtime.runPromise(Effect.flatMap(Storage, (s) =>
+        s.repository(UserStatesTable).find({
+          count: false,
+          where: [eq("organization_id", old.organization_id), eq("user_id", old.id)],
+          sort: [],
+          ordered: false,
+          limit: 100,
+          skip: 0
+        })))
+      const states = old.consents as Record<string, any>
+      expect(rows.data.map((r) => r.regulation).sort()).toEqual(Object.keys(states).sort())
+      for (const r of rows.data) {
+        expect(r.state.purposes).toEqual(states[r.regulation].purposes ?? [])
+        expect(new Date(r.user_created_at).toISOString()).toBe(old.created_at)
+        const time = states[r.regulation].updated_at
+        expect(r.last_event_at === null ? undefined : new Date(r.last_event_at).toISOString()).toBe(time === undefined ? undefined : new Date(time).toISOString())
+      }
+    }
   })
 
   it("a consent event can still be created in A: it changes the old user and queues its messages", async () => {
