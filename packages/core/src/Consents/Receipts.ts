@@ -15,6 +15,7 @@ import { requireFeature } from "../Engine/Gates.js"
 import type { LookUp } from "../Engine/Shape.js"
 import { NoticeTextContentsResource } from "../Notices/Notices.js"
 import { betweenPages, ConsentLogStore, headOf } from "./ConsentLog.js"
+import { stateContext, stateIn } from "./UserConsentState.js"
 import { DEFAULT_REGULATION, Events, type EventRow, Users, type UserRow } from "./ConsentTables.js"
 import { Digests } from "./ProofPorts.js"
 import { ProofsResource } from "./Proofs.js"
@@ -38,18 +39,6 @@ import { consentsView } from "./UserStates.js"
 
 const PAGE = 100
 
-/**
- * A receipt's `consent_state` and `expires_at` from the user's merged state: `none` without a
- * confirmed event, `given` when a purpose or a vendor is on, else `refused`. No expiry is known
- * here; a consent policy's state replaces this one call.
- */
-export const receiptConsentState = (
-  state: ConsentState | undefined
-): { readonly consent_state: ConsentReceipt["consent_state"]; readonly expires_at?: string } => {
-  if (state === undefined) return { consent_state: "none" }
-  const given = state.purposes.some((p) => p.enabled) || (state.vendors.enabled ?? []).length > 0
-  return { consent_state: given ? "given" : "refused" }
-}
 
 /** A UUID (RFC 9562 version 8) from SHA-256: the same for one user and regulation, whoever asks. */
 const recordIdOf = (sha256: (s: string) => string, organizationId: string, userId: string, regulation: string) => {
@@ -171,8 +160,7 @@ const receiptOf = (user: UserRow, regulation: string) =>
         state: states[i]!,
         expression_method: method,
         expressed_by: e.delegate !== null ? "delegate" : method === "api" ? "controller" : "data_subject",
-        // Events record the browser's Global Privacy Control where they have the column.
-        gpc: (e as { readonly gpc?: unknown }).gpc === true,
+        gpc: e.gpc,
         ...(e.notice_text_content_id !== null ? { notice_text_content_id: e.notice_text_content_id } : {}),
         ...(notice !== undefined ? { notice_sha256: notice } : {}),
         // An erased proof has no digest left to show.
@@ -204,7 +192,7 @@ const receiptOf = (user: UserRow, regulation: string) =>
         ...(org?.website != null ? { url: org.website } : {})
       },
       jurisdiction: regulation,
-      ...receiptConsentState(state),
+      ...stateIn(yield* stateContext(organizationId, regulation, [state]), state),
       processing,
       vendors: consentsView(state).vendors,
       events: listed,
