@@ -411,8 +411,13 @@ export const migrationSuite = (name: string, options: {
           rawRow(dialect, ConsentUsersResource.tableDef, { organization_id: o, id, created_at: at(n) }))
         yield* sql`INSERT INTO consent_users ${sql.insert(users)}`
         const events = [["o1", "e1", "u1"], ["o1", "e2", "u2"]].map(([o, id, u]) =>
-          // Rows as the release before the row counts wrote them: without the later receipts' column.
-          rawRow(dialect, ConsentEventsResource.tableDef, { organization_id: o, id, user_id: u, proofs_id: "[]" }, ["expression_method"]))
+          // Rows as the release before the row counts wrote them: without the columns added after it.
+          rawRow(dialect, ConsentEventsResource.tableDef, { organization_id: o, id, user_id: u, proofs_id: "[]" }, [
+            "expression_method",
+            "gpc",
+            "gpc_conflict",
+            "gpc_override"
+          ]))
         yield* sql`INSERT INTO consent_events ${sql.insert(events)}`
         yield* sql`INSERT INTO webhooks ${sql.insert(rawRow(dialect, WebhooksResource.tableDef, { id: "w1", organization_id: "o1", event_types: "[]", regulations: "[]" }))}`
         const messages = [["m1", "pending"], ["m2", "pending"], ["m3", "delivered"], ["m4", "failed"]].map(([id, status], n) =>
