@@ -147,6 +147,8 @@ const userToday = (old: any, regulation = "gdpr") => {
     ...rest,
     regulation,
     consent_state: consents[regulation] === undefined ? "none" : given ? "given" : "refused",
+    // No event of c26579d carried a Global Privacy Control signal.
+    gpc: false,
     consents: {
       purposes: state.purposes ?? [],
       vendors: { enabled: v.enabled ?? [], disabled: v.disabled ?? [], enabled_li: v.enabled_li ?? [], disabled_li: v.disabled_li ?? [] },
@@ -158,10 +160,10 @@ const userToday = (old: any, regulation = "gdpr") => {
 const quotaToday = (old: any) => ({ ...old, webhooks: 20 })
 
 /**
- * Events gained who recorded them for their user, their proofs and the notice text shown: none,
- * for every event made before.
+ * Events gained who recorded them for their user, their proofs, the notice text shown and the
+ * browser's GPC signal: none, for every event made before.
  */
-const eventToday = (old: any) => ({ ...old, delegate: null, proofs_id: [], notice_text_content_id: null })
+const eventToday = (old: any) => ({ ...old, delegate: null, proofs_id: [], notice_text_content_id: null, gpc: false })
 
 /** Organizations gained the date before which they refuse consent tokens, secrets whether they require expirations: none. */
 const addedLater: ReadonlyArray<readonly [string, (old: any) => any]> = [
