@@ -45,6 +45,26 @@ const start = (extra: Record<string, string>) =>
     child.on("exit", (code) => reject(new Error(`server exited with ${code}: ${out}`)))
   })
 
+
+/** JSON requests to a server the test started, each expected to succeed. */
+const callerOf = (url: string) => async (method: string, route: string, token: string | undefined, body?: unknown) => {
+  const res = await fetch(`${url}${route}`, {
+    method,
+    headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: body === undefined ? undefined : JSON.stringify(body)
+  })
+  const answer = await res.json() as Record<string, any>
+  expect(res.status, JSON.stringify(answer)).toBeLessThan(300)
+  return answer
+}
+
+/** An organization with the consents API, made by the operator. */
+const consentsOrganization = async (call: ReturnType<typeof callerOf>, op: string, name: string) => {
+  const org = await call("POST", "/v1/organizations", op, { name })
+  const flags = (await call("GET", `/v1/premium-features?organization_id=${org.id}`, op)).data[0]
+  await call("PATCH", `/v1/premium-features/${flags.id}`, op, { consents_api: true })
+  return org
+}
 describe("command line", () => {
   it("bootstrap prints a new operator key whose session works on the started server", async () => {
     const boot = await run(["bootstrap"])
@@ -172,20 +192,9 @@ describe("command line", () => {
     const file = path.join(dir, "verify", "consent.db")
     const own = { SQLITE_PATH: file, ADMIN_API_KEY: "admin", ADMIN_API_SECRET: "verify-secret-0123456789" }
     const url = await start({ PORT: "0", ...own })
-    const call = async (method: string, route: string, token: string | undefined, body?: unknown) => {
-      const res = await fetch(`${url}${route}`, {
-        method,
-        headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
-        body: body === undefined ? undefined : JSON.stringify(body)
-      })
-      const answer = await res.json() as Record<string, any>
-      expect(res.status, JSON.stringify(answer)).toBeLessThan(300)
-      return answer
-    }
+    const call = callerOf(url)
     const op = (await call("POST", "/v1/sessions", undefined, { type: "api-key", key: "admin", secret: own.ADMIN_API_SECRET })).access_token
-    const org = await call("POST", "/v1/organizations", op, { name: "verify-log" })
-    const flags = (await call("GET", `/v1/premium-features?organization_id=${org.id}`, op)).data[0]
-    await call("PATCH", `/v1/premium-features/${flags.id}`, op, { consents_api: true })
+    const org = await consentsOrganization(call, op, "verify-log")
     const consents = { purposes: [{ id: "analytics", enabled: true }] }
     const event = await call("POST", "/v1/consents/events", op, { organization_id: org.id, user: { organization_user_id: "u-1" }, consents })
     await call("POST", "/v1/consents/events", op, { organization_id: org.id, user: { organization_user_id: "u-2" }, consents })
@@ -217,20 +226,9 @@ describe("command line", () => {
     const file = path.join(dir, "receipts", "consent.db")
     const own = { SQLITE_PATH: file, ADMIN_API_KEY: "admin", ADMIN_API_SECRET: "receipt-secret-0123456789" }
     const url = await start({ PORT: "0", ...own })
-    const call = async (method: string, route: string, token: string | undefined, body?: unknown) => {
-      const res = await fetch(`${url}${route}`, {
-        method,
-        headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
-        body: body === undefined ? undefined : JSON.stringify(body)
-      })
-      const answer = await res.json() as Record<string, any>
-      expect(res.status, JSON.stringify(answer)).toBeLessThan(300)
-      return answer
-    }
+    const call = callerOf(url)
     const op = (await call("POST", "/v1/sessions", undefined, { type: "api-key", key: "admin", secret: own.ADMIN_API_SECRET })).access_token
-    const org = await call("POST", "/v1/organizations", op, { name: "Receipts Ltd" })
-    const flags = (await call("GET", `/v1/premium-features?organization_id=${org.id}`, op)).data[0]
-    await call("PATCH", `/v1/premium-features/${flags.id}`, op, { consents_api: true })
+    const org = await consentsOrganization(call, op, "Receipts Ltd")
     const consents = { purposes: [{ id: "analytics", enabled: true }], vendors: { enabled: ["v1"] } }
     const event = await call("POST", "/v1/consents/events", op, { organization_id: org.id, user: { organization_user_id: "u-1" }, consents })
     const answer = await call("GET", `/v1/consents/users/${event.user.id}/receipt?organization_id=${org.id}`, op)

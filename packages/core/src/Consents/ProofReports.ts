@@ -10,7 +10,7 @@ import { OrganizationLimits } from "../Engine/OrganizationLimits.js"
 import { periodOf } from "../Accounts/ApiUsage.js"
 import { Storage, UnitOfWork } from "../Engine/Ports.js"
 import type { Principal } from "../Engine/Principal.js"
-import { eq, gte, inList } from "../Engine/Query.js"
+import { eq, gte } from "../Engine/Query.js"
 import { portList, type StoredRow } from "../Engine/Resource.js"
 import { ensureMethodFor } from "../Engine/Bodies.js"
 import { loadVisible } from "../Engine/Reads.js"
@@ -20,7 +20,7 @@ import { ConsentUsersResource } from "./Users.js"
 import { consentsView } from "./UserStates.js"
 import { userByOrganizationUserId } from "./EndUsers.js"
 import { NoticeTextContentsResource } from "../Notices/Notices.js"
-import { ProofsResource } from "./Proofs.js"
+import { proofsNamed } from "./Proofs.js"
 import { keepPdf, keptPdf, madeReport, Reports, type ReportRow } from "./ProofReportRecords.js"
 
 /**
@@ -161,17 +161,9 @@ const reportOf = (organizationId: string, input: typeof ProofReportCreate.Type, 
       }))
     }
     const contents = storage.repository(NoticeTextContentsResource.tableDef)
-    const proofs = storage.repository(ProofsResource.tableDef)
     const proofIds = [...new Set(events.flatMap((e) => e.proofs_id))]
     for (const id of proofIds) subjects.add(subjectOf(sha256, "consent_proofs", organizationId, id))
-    const proofRows = proofIds.length === 0 ? [] : (yield* proofs.find({
-      count: false,
-      where: [eq("organization_id", organizationId), inList("id", proofIds)],
-      sort: [],
-      ordered: false,
-      limit: proofIds.length,
-      skip: 0
-    })).data
+    const proofRows = yield* proofsNamed(organizationId, proofIds)
     const proofById = new Map(proofRows.map((p) => [p.id, p]))
     const regulations = input.regulation !== undefined
       ? [input.regulation]

@@ -157,6 +157,20 @@ const lockProofs = (organizationId: string, ids: ReadonlyArray<string>) =>
     Effect.forEach([...new Set(ids)].sort(), (id) => uow.lock(`proof:${organizationId}:${id}`), { discard: true }))
 
 /** The proofs `ids` names, all of the organization's, else a 400 naming `path`. */
+/** The proofs of an organization these ids name (those that still exist), in one read. */
+export const proofsNamed = (organizationId: string, ids: ReadonlyArray<string>) =>
+  ids.length === 0
+    ? Effect.succeed<ReadonlyArray<StoredRow<typeof Proofs>>>([])
+    : Effect.flatMap(Storage, (storage) =>
+      Effect.map(storage.repository(Proofs.tableDef).find({
+        count: false,
+        where: [eq("organization_id", organizationId), inList("id", [...ids])],
+        sort: [],
+        ordered: false,
+        limit: ids.length,
+        skip: 0
+      }), (page) => page.data))
+
 export const requireProofs = (organizationId: string, ids: ReadonlyArray<string>, path: string) =>
   Effect.gen(function*() {
     if (ids.length === 0) return

@@ -18,7 +18,7 @@ import { betweenPages, ConsentLogStore, headOf } from "./ConsentLog.js"
 import { stateContext, stateIn } from "./UserConsentState.js"
 import { DEFAULT_REGULATION, Events, type EventRow, Users, type UserRow } from "./ConsentTables.js"
 import { Digests } from "./ProofPorts.js"
-import { ProofsResource } from "./Proofs.js"
+import { proofsNamed } from "./Proofs.js"
 import { eventStates, MAX_RECEIPT_EVENTS, receiptWalk } from "./ReceiptEvents.js"
 import {
   type ConsentReceipt,
@@ -140,15 +140,7 @@ const receiptOf = (user: UserRow, regulation: string) =>
       skip: 0
     })).data
     const noticeSha = new Map(contents.filter((c) => c.organization_id === organizationId).map((c) => [c.id, sha256(c.content)]))
-    const proofIds = [...new Set(oldestFirst.flatMap((e) => e.proofs_id))]
-    const proofs = proofIds.length === 0 ? [] : (yield* storage.repository(ProofsResource.tableDef).find({
-      count: false,
-      where: [eq("organization_id", organizationId), inList("id", proofIds)],
-      sort: [],
-      ordered: false,
-      limit: proofIds.length,
-      skip: 0
-    })).data
+    const proofs = yield* proofsNamed(organizationId, [...new Set(oldestFirst.flatMap((e) => e.proofs_id))])
     const proofSha = new Map(proofs.map((p) => [p.id, p.sha256]))
     const states = eventStates(oldestFirst)
     const listed = oldestFirst.map((e, i): ReceiptEvent => {
