@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { expect400 } from "./helpers.js"
+import { approvedContent, expect400 } from "./helpers.js"
 import { type TestTenant, useServer } from "./fixture.js"
 
 /**
@@ -101,13 +101,7 @@ describe("a user's consent state", () => {
   it("recollect when the policy's notice text gets a newer approved content than the last event names", async () => {
     const t = await tenant(FULL)
     const text = await t.call("POST", "/v1/widgets/notices/texts", { body: { organization_id: t.org.id, name: "Banner" } })
-    const content = async (words: string) => {
-      const c = await t.call("POST", "/v1/widgets/notices/texts-contents", { body: { organization_id: t.org.id, text_id: text.body.id, content: words } })
-      expect(c.status, c.text).toBe(201)
-      const approved = await op.call("PATCH", `/v1/widgets/notices/texts-contents/${c.body.id}`, { body: { status: "approved" } })
-      expect(approved.status, approved.text).toBe(200)
-      return c.body.id as string
-    }
+    const content = async (words: string) => (await approvedContent(op, t, words, text.body.id)).id as string
     const v1 = await content("We use cookies.")
     await policy(t, { consent_duration: 13, consent_duration_unit: "months", notice_text_id: text.body.id, recollect_on_new_content: true })
     await event(t, "named", ago(1000), [["analytics", true]], { notice_text_content_id: v1 })

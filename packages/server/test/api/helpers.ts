@@ -113,3 +113,29 @@ export const memberOf = async (base: string, ...tenants: ReadonlyArray<{ readonl
   expect(session.status, session.text).toBe(201)
   return as(base, session.body.access_token)
 }
+
+type Caller = ReturnType<typeof as>
+
+/**
+ * A notice text content approved by the operator (`op`): a content of `textId`, or of a new text
+ * of the tenant's organization.
+ */
+export const approvedContent = async (
+  op: { readonly call: Caller },
+  t: { readonly org: { readonly id: string }; readonly call: Caller },
+  content: string,
+  textId?: string
+) => {
+  let text = textId
+  if (text === undefined) {
+    const made = await t.call("POST", "/v1/widgets/notices/texts", { body: { organization_id: t.org.id, name: unique("Banner") } })
+    expect(made.status, made.text).toBe(201)
+    text = made.body.id as string
+  }
+  const c = await t.call("POST", "/v1/widgets/notices/texts-contents", { body: { organization_id: t.org.id, text_id: text, content } })
+  expect(c.status, c.text).toBe(201)
+  const approved = await op.call("PATCH", `/v1/widgets/notices/texts-contents/${c.body.id}`, { body: { status: "approved" } })
+  expect(approved.status, approved.text).toBe(200)
+  return approved.body
+}
+

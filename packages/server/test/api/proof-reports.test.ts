@@ -5,7 +5,7 @@ import { createRequire } from "node:module"
 import * as path from "node:path"
 import { getDocument } from "pdfjs-dist/legacy/build/pdf.mjs"
 import { beforeAll, describe, expect, it } from "vitest"
-import { as, client, expect400, expect403, expect404, expect405, expectError, unique } from "./helpers.js"
+import { approvedContent, as, client, expect400, expect403, expect404, expect405, expectError, unique } from "./helpers.js"
 import { type TestTenant, useServer } from "./fixture.js"
 
 /**
@@ -63,16 +63,6 @@ const pdfText = async (bytes: Uint8Array): Promise<string> => {
 }
 const squeezed = (s: string) => s.replace(/\s+/g, "")
 
-/** A text of the organization with one content, approved by the operator. */
-const approvedContent = async (t: TestTenant, content: string) => {
-  const text = await t.call("POST", "/v1/widgets/notices/texts", { body: { organization_id: t.org.id, name: unique("Banner") } })
-  expect(text.status, text.text).toBe(201)
-  const c = await t.call("POST", "/v1/widgets/notices/texts-contents", { body: { organization_id: t.org.id, text_id: text.body.id, content } })
-  expect(c.status, c.text).toBe(201)
-  const approved = await op.call("PATCH", `/v1/widgets/notices/texts-contents/${c.body.id}`, { body: { status: "approved" } })
-  expect(approved.status, approved.text).toBe(200)
-  return approved.body
-}
 
 const recordEvent = async (t: TestTenant, organizationUserId: string, extra: Record<string, unknown>) => {
   const r = await t.call("POST", "/v1/consents/events", {
@@ -84,7 +74,7 @@ const recordEvent = async (t: TestTenant, organizationUserId: string, extra: Rec
 
 /** A user with two GDPR events (the first naming an approved notice content and a proof) and one CCPA event. */
 const userWithHistory = async (t: TestTenant) => {
-  const content = await approvedContent(t, WORDING)
+  const content = await approvedContent(op, t, WORDING)
   const ouid = unique("crm")
   const first = await recordEvent(t, ouid, {
     consents: { purposes: purposes(["analytics", true], ["ads", false]) },
@@ -269,7 +259,7 @@ describe("proof reports: every language on paper", () => {
     const t = await tenant(FEATURES)
     const renamed = await op.call("PATCH", `/v1/organizations/${t.org.id}`, { body: { name: `${LANGUAGES.polish} ${unique("sp")}` } })
     expect(renamed.status, renamed.text).toBe(200)
-    const content = await approvedContent(t, `${LANGUAGES.czech}.\n\n${LANGUAGES.greek}.`)
+    const content = await approvedContent(op, t, `${LANGUAGES.czech}.\n\n${LANGUAGES.greek}.`)
     const ouid = unique("kunde-Größe")
     const e = await recordEvent(t, ouid, {
       consents: { purposes: purposes(["analytics", true]) },
@@ -389,7 +379,7 @@ describe("proof reports: an event's metadata is bounded, and a report never hold
     const warm = await recordEvent(t, unique("crm"), { consents: { purposes: purposes(["p", true]) } })
     expect((await createReport(t, { user_id: warm.user.id })).status).toBe(201)
     const wording = `Before${" ".repeat(100_000)}after.`
-    const content = await approvedContent(t, wording)
+    const content = await approvedContent(op, t, wording)
     const metadata = { k: "ab\u00a0".repeat(15_000) }
     const e = await recordEvent(t, unique("crm"), { consents: { purposes: purposes(["p", true]) }, notice_text_content_id: content.id, metadata })
     let made: any

@@ -6,7 +6,7 @@ import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
-import { as, call, expect400, expect401, expect403, expect404, unique } from "./helpers.js"
+import { approvedContent, as, call, expect400, expect401, expect403, expect404, unique } from "./helpers.js"
 import { type TestTenant, useServer } from "./fixture.js"
 
 /**
@@ -34,15 +34,6 @@ const sha256 = (data: Uint8Array | string) => crypto.createHash("sha256").update
 /** Each event at its own second, so the merge order is the order written. */
 const tick = () => server.clock.advance(1000)
 
-const approvedContent = async (t: TestTenant, content: string) => {
-  const text = await t.call("POST", "/v1/widgets/notices/texts", { body: { organization_id: t.org.id, name: unique("Banner") } })
-  expect(text.status, text.text).toBe(201)
-  const c = await t.call("POST", "/v1/widgets/notices/texts-contents", { body: { organization_id: t.org.id, text_id: text.body.id, content } })
-  expect(c.status, c.text).toBe(201)
-  const approved = await op.call("PATCH", `/v1/widgets/notices/texts-contents/${c.body.id}`, { body: { status: "approved" } })
-  expect(approved.status, approved.text).toBe(200)
-  return approved.body
-}
 
 const recorded = async (by: ReturnType<typeof as>, t: TestTenant, organizationUserId: string, extra: Record<string, unknown>) => {
   tick()
@@ -87,7 +78,7 @@ describe("GET /v1/consents/users/:id/receipt", () => {
   it("lists the events behind the state, oldest first: given, withdrawn through a consent token, withdrawn by a delegate, refused", async () => {
     const t = await tenant(FEATURES)
     const ouid = unique("customer")
-    const content = await approvedContent(t, WORDING)
+    const content = await approvedContent(op, t, WORDING)
     const pdf = samplePdf("I agree.")
     const e1 = await recorded(t.call, t, ouid, {
       consents: {
