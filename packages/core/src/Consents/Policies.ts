@@ -22,10 +22,8 @@ export const DurationUnit = Schema.Literal(...DURATION_UNITS)
 
 const PurposeIds = Schema.Array(Id).pipe(Schema.maxItems(1000, { message: () => "must list at most 1000 purposes" }))
 
-export const ConsentPolicy = Schema.Struct({
-  id: Id,
-  organization_id: Id,
-  regulation: Regulation,
+/** The fields a policy's output, create and update share as they are. */
+const policyFields = {
   /** How long a consent lasts from the last merged event. */
   consent_duration: PositiveInt,
   consent_duration_unit: DurationUnit,
@@ -35,7 +33,14 @@ export const ConsentPolicy = Schema.Struct({
   /** Choices recorded before this instant must be asked again. */
   recollect_before: opt(Timestamp),
   /** The notice text whose newer approved contents call for asking again. */
-  notice_text_id: opt(Id),
+  notice_text_id: opt(Id)
+}
+
+export const ConsentPolicy = Schema.Struct({
+  id: Id,
+  organization_id: Id,
+  regulation: Regulation,
+  ...policyFields,
   recollect_on_new_content: Schema.Boolean,
   /** Purposes a browser's Global Privacy Control signal records as refused. */
   gpc_purpose_ids: PurposeIds,
@@ -59,12 +64,7 @@ export const ConsentPolicyCreate = Schema.Struct({
   organization_id: Id,
   /** Default `gdpr`. */
   regulation: Schema.optional(Regulation),
-  consent_duration: PositiveInt,
-  consent_duration_unit: DurationUnit,
-  denied_consent_duration: opt(PositiveInt),
-  denied_consent_duration_unit: opt(DurationUnit),
-  recollect_before: opt(Timestamp),
-  notice_text_id: opt(Id),
+  ...policyFields,
   recollect_on_new_content: Schema.optional(Schema.Boolean),
   gpc_purpose_ids: Schema.optional(PurposeIds),
   essential_purpose_ids: Schema.optional(PurposeIds)
@@ -72,12 +72,7 @@ export const ConsentPolicyCreate = Schema.Struct({
 
 export const ConsentPolicyUpdate = Schema.Struct({
   regulation: Regulation,
-  consent_duration: PositiveInt,
-  consent_duration_unit: DurationUnit,
-  denied_consent_duration: opt(PositiveInt),
-  denied_consent_duration_unit: opt(DurationUnit),
-  recollect_before: opt(Timestamp),
-  notice_text_id: opt(Id),
+  ...policyFields,
   recollect_on_new_content: Schema.Boolean,
   gpc_purpose_ids: PurposeIds,
   essential_purpose_ids: PurposeIds
