@@ -210,14 +210,15 @@ export interface EntryText {
 export const rowDigest = (digests: Context.Tag.Service<typeof Digests>, table: string, row: Row): string => {
   const later = LOGGED_TABLES[table]?.addedLater
   if (later === undefined) return digests.sha256(digests.canonicalJson(row))
-  let digested: Row | undefined
-  for (const column in later) {
-    if (Object.hasOwn(row, column) && row[column] === later[column]) {
-      digested ??= { ...row }
-      delete (digested as Record<string, unknown>)[column]
-    }
+  let left = false
+  for (const column in later) if (Object.hasOwn(row, column) && row[column] === later[column]) left = true
+  if (!left) return digests.sha256(digests.canonicalJson(row))
+  // A copy without them, built whole: `delete` would turn it into a slow dictionary object.
+  const digested: Record<string, unknown> = {}
+  for (const column in row) {
+    if (!(Object.hasOwn(later, column) && row[column] === later[column])) digested[column] = row[column]
   }
-  return digests.sha256(digests.canonicalJson(digested ?? row))
+  return digests.sha256(digests.canonicalJson(digested as Row))
 }
 
 /** What an entry says of one write of a row of a logged table, and the chain it goes to. */

@@ -35,7 +35,13 @@ const refuse = (field: string, why: string) =>
  * on an update (`before`, the event's stored consents), a string the event already has passes
  * as it is, so a row written before these checks stays writable.
  */
-export const checkConsentStrings = (consents: EventConsents, before?: EventConsents) =>
+export const checkConsentStrings = (consents: EventConsents, before?: EventConsents): Effect.Effect<EventConsents, InvalidInput, ConsentStringDecoder> =>
+  // Most events carry neither string: they pay nothing for the check.
+  (consents.tcfcs === undefined || consents.tcfcs === "") && consents.gpp === undefined && consents.gpp_sid === undefined
+    ? Effect.succeed(consents)
+    : checkStrings(consents, before)
+
+const checkStrings = (consents: EventConsents, before?: EventConsents) =>
   Effect.gen(function*() {
     const decoder = yield* ConsentStringDecoder
     const tcfcs = consents.tcfcs

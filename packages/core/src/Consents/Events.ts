@@ -62,11 +62,12 @@ export const ConsentEventsResource = Events.with<
           ...(u.metadata != null ? { metadata: u.metadata } : {}),
           ...(u.country != null ? { country: u.country } : {})
         }
-        const policy = yield* policyFor(row.organization_id, row.regulation)
+        // The policy says what a signal refuses: without a signal, it is not read.
+        const signal = row.gpc === true || gpcHolds(user, row.regulation)
         const gpc = applyGpc(row.consents, {
-          signal: row.gpc === true || gpcHolds(user, row.regulation),
+          signal,
           override: input.gpc_override === true,
-          purposeIds: policy?.gpc_purpose_ids
+          purposeIds: signal ? (yield* policyFor(row.organization_id, row.regulation))?.gpc_purpose_ids : undefined
         })
         const fields = tokenFields(p, row)
         // A consent token's metadata merged in counts too (the body's own was measured when decoded).
