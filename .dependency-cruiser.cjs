@@ -7,6 +7,7 @@
  * No adapter imports another, except platform-node using the webhooks package's guarded sender
  * for every outbound call. The store is the host's choice: platform and the HTTP packages take
  * it as a layer, and only server, which picks one from the environment, imports both.
+ * privacy-center (the hosted pages rendered to HTML) rests on core alone, on any runtime, as http.
  * docs/architecture.md draws it.
  */
 const allowed = {
@@ -18,6 +19,7 @@ const allowed = {
   "platform-node": ["core", "webhooks"],
   platform: ["core", "platform-node", "webhooks"],
   http: ["core"],
+  "privacy-center": ["core"],
   "http-express": ["http", "platform"],
   "http-fetch": ["http", "platform"],
   server: ["core", "platform", "http-express", "store-sqlite", "store-postgres"],
@@ -74,6 +76,23 @@ module.exports = {
       to: { dependencyTypes: ["npm", "npm-dev", "npm-peer", "npm-optional", "npm-no-pkg", "npm-unknown"], pathNot: "node_modules/(effect|qs)/" }
     },
     {
+      name: "privacy-center-imports-no-node-builtin",
+      comment: "the privacy center renders on any runtime, as http runs: no Node module",
+      severity: "error",
+      from: { path: "^packages/privacy-center/src/" },
+      to: { dependencyTypes: ["core"] }
+    },
+    {
+      name: "privacy-center-imports-only-its-renderers",
+      comment: "the privacy center's libraries run on any runtime: effect, the templates (preact, preact-render-to-string) and the Markdown parser (markdown-it)",
+      severity: "error",
+      from: { path: "^packages/privacy-center/src/" },
+      to: {
+        dependencyTypes: ["npm", "npm-dev", "npm-peer", "npm-optional", "npm-no-pkg", "npm-unknown"],
+        pathNot: "node_modules/(effect|preact|preact-render-to-string|markdown-it)/"
+      }
+    },
+    {
       name: "store-is-the-hosts-choice",
       comment:
         "platform and the HTTP packages take the store a host hands in (`sqlite(…)` from @cmp/store-sqlite, `postgres(…)` from @cmp/store-postgres): importing one would install its driver, and a native build, for every host",
@@ -115,6 +134,6 @@ module.exports = {
     tsPreCompilationDeps: true,
     combinedDependencies: false,
     tsConfig: { fileName: "tsconfig.base.json" },
-    enhancedResolveOptions: { exportsFields: ["exports"], conditionNames: ["import", "require", "node", "default", "types"], extensions: [".ts", ".js", ".mjs", ".json"] }
+    enhancedResolveOptions: { exportsFields: ["exports"], conditionNames: ["import", "require", "node", "default", "types"], extensions: [".ts", ".tsx", ".js", ".mjs", ".json"] }
   }
 }

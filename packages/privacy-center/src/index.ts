@@ -1,0 +1,16 @@
+/**
+ * The hosted privacy center, rendered from plain data to HTML on any JavaScript runtime (no
+ * Node module): the page (`renderPrivacyCenter`), its policy alone for the server's cache
+ * (`renderPolicy`), its stylesheet (`renderStylesheet`), the language a request gets
+ * (`chooseLanguage`), the 404 page (`renderNotFound`) and `robots.txt` (`renderRobotsTxt`).
+ */
+export { type PageContent, readContent } from "./Content.js"
+export type { PageAssets, PrivacyCenterData, PrivacyCenterPageInput, PublishedCookie } from "./Input.js"
+export { chooseLanguage, fallbackLanguage, type LanguageChoice, lookupRange, parseAcceptLanguage, type WeightedRange } from "./Language.js"
+export { isSafeLink, renderPolicy } from "./Markdown.js"
+export { type NotFoundInput, renderNotFound } from "./NotFound.js"
+export { cookieLifetime, type RenderedPage, renderPrivacyCenter } from "./Page.js"
+export { renderRobotsTxt } from "./Robots.js"
+export { contrastRatio, defaultPrimaryColour, onPrimaryColour, primaryColour } from "./Safe.js"
+export { renderStylesheet, type StylesheetCenter } from "./Stylesheet.js"
+export { wordLanguages, type Words, wordsFor } from "./Words.js"
