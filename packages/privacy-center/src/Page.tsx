@@ -46,6 +46,18 @@ const Paragraphs = ({ text, className }: { text: string; className?: string }) =
   </>
 )
 
+/** Plain text whose line breaks are kept (a postal address). */
+const Lines = ({ text }: { text: string }) => (
+  <>
+    {text.split(/\r?\n/).map((line, i) => (
+      <>
+        {i > 0 ? <br /> : null}
+        {line}
+      </>
+    ))}
+  </>
+)
+
 const Section = ({ id, title, children }: { id: string; title: string; children: ComponentChildren }) => (
   <section class="pc-section" aria-labelledby={`${id}-title`}>
     <h2 id={`${id}-title`}>{title}</h2>
@@ -189,7 +201,9 @@ const Contact = ({ center, words }: { center: PrivacyCenterData; words: Words })
           {address ? (
             <>
               <dt>{words.address}</dt>
-              <dd>{address}</dd>
+              <dd>
+                <Lines text={address} />
+              </dd>
             </>
           ) : null}
           {website ? (
