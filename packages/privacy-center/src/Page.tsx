@@ -149,7 +149,7 @@ const Choices = ({ center, content, purposeNames, lang, words, apiBase, publicKe
                     value={purpose.id}
                     aria-describedby={description ? `${id}-description` : undefined}
                   />
-                  <label for={id}>{purposeNames[purpose.id] ?? purpose.name}</label>
+                  <label for={id}>{Object.hasOwn(purposeNames, purpose.id) ? purposeNames[purpose.id] : purpose.name}</label>
                   {description ? (
                     <p class="pc-description" id={`${id}-description`}>
                       {description}

@@ -5,6 +5,8 @@
  * (`chooseLanguage`), the 404 page (`renderNotFound`) and `robots.txt` (`renderRobotsTxt`).
  */
 export { type PageContent, readContent } from "./Content.js"
+/** The schema of `content` lives in core, which checks writes with it; here for the renderer's users. */
+export { PrivacyCenterContent, PrivacyCenterPurpose, PrivacyCenterTexts } from "@cmp/core"
 export type { PageAssets, PrivacyCenterData, PrivacyCenterPageInput, PublishedCookie } from "./Input.js"
 export { chooseLanguage, fallbackLanguage, type LanguageChoice, lookupRange, parseAcceptLanguage, type WeightedRange } from "./Language.js"
 export { isSafeLink, renderPolicy } from "./Markdown.js"

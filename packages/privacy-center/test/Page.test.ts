@@ -152,6 +152,12 @@ describe("renderPrivacyCenter", () => {
     expect(only(root, "h1").text).toBe("Acme privacy center")
   })
 
+  it("names a purpose by its own name when the language names it not, whatever its id", async () => {
+    const purposes = ["constructor", "__proto__", "toString", "hasOwnProperty"].map((id) => ({ id, name: `Purpose ${id}` }))
+    const { root } = await render({ center: { ...center, content: JSON.parse(JSON.stringify({ en: { purposes: { toString: "Named" } }, purposes })) } })
+    expect(byTag(root, "label").map((l) => l.text)).toEqual(["Purpose constructor", "Purpose __proto__", "Named", "Purpose hasOwnProperty"])
+  })
+
   it("says there is nothing to choose when content has no purposes", async () => {
     const { root, page } = await render({ center: { ...center, content: null } })
     expect(byTag(root, "form")).toHaveLength(0)
