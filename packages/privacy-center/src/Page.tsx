@@ -21,7 +21,10 @@ export interface RenderedPage {
   readonly lang: string
   /** The origins of the page's images (the logo's), for the `img-src` of its CSP. */
   readonly imageOrigins: ReadonlyArray<string>
-  /** Whether the page has the preferences form, which shows a person's choices (`no-store`). */
+  /**
+   * Whether the page is the preferences page (`display_cookies: "choices"`), where the script
+   * shows a person's choices: the server answers it with `Cache-Control: no-store`.
+   */
   readonly showsChoices: boolean
 }
 
