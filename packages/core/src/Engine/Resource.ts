@@ -5,6 +5,7 @@ import type { DomainError } from "../Domain/Errors.js"
 import { type FieldInfo, fieldsOf, neverNullFields } from "./Fields.js"
 import type { IndexDef, Relation, Row, TableDef } from "./Ports.js"
 import type { OperationMetric } from "./Metrics.js"
+import type { ComputedFilter } from "./Query.js"
 import type { Principal } from "./Principal.js"
 import {
   GetBy,
@@ -124,6 +125,12 @@ export interface ResourceData<
   readonly viewParams?: V
   /** Query parameters the service reads itself (`$by_organization_user_id`). */
   readonly passthrough?: ReadonlyArray<string>
+  /**
+   * Filters on a value the service computes, not a column (a consent user's `consent_state`):
+   * validated by the query parser, turned into conditions by the `find` hook, which must then
+   * be declared too.
+   */
+  readonly filters?: Readonly<Record<string, ComputedFilter>>
   /**
    * Find also pages by cursor (`$cursor`): keyset paging in `created_at` then key order, for
    * tables a client walks end to end while rows keep arriving (consent events and users).
