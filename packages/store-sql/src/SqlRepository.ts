@@ -44,13 +44,13 @@ export const make = Effect.gen(function*() {
     }
     const param = (field: string, v: unknown) => encodeValue(dialect, table.fields[field], v)
     const compare = { eq: "=", ne: "<>", lt: "<", lte: "<=", gt: ">", gte: ">=" } as const
-    /** The JSON array in column `f` holds only `values`. */
+    /** The JSON array in column `f` holds only `values`; never true of NULL, so never NULL itself. */
     const onlyAmong = (f: Statement.Identifier, values: ReadonlyArray<string>): Statement.Fragment =>
       dialect === "pg"
-        ? sql`${f} <@ ${JSON.stringify(values)}::jsonb`
+        ? sql`COALESCE(${f} <@ ${JSON.stringify(values)}::jsonb, false)`
         : values.length === 0
-        ? sql`json_array_length(${f}) = 0`
-        : sql`NOT EXISTS (SELECT 1 FROM json_each(${f}) AS e WHERE e.value NOT IN ${sql.in(values)})`
+        ? sql`COALESCE(json_array_length(${f}) = 0, 0)`
+        : sql`(${f} IS NOT NULL AND NOT EXISTS (SELECT 1 FROM json_each(${f}) AS e WHERE e.value NOT IN ${sql.in(values)}))`
     const condition = (c: Condition): Statement.Fragment => {
       switch (c._tag) {
         case "Compare": {
