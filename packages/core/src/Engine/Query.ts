@@ -124,8 +124,11 @@ export interface ParseOptions {
   readonly selectable?: ReadonlyArray<string>
   readonly maxLimit?: number
   /** Filters on a value the service computes, not a column (`consent_state`); they come back in `filters`. */
-  readonly filters?: Readonly<Record<string, ComputedFilter>>
+  readonly filters?: ComputedFilters
 }
+
+/** The computed filters of a declaration, by name. */
+export type ComputedFilters = Readonly<Record<string, ComputedFilter>>
 
 /**
  * A query parameter that filters on a value a resource computes rather than stores (a consent
