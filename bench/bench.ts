@@ -18,6 +18,9 @@
  *     BENCH_GROWTH=10000,100000,1000000, BENCH_GROWTH_POSTGRES=100000 (consent events the
  *     organization holds, each figure a ratio to the empty store's), BENCH_GROWTH_ROUNDS=2,
  *     BENCH_GROWTH_CACHE=bench/.cache (the seeded SQLite files; see growth.ts)
+ *   BENCH_ONLY=expired (only when named, SQLite: the first run seeds a million users) and
+ *     EXPIRED_USERS=1000000, EXPIRED_PAGES=30, EXPIRED_WARMUP=3 (a cursor walk of the users whose
+ *     consent expired, 1,000 a page; see expired.ts)
  */
 import autocannon from "autocannon"
 import { type ChildProcess, spawn } from "node:child_process"
@@ -28,6 +31,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import * as readline from "node:readline"
 import { type Bench, measureContention } from "./contention.js"
+import { measureExpired } from "./expired.js"
 import { type GrowthTools, measureGrowth } from "./growth.js"
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
@@ -784,8 +788,8 @@ const main = async () => {
   if (ONLY.has("log_cost")) await buildWithoutLog()
   console.log(`# ${os.cpus().length} cores, ${os.cpus()[0]?.model ?? "?"}, Node ${process.version}, ${new Date().toISOString()}`)
   const receiver = await child("bench/receiver.ts", {})
-  // `growth` has servers of its own, on seeded stores.
-  const ofStore = [...ONLY].some((name) => name !== "growth")
+  // `growth` and `expired` have servers of their own, on seeded stores.
+  const ofStore = [...ONLY].some((name) => name !== "growth" && name !== "expired")
   const growth: GrowthTools = {
     root,
     dir,
@@ -802,6 +806,7 @@ const main = async () => {
   if (STORES.has("sqlite")) {
     if (ofStore) await measureStore("sqlite", receiver)
     if (ONLY.has("growth")) await measureGrowth(growth, "sqlite")
+    if (ONLY.has("expired")) await measureExpired(growth)
   }
   if (process.env.DATABASE_URL && STORES.has("postgres")) {
     if (ofStore) await measureStore("postgres", receiver)

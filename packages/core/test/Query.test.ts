@@ -499,3 +499,39 @@ describe("parseFindQuery: property", () => {
     )
   })
 })
+
+describe("parseFindQuery: computed filters", () => {
+  const withState: ParseOptions = {
+    ...options,
+    views: ["regulation"],
+    filters: { state: { values: ["on", "off", "gone"], description: "the state" } }
+  }
+
+  it("hands back one value, several, or $in, apart from the conditions", () => {
+    for (const [query, values] of [
+      ["state=on", ["on"]],
+      ["state=on&state=gone", ["on", "gone"]],
+      ["state[$in]=on&state[$in]=off", ["on", "off"]],
+      ["state[$in][]=off", ["off"]],
+      ["state[$in]=gone", ["gone"]]
+    ] as const) {
+      const parsed = ok(`${query}&name=a&regulation=ccpa`, withState)
+      expect(parsed.filters, query).toEqual({ state: values })
+      expect(parsed.query.where).toEqual([{ _tag: "Compare", field: "name", op: "eq", value: "a" }])
+      expect(parsed.view).toEqual({ regulation: "ccpa" })
+    }
+    expect(ok("name=a", withState).filters).toEqual({})
+  })
+
+  it("refuses other values, other operators, and the filter inside $or, naming it", () => {
+    expect(bad("state=later", withState)).toEqual({ state: "must be one of on, off, gone" })
+    expect(bad("state[$in]=on&state[$in]=later", withState)).toEqual({ state: "must be one of on, off, gone" })
+    expect(bad("state[$ne]=on", withState)).toEqual({ state: "supports only equality and $in" })
+    expect(bad("state[$in]=on&state[$nin]=off", withState)).toEqual({ state: "supports only equality and $in" })
+    expect(bad("state[x]=on", withState)).toEqual({ state: "supports only equality and $in" })
+    expect(Object.keys(bad("$or[0][state]=on", withState))).toEqual(["$or.0.state"])
+    expect(Object.keys(bad("$sort[state]=1", withState))).toEqual(["$sort.state"])
+    // Without the declaration it is no field at all.
+    expect(bad("state=on")).toEqual({ state: "is not a field of this resource" })
+  })
+})

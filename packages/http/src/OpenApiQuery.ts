@@ -31,6 +31,22 @@ export const viewParameters = (def: ServedResource) =>
     schema: { type: "string" }
   }))
 
+/**
+ * Filters on a value the resource computes rather than stores (a consent user's
+ * `consent_state`): one value, several (any of them), or `name[$in]=…`.
+ */
+export const computedFilterParameters = (def: ServedResource) =>
+  Object.entries(def.filters ?? {}).map(([name, filter]) => ({
+    name,
+    in: "query",
+    required: false,
+    style: "form",
+    explode: true,
+    description: `${filter.description}. \`${name}=a\`, or any of several with \`${name}=a&${name}=b\` or ` +
+      `\`${name}[$in]=a&${name}[$in]=b\`; no other operator, and not inside \`$or\`.`,
+    schema: { type: "array", items: { type: "string", enum: filter.values }, minItems: 1 }
+  }))
+
 /** Headers that set a field of a create body (`Sec-GPC`). */
 export const headerParameters = (def: ServedResource) =>
   (def.headerFields ?? []).map((f) => ({
@@ -53,6 +69,7 @@ export const queryParameters = (def: ServedResource, others: ReadonlyArray<strin
   const namesFrom = (names: ReadonlyArray<string>) => (names.length > 0 ? { propertyNames: { enum: names } } : {})
   return [
     ...viewParameters(def),
+    ...computedFilterParameters(def),
     { name: "$limit", in: "query", schema: { type: "integer", minimum: 0, maximum: 1000, default: 100 } },
     { name: "$skip", in: "query", schema: { type: "integer", minimum: 0, default: 0 } },
     ...(def.cursorPaging ? [cursorParameter] : []),

@@ -3,7 +3,7 @@ import type { FindShape, Shape } from "@cmp/core"
 /**
  * The find query of the host API, typed by the resource's declaration: the fields a find may
  * filter and sort on with values of their column's type, the output fields `$select` may name,
- * the view parameters and `$cursor` where the resource has them. It is the query the engine
+ * the view parameters, the computed filters and `$cursor` where the resource has them. It is the query the engine
  * parses (`@cmp/core` Query.ts), so what compiles is what the engine accepts, and the answer's
  * type follows `$select` and `$cursor`.
  */
@@ -28,7 +28,13 @@ type Scalar = string | number | boolean | null
 
 /** What a declaration adds to a find; a shape written by hand adds nothing. */
 type FindOf<S extends Shape> = S["find"] extends FindShape ? S["find"]
-  : { readonly queryable: never; readonly view: {}; readonly cursor: false }
+  : { readonly queryable: never; readonly view: {}; readonly cursor: false; readonly filters: {} }
+
+/** The computed filters of a declaration (`consent_state`): name → the values it takes. */
+type FiltersOf<S extends Shape> = NonNullable<FindOf<S>["filters"]>
+
+/** A computed filter's condition: one value, any of several, or `$in`. */
+export type ComputedCondition<V> = V | ReadonlyArray<V> | { readonly $in: ReadonlyArray<V> }
 
 /** The output's columns and the queryable private ones. */
 type ColumnOf<S extends Shape> = Extract<keyof S["output"] | FindOf<S>["queryable"], keyof S["stored"]>
@@ -86,6 +92,7 @@ export type SelectionOf<S extends Shape> = ReadonlyArray<SelectableField<S>> | u
 export type FindQueryOf<S extends Shape, Sel extends SelectionOf<S> = SelectionOf<S>, Cur extends CursorOf<S> = CursorOf<S>> =
   & Where<S>
   & { readonly [K in keyof FindOf<S>["view"]]?: FindOf<S>["view"][K] }
+  & { readonly [K in keyof FiltersOf<S>]?: ComputedCondition<FiltersOf<S>[K]> }
   & {
     readonly $limit?: number
     readonly $skip?: number

@@ -12,8 +12,8 @@ import { organizationIn, testPlatform } from "./hostFixture.js"
 
 /**
  * A find of the host API is typed by its resource's declaration: its fields with their values,
- * its operators, `$sort` and `$select` on its fields, its view parameters and `$cursor` where it
- * has them; `$select` and `$cursor` shape the answer's type. The `@ts-expect-error` lines are
+ * its operators, `$sort` and `$select` on its fields, its view parameters, computed filters and
+ * `$cursor` where it has them; `$select` and `$cursor` shape the answer's type. The `@ts-expect-error` lines are
  * checked by the package's typecheck; each also runs, to show the engine refuses it too.
  */
 
@@ -136,5 +136,18 @@ describe("a typed find", () => {
     expect(users.data[0]!.consents.purposes).toEqual([{ id: "analytics", enabled: true }])
     // @ts-expect-error: a view parameter is not selectable
     await expect(acme.consents.users.find({ $select: ["regulation"] })).rejects.toBeInstanceOf(BadRequest)
+
+    // A computed filter takes its values: one, several, or `$in`.
+    const given = await acme.consents.users.find({ regulation: "ccpa", consent_state: "given" })
+    expect(given.total).toBe(3)
+    expect((await acme.consents.users.find({ regulation: "ccpa", consent_state: ["none", "refused"] })).total).toBe(0)
+    const walked = await acme.consents.users.find({ consent_state: { $in: ["none"] }, $cursor: "", $limit: 2 })
+    expect(walked.data).toHaveLength(2)
+    // @ts-expect-error: not one of the states
+    await expect(acme.consents.users.find({ consent_state: "lapsed" })).rejects.toBeInstanceOf(BadRequest)
+    // @ts-expect-error: equality or `$in` only
+    await expect(acme.consents.users.find({ consent_state: { $ne: "given" } })).rejects.toBeInstanceOf(BadRequest)
+    // @ts-expect-error: consent events have no such filter
+    await expect(acme.consents.events.find({ consent_state: "given" })).rejects.toBeInstanceOf(BadRequest)
   })
 })

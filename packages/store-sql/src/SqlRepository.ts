@@ -3,6 +3,7 @@ import {
   Conflict,
   type FindQuery,
   type Keyset,
+  type LinkedTable,
   NotFound,
   type Page,
   type Repository,
@@ -31,30 +32,25 @@ export const make = Effect.gen(function*() {
   const dialect = dialectOf(sql)
   const cache = new Map<string, Repository>()
 
-  const repository = (table: TableDef): Repository => {
-    const cached = cache.get(table.table)
-    if (cached) return cached
-    const t = sql(table.table)
-    const columns = Object.keys(table.fields)
+  /**
+   * The WHERE of conditions on a table's columns, each value encoded as its column's. Inside a
+   * semi-join the conditions name the inner table's columns unqualified (the innermost table
+   * that has a column answers for it) and its links name the outer table's qualified.
+   */
+  const conditionsOn = (table: LinkedTable) => {
     const col = (name: string) => {
       if (!Object.hasOwn(table.fields, name)) throw new Error(`Unknown column ${table.table}.${name}`)
       return sql(name)
     }
-    const enc = (row: Row): Row => {
-      const out: Row = {}
-      for (const [k, v] of Object.entries(row)) {
-        if (Object.hasOwn(table.fields, k)) out[k] = encodeValue(dialect, table.fields[k], v)
-      }
-      return out
-    }
-    const dec = (raw: Record<string, unknown>): Row => {
-      const out: Row = {}
-      for (const c of columns) out[c] = decodeValue(dialect, table.fields[c]!, raw[c])
-      return out
-    }
     const param = (field: string, v: unknown) => encodeValue(dialect, table.fields[field], v)
-
     const compare = { eq: "=", ne: "<>", lt: "<", lte: "<=", gt: ">", gte: ">=" } as const
+    /** The JSON array in column `f` holds only `values`; never true of NULL, so never NULL itself. */
+    const onlyAmong = (f: Statement.Identifier, values: ReadonlyArray<string>): Statement.Fragment =>
+      dialect === "pg"
+        ? sql`COALESCE(${f} <@ ${JSON.stringify(values)}::jsonb, false)`
+        : values.length === 0
+        ? sql`COALESCE(json_array_length(${f}) = 0, 0)`
+        : sql`(${f} IS NOT NULL AND NOT EXISTS (SELECT 1 FROM json_each(${f}) AS e WHERE e.value NOT IN ${sql.in(values)}))`
     const condition = (c: Condition): Statement.Fragment => {
       switch (c._tag) {
         case "Compare": {
@@ -84,11 +80,44 @@ export const make = Effect.gen(function*() {
           const head = sql`substr(${f}, 1, ${sql.literal(String(c.value.length))})`
           return c.negate ? sql`(${f} IS NULL OR ${head} <> ${c.value})` : sql`${head} = ${c.value}`
         }
+        case "AllIn": {
+          const only = onlyAmong(col(c.field), c.values)
+          return c.negate ? sql`NOT (${only})` : only
+        }
+        case "Exists": {
+          const inner = conditionsOn(c.table)
+          const linked = c.link.map(([outer, innerField]) => {
+            col(outer)
+            return sql`${inner.col(innerField)} = ${sql(`${table.table}.${outer}`)}`
+          })
+          const body = sql`SELECT 1 FROM ${sql(c.table.table)} WHERE ${sql.and([...linked, inner.conjunction(c.where)])}`
+          return c.negate ? sql`NOT EXISTS (${body})` : sql`EXISTS (${body})`
+        }
       }
     }
     const conjunction = (where: ReadonlyArray<Condition>): Statement.Fragment =>
       where.length === 0 ? sql`1=1` : sql.and(where.map(condition))
+    return { col, conjunction }
+  }
 
+  const repository = (table: TableDef): Repository => {
+    const cached = cache.get(table.table)
+    if (cached) return cached
+    const t = sql(table.table)
+    const columns = Object.keys(table.fields)
+    const { col, conjunction } = conditionsOn(table)
+    const enc = (row: Row): Row => {
+      const out: Row = {}
+      for (const [k, v] of Object.entries(row)) {
+        if (Object.hasOwn(table.fields, k)) out[k] = encodeValue(dialect, table.fields[k], v)
+      }
+      return out
+    }
+    const dec = (raw: Record<string, unknown>): Row => {
+      const out: Row = {}
+      for (const c of columns) out[c] = decodeValue(dialect, table.fields[c]!, raw[c])
+      return out
+    }
     /**
      * The query's sort, then the default sort, then `id` ascending, so equal rows page stably.
      * `id` is unique: a sort on it (in either direction) ends the order there. NULL sorts as
@@ -109,6 +138,7 @@ export const make = Effect.gen(function*() {
      * an index on the same columns can seek to. Every field must be a non-null column: a
      * comparison with NULL is never true, and the row would silently drop out of the walk.
      */
+    const param = (field: string, v: unknown) => encodeValue(dialect, table.fields[field], v)
     const keysetAfter = (k: Keyset): Statement.Fragment => {
       for (const f of k.fields) {
         if (table.fields[f]?.nullable !== false) throw new Error(`Keyset field ${table.table}.${f} must be a non-null column`)
@@ -136,7 +166,9 @@ export const make = Effect.gen(function*() {
     const countedBy = counted.get(table.table)
     const counts = sql(countsOf(table.table))
     const onCountedColumns = (where: ReadonlyArray<Condition>): boolean =>
-      where.every((c) => (c._tag === "Or" ? c.branches.every(onCountedColumns) : countedBy!.includes(c.field)))
+      where.every((c) =>
+        c._tag === "Or" ? c.branches.every(onCountedColumns) : c._tag !== "Exists" && countedBy!.includes(c.field)
+      )
     const count = (where: ReadonlyArray<Condition>) =>
       countedBy !== undefined && onCountedColumns(where)
         ? execute(sql<{ total: unknown }>`SELECT COALESCE(SUM(row_count), 0) AS total FROM ${counts} WHERE ${conjunction(where)}`).pipe(

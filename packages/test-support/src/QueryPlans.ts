@@ -16,6 +16,7 @@ import {
   authenticatePublicKey,
   bootstrap,
   ConsentEventsResource,
+  ConsentPoliciesResource,
   ConsentUsersResource,
   createSession,
   DeliveriesResource,
@@ -39,13 +40,14 @@ import { assert, layer } from "@effect/vitest"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as TestClock from "effect/TestClock"
 import { engineLayer } from "./EngineServices.js"
 
 /** Rows of each big table in the organization read (the other organization has a fifth as many). */
 const ROWS = 20_000
 
 /** The tables that grow with traffic: a plan may seek into them, never read them whole. */
-const big = new Set(["consent_users", "consent_events", "webhook_deliveries", "webhook_attempts"])
+const big = new Set(["consent_users", "consent_user_states", "consent_events", "webhook_deliveries", "webhook_attempts"])
 
 type Dialect = "sqlite" | "pg"
 
@@ -119,6 +121,16 @@ const seed = Effect.gen(function*() {
   })
   const key = yield* RS.create(ApiKeysResource, operator, { organization_id: organizationId, name: "backend" })
   const client = yield* login(key.id as string, key.secret as string)
+  // The policy the consent_state filter reads: durations for both choices, essential purposes, a re-collection date.
+  yield* RS.create(ConsentPoliciesResource, client, {
+    organization_id: organizationId,
+    consent_duration: 3,
+    consent_duration_unit: "months",
+    denied_consent_duration: 30,
+    denied_consent_duration_unit: "days",
+    essential_purpose_ids: ["essential"],
+    recollect_before: "2026-03-01T00:00:00.000Z"
+  })
   const webhookId = "hook-1"
   const now = new Date().toISOString()
   yield* Effect.orDie(storage.repository(WebhooksResource.tableDef).create({
@@ -141,13 +153,23 @@ const seed = Effect.gen(function*() {
   const hook = literal(webhookId)
   const [yes, no] = dialect === "pg" ? ["true", "false"] : ["1", "0"]
   const json = (text: string) => (dialect === "pg" ? `${literal(text)}::jsonb` : literal(text))
+  // Nine users in ten have chosen (the database keeps their state rows), a third of them the
+  // essential purpose only, their last choices a thousand seconds apart from 2026-01-01 on.
+  const isoText = (e: string) =>
+    dialect === "pg" ? `to_char((${e}) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')` : e
+  const states = (prefix: string) => {
+    const text = `CASE WHEN i % 10 = 0 THEN '{}' ELSE '{"gdpr":{"purposes":[{"id":"' ||
+      CASE WHEN i % 3 = 0 THEN 'essential' ELSE 'analytics' END || '","enabled":true}],"vendors":{},"updated_at":"' ||
+      ${isoText("AT(i * 1000)")} || '","event_id":"${prefix}e-' || i || '"}}' END`
+    return dialect === "pg" ? `(${text})::jsonb` : text
+  }
   for (const [owner, prefix, n] of [[org, "", ROWS], [literal(other.id as string), "o-", ROWS / 5]] as const) {
     // Every other user is a known person (an organization's own user id), the rest guests.
     yield* sql.unsafe(bulkInsert(dialect, ConsentUsersResource.tableDef, n, {
       id: `'${prefix}u-' || i`,
       organization_id: owner,
       organization_user_id: `CASE WHEN i % 2 = 0 THEN '${prefix}crm-' || i END`,
-      consent_states: json("{}")
+      consent_states: states(prefix)
     }))
     yield* sql.unsafe(bulkInsert(dialect, ConsentEventsResource.tableDef, n, {
       id: `'${prefix}e-' || i`,
@@ -258,8 +280,12 @@ const aggregates = (text: string) => {
   return /\b(COUNT|SUM)\s*\(/i.test(text) && tables.size === 1 && big.has([...tables][0]!) ? ["an aggregate over a big table"] : []
 }
 
-/** The plan of every statement `effect` sends, and what in them reads a big table whole. */
-const plansOf = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+/**
+ * The plan of every statement `effect` sends, and what in them reads a big table whole.
+ * `noSeqScan`: PostgreSQL plans with sequential scans off, so any Seq Scan left is one no index
+ * could replace (its costs would otherwise pick one over a small table's index).
+ */
+const plansOf = <A, E, R>(effect: Effect.Effect<A, E, R>, noSeqScan = false) =>
   Effect.gen(function*() {
     const { dialect } = yield* Seeded
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
@@ -268,7 +294,10 @@ const plansOf = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
     for (const [text, params] of sent) {
       if (!/^\s*(SELECT|WITH|INSERT|UPDATE|DELETE)\b/i.test(text)) continue
       if (dialect === "pg") {
-        const [row] = yield* sql.unsafe<{ "QUERY PLAN": ReadonlyArray<{ Plan: PgNode }> }>(`EXPLAIN (FORMAT JSON) ${text}`, params)
+        const explain = sql.unsafe<{ "QUERY PLAN": ReadonlyArray<{ Plan: PgNode }> }>(`EXPLAIN (FORMAT JSON) ${text}`, params)
+        const [row] = noSeqScan
+          ? yield* sql.withTransaction(Effect.zipRight(sql.unsafe("SET LOCAL enable_seqscan = off"), explain))
+          : yield* explain
         const plan = row!["QUERY PLAN"][0]!.Plan
         plans.push({ statement: text, plan: JSON.stringify(plan), findings: [...pgFindings(plan), ...aggregates(text)] })
       } else {
@@ -281,9 +310,9 @@ const plansOf = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   })
 
 /** Runs `effect` and fails naming each statement whose plan reads a big table whole. */
-const usesIndexes = <A, E, R>(effect: Effect.Effect<A, E, R>, reads: ReadonlyArray<string>) =>
+const usesIndexes = <A, E, R>(effect: Effect.Effect<A, E, R>, reads: ReadonlyArray<string>, noSeqScan = false) =>
   Effect.gen(function*() {
-    const { plans, result } = yield* plansOf(effect)
+    const { plans, result } = yield* plansOf(effect, noSeqScan)
     if (process.env.SHOW_PLANS) for (const p of plans) console.log(p.statement.replace(/\s+/g, " ").slice(0, 200), "\n   =>", p.plan)
     const touched = plans.filter((p) => reads.some((t) => new RegExp(`\\b${t}\\b`).test(p.statement)))
     // The operation did read the tables it is about: a test that sent nothing proves nothing.
@@ -329,6 +358,31 @@ export const queryPlanSuite = (name: string, makeStore: () => Layer.Layer<StoreP
         assert.isTrue("cursor" in first && typeof first.cursor === "string")
         const cursor = (first as { cursor: string }).cursor
         yield* usesIndexes(RS.findAsRequested(ConsentUsersResource, client, { $limit: "100", $cursor: cursor }), ["consent_users"])
+      }))
+
+    it.effect("consent users by consent_state: pages by cursor and by offset reach each user's state row by its key", () =>
+      Effect.gen(function*() {
+        const { client } = yield* Seeded
+        yield* TestClock.setTime(Date.parse("2026-06-15T00:00:00.000Z"))
+        const states = ["consent_users", "consent_user_states"]
+        const expired = yield* usesIndexes(
+          RS.findAsRequested(ConsentUsersResource, client, { consent_state: "expired", $limit: "100", $cursor: "" }),
+          states,
+          true
+        )
+        assert.strictEqual(expired.data.length, 100)
+        for (const u of expired.data) assert.strictEqual(u.consent_state, "expired")
+        const cursor = (expired as { cursor: string }).cursor
+        yield* usesIndexes(RS.findAsRequested(ConsentUsersResource, client, { consent_state: "expired", $limit: "100", $cursor: cursor }), states, true)
+        const some = yield* usesIndexes(
+          RS.findAsRequested(ConsentUsersResource, client, { consent_state: { $in: ["given", "refused", "recollect"] }, $limit: "100", $cursor: "" }),
+          states,
+          true
+        )
+        assert.strictEqual(some.data.length, 100)
+        const none = yield* usesIndexes(RS.find(ConsentUsersResource, client, { consent_state: "none", $limit: "100" }), states, true)
+        assert.strictEqual(none.total, ROWS / 10)
+        for (const u of none.data) assert.strictEqual(u.consent_state, "none")
       }))
 
     it.effect("a consent user by id, and by the organization's own user id", () =>

@@ -423,6 +423,44 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
           assert.deepStrictEqual(yield* matching(prefix("AL", true)), ["a", "b", "c", "d", "e"])
         })))
 
+      it.effect("a semi-join: rows with (or without) a linked row of another table meeting its own conditions", () =>
+        run(Effect.gen(function*() {
+          yield* seed
+          yield* createKeyedItemsTable
+          const keyed = yield* Effect.map(Storage, (s) => s.repository<Row>(KeyedItems))
+          const linked = (organization_id: string, id: string, name: string, n: number) =>
+            keyed.create({ organization_id, id, name, note: null, created_at: at(n), updated_at: at(n), version: 1 })
+          yield* Effect.orDie(Effect.all([linked("o1", "a", "one", 1), linked("o1", "c", "two", 5), linked("o2", "e", "one", 9), linked("o2", "b", "one", 1)]))
+          const link = [["organization_id", "organization_id"], ["id", "id"]] as const
+          const exists = (where: ReadonlyArray<Condition>, negate = false) => ({ _tag: "Exists", table: KeyedItems, link, where, negate }) satisfies Condition
+          // Item b's linked row is of another organization: the link is on both columns.
+          assert.deepStrictEqual(yield* matching(exists([])), ["a", "c", "e"])
+          assert.deepStrictEqual(yield* matching(exists([], true)), ["b", "d"])
+          assert.deepStrictEqual(yield* matching(exists([cmp("name", "eq", "one")])), ["a", "e"])
+          assert.deepStrictEqual(yield* matching(exists([cmp("name", "eq", "one")], true)), ["b", "c", "d"])
+          // The inner conditions compare the inner table's columns, timestamps as instants.
+          assert.deepStrictEqual(yield* matching(exists([cmp("created_at", "gte", "2024-01-01T00:00:05Z")])), ["c", "e"])
+          assert.deepStrictEqual(yield* matching(cmp("active", "eq", true), exists([or([cmp("name", "eq", "two")], [cmp("note", "eq", null)])])), ["a", "c", "e"])
+        })))
+
+      it.effect("a JSON array holding only listed values; negated, some other value; never NULL", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          yield* Effect.orDie(Effect.all([
+            repo.create(item("a", { tags: ["x"] })),
+            repo.create(item("b", { name: "b", tags: [] })),
+            repo.create(item("c", { name: "c", tags: null })),
+            repo.create(item("d", { name: "d", tags: ["x", "y"] })),
+            repo.create(item("e", { name: "e", tags: ["y", "z"] }))
+          ]))
+          const allIn = (values: ReadonlyArray<string>, negate = false) => ({ _tag: "AllIn", field: "tags", values, negate }) satisfies Condition
+          assert.deepStrictEqual(yield* matching(allIn(["x"])), ["a", "b"])
+          assert.deepStrictEqual(yield* matching(allIn(["x", "y"])), ["a", "b", "d"])
+          assert.deepStrictEqual(yield* matching(allIn([])), ["b"])
+          assert.deepStrictEqual(yield* matching(allIn(["x"], true)), ["c", "d", "e"])
+          assert.deepStrictEqual(yield* matching(allIn([], true)), ["a", "c", "d", "e"])
+        })))
+
       it.effect("$or of conjunctions", () =>
         run(Effect.gen(function*() {
           yield* seed

@@ -12,7 +12,7 @@ import { ConsentTokenStates, forgetTokenIssuer } from "./TokenStates.js"
 
 
 const mentions = (where: ReadonlyArray<Condition>, f: string): ReadonlyArray<Condition> =>
-  where.flatMap((c) => (c._tag === "Or" ? c.branches.flatMap((b) => mentions(b, f)) : c.field === f ? [c] : []))
+  where.flatMap((c) => (c._tag === "Or" ? c.branches.flatMap((b) => mentions(b, f)) : c._tag !== "Exists" && c.field === f ? [c] : []))
 
 /** Internal keys stay out of lists unless asked for, and only the operator may ask. */
 const scopeInternalKeys = (principal: Principal, query: FindQuery): Effect.Effect<FindQuery, Forbidden> => {

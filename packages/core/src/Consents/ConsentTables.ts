@@ -18,6 +18,7 @@ import { declareResource, type StoredRow } from "../Engine/Resource.js"
 import { field, jsonField } from "../Engine/Tables.js"
 import { toOutput } from "../Engine/Views.js"
 import { FILE_BODY_LIMIT } from "./Proofs.js"
+import { CONSENT_STATES } from "./PolicyState.js"
 
 /**
  * Consent events and end users. A user's effective status, per regulation, is the merge of
@@ -134,6 +135,15 @@ export const Users = declareResource({
   cursorPaging: true,
   unique: [["organization_id", "organization_user_id"]],
   passthrough: ["$by_organization_user_id"],
+  // Computed under the organization's policy when the find runs (`ConsentStateFilter.ts`).
+  filters: {
+    consent_state: {
+      values: CONSENT_STATES,
+      description: "The users whose `consent_state` for the `regulation` shown (default `gdpr`) is this one, " +
+        "or one of several with `consent_state[$in]=expired&consent_state[$in]=recollect`: computed under the " +
+        "organization's consent policy when the request is answered, read through an index"
+    }
+  },
   defaults: { consent_states: {}, metadata: null, country: null, organization_user_id: null },
 })
 

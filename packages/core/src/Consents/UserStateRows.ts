@@ -9,6 +9,11 @@ import { defineTable, field, jsonField } from "../Engine/Tables.js"
  * from the users already stored. `user_created_at` and `user_id` page users in the order of
  * `$cursor` (`created_at`, then id); `last_event_at` is what an expiry is compared with;
  * `announced_event_id` names the last merged event whose expiry was announced.
+ *
+ * What a state is under a policy reads three more columns, so the `consent_state` filter
+ * decides from this row alone, whatever the policy says by then: `vendors_enabled` (some
+ * vendor is enabled), `enabled_purposes` (the ids of the purposes enabled, as a JSON array)
+ * and `notice_text_content_id` (the content the last merged event names).
  */
 export const UserStatesTable = defineTable("consent_user_states", {
   organization_id: field.string,
@@ -18,7 +23,10 @@ export const UserStatesTable = defineTable("consent_user_states", {
   last_event_id: field.optionalString,
   last_event_at: field.optionalTimestamp,
   user_created_at: field.timestamp,
-  announced_event_id: field.optionalString
+  announced_event_id: field.optionalString,
+  vendors_enabled: field.boolean,
+  enabled_purposes: jsonField<ReadonlyArray<string>>(),
+  notice_text_content_id: field.optionalString
 }, {
   key: ["organization_id", "user_id", "regulation"],
   indexes: [

@@ -4,6 +4,7 @@ import { ConsentTokenStates } from "../Accounts/TokenStates.js"
 import { type EventConsents } from "../Domain/Consent.js"
 import { type DomainError, NotFound } from "../Domain/Errors.js"
 import { recordUserErasure } from "./UserErasures.js"
+import { filterByConsentState } from "./ConsentStateFilter.js"
 import { ConsentPolicies } from "./PolicyCache.js"
 import { NoticeVersions } from "../Notices/NoticeVersions.js"
 import { emptyState, mergeEvent } from "./Merge.js"
@@ -63,6 +64,10 @@ export const ConsentUsersResource = Users.with<
     get: (principal, id, at) => getUserByOrganizationUserId(principal, id, at)
   },
   hooks: {
+    find: (_p, query, _params, asked) => {
+      const states = asked.filters.consent_state
+      return states === undefined ? Effect.succeed(query) : filterByConsentState(query, asked.view.regulation ?? DEFAULT_REGULATION, states)
+    },
     presentAll: (rows, view) => presentUsers(rows, view.regulation ?? DEFAULT_REGULATION),
     // A consent token sees its own user only; any other reads as absent.
     visible: (p, row) => p._tag !== "ConsentToken" || row.organization_user_id === p.organizationUserId,

@@ -5,6 +5,12 @@ import type { Principal } from "./Principal.js"
 import type { FindQuery } from "./Query.js"
 import { View, CoreServices, Shape, AnyShape } from "./Shape.js"
 
+/** What a find asked beyond its conditions: the view it shows, the computed filters it gave. */
+export interface FindAsked {
+  readonly view: View
+  readonly filters: Readonly<Record<string, ReadonlyArray<string>>>
+}
+
 /** What a `create` hook hands on: the row to insert, values shown once, data for `afterCreate`. */
 export interface Prepared<Stored, Carry = never> {
   readonly row: Stored
@@ -36,11 +42,15 @@ export const isCarried = <A, C>(u: A | Carried<A, C>): u is Carried<A, C> =>
  * hands to `afterCreate`.
  */
 export interface Hooks<S extends Shape = AnyShape, R = never, Carry = never> {
-  /** Narrows a find for the principal, after organization scope is applied. */
+  /**
+   * Narrows a find for the principal, after organization scope is applied; `asked` holds the
+   * find's view and the computed filters it gave (`filters` of the declaration).
+   */
   find?(
     principal: Principal,
     query: FindQuery,
-    params: Readonly<Record<string, unknown>>
+    params: Readonly<Record<string, unknown>>,
+    asked: FindAsked
   ): Effect.Effect<FindQuery, DomainError, CoreServices | R>
   /** Whether the principal may see this row at all; an invisible row is a 404. */
   visible?(principal: Principal, row: S["stored"]): boolean

@@ -22,6 +22,29 @@ export type Condition =
    * and all); negated, NULL matches. Internal only: a client's query never makes one.
    */
   | { readonly _tag: "Prefix"; readonly field: string; readonly negate: boolean; readonly value: string }
+  /**
+   * The JSON array in `field` holds only elements among `values` (an empty array does);
+   * negated, some element is not among them. Internal only.
+   */
+  | { readonly _tag: "AllIn"; readonly field: string; readonly negate: boolean; readonly values: ReadonlyArray<string> }
+  /**
+   * A semi-join: some row of `table` (negated: none) has, in each pair of `link`, its column
+   * equal to this row's, and meets `where` (conditions on `table`'s columns). A store reads it
+   * through `table`'s key or indexes, row by row of the outer table. Internal only.
+   */
+  | {
+    readonly _tag: "Exists"
+    readonly table: LinkedTable
+    readonly link: ReadonlyArray<readonly [outer: string, inner: string]>
+    readonly where: ReadonlyArray<Condition>
+    readonly negate: boolean
+  }
+
+/** The table of a semi-join: its name and columns (a `TableDef` is one). */
+export interface LinkedTable {
+  readonly table: string
+  readonly fields: Readonly<Record<string, FieldInfo>>
+}
 
 export interface SortKey {
   readonly field: string
@@ -69,6 +92,22 @@ export const inList = (field: string, values: ReadonlyArray<Scalar>): Condition 
   values
 })
 
+export const lte = (field: string, value: Scalar): Condition => ({ _tag: "Compare", field, op: "lte", value })
+export const lt = (field: string, value: Scalar): Condition => ({ _tag: "Compare", field, op: "lt", value })
+export const gt = (field: string, value: Scalar): Condition => ({ _tag: "Compare", field, op: "gt", value })
+export const notInList = (field: string, values: ReadonlyArray<Scalar>): Condition => ({ _tag: "In", field, negate: true, values })
+/** Any branch holds; no branch: nothing matches. */
+export const anyOf = (...branches: ReadonlyArray<ReadonlyArray<Condition>>): Condition => ({ _tag: "Or", branches })
+/** The JSON array in `field` holds only `values` (`negate`: some other element too). */
+export const allIn = (field: string, values: ReadonlyArray<string>, negate = false): Condition => ({ _tag: "AllIn", field, negate, values })
+/** Some row of `table` linked to this one meets `where` (`negate`: none does). */
+export const exists = (
+  table: LinkedTable,
+  link: ReadonlyArray<readonly [outer: string, inner: string]>,
+  where: ReadonlyArray<Condition>,
+  negate = false
+): Condition => ({ _tag: "Exists", table, link, where, negate })
+
 /** The rows whose text `field` does not start with `value`. */
 export const notPrefixed = (field: string, value: string): Condition => ({ _tag: "Prefix", field, negate: true, value })
 
@@ -84,6 +123,23 @@ export interface ParseOptions {
   /** The fields `$select` may name (default: `fields`); outputs that are not columns too. */
   readonly selectable?: ReadonlyArray<string>
   readonly maxLimit?: number
+  /** Filters on a value the service computes, not a column (`consent_state`); they come back in `filters`. */
+  readonly filters?: ComputedFilters
+}
+
+/** The computed filters of a declaration, by name. */
+export type ComputedFilters = Readonly<Record<string, ComputedFilter>>
+
+/**
+ * A query parameter that filters on a value a resource computes rather than stores (a consent
+ * user's `consent_state`): `name=value`, `name=a&name=b` or `name[$in]=…`, of the values listed,
+ * never inside `$or`. The parser only validates it; the resource's find hook turns it into
+ * conditions.
+ */
+export interface ComputedFilter {
+  readonly values: ReadonlyArray<string>
+  /** What it filters on, for the OpenAPI document. */
+  readonly description: string
 }
 
 export interface ParsedQuery {
@@ -91,6 +147,8 @@ export interface ParsedQuery {
   readonly params: Readonly<Record<string, unknown>>
   /** The view parameters given, as sent (their values are validated by the resource). */
   readonly view: Readonly<Record<string, string>>
+  /** The computed filters given: name → the values accepted (any of them). */
+  readonly filters: Readonly<Record<string, ReadonlyArray<string>>>
 }
 
 class QueryError {
@@ -177,7 +235,8 @@ const parseConditions = (
   prefix: string,
   depth: number,
   params: Record<string, unknown> | undefined,
-  view?: Record<string, string>
+  view?: Record<string, string>,
+  filters?: Record<string, ReadonlyArray<string>>
 ): Array<Condition> => {
   if (depth > 4) fail(prefix || "$or", "is nested too deeply")
   const out: Array<Condition> = []
@@ -202,6 +261,12 @@ const parseConditions = (
     }
     if (view && options.views?.includes(key) && typeof value === "string") {
       view[key] = value
+      continue
+    }
+    const computed = options.filters !== undefined && Object.hasOwn(options.filters, key) ? options.filters[key] : undefined
+    if (computed !== undefined) {
+      if (filters === undefined) fail(path, "cannot be used inside $or")
+      filters![key] = computedValues(key, computed, value)
       continue
     }
     notAView(options, path, key)
@@ -239,6 +304,18 @@ const parseConditions = (
     }
   }
   return out
+}
+
+/** The values of a computed filter: one, a list, or `$in`; each one of those it lists. */
+const computedValues = (name: string, filter: ComputedFilter, value: unknown): ReadonlyArray<string> => {
+  const onlyIn = isPlainObject(value) && asList(value) === undefined
+  if (onlyIn && Object.keys(value).some((op) => op !== "$in")) fail(name, "supports only equality and $in")
+  const raw = onlyIn ? (value as Record<string, unknown>).$in : value
+  const list = asList(raw) ?? [raw]
+  if (list.length === 0 || list.length > MAX_LIMIT) fail(name, `must have from 1 to ${MAX_LIMIT} values`)
+  return list.map((v) =>
+    typeof v === "string" && filter.values.includes(v) ? v : fail(name, `must be one of ${filter.values.join(", ")}`)
+  )
 }
 
 const parseSort = (raw: unknown, options: ParseOptions): Array<SortKey> => {
@@ -298,9 +375,10 @@ export const parseFindQuery = (
           rest[key] = value
       }
     }
-    const where = parseConditions(rest, options, "", 0, params, view)
+    const filters: Record<string, ReadonlyArray<string>> = Object.create(null)
+    const where = parseConditions(rest, options, "", 0, params, view, filters)
     const query: FindQuery = select ? { where, sort, limit, skip, select } : { where, sort, limit, skip }
-    return Either.right({ query, params, view })
+    return Either.right({ query, params, view, filters })
   } catch (e) {
     if (e instanceof QueryError) {
       return Either.left(
@@ -311,6 +389,8 @@ export const parseFindQuery = (
   }
 }
 
-/** Every field a condition list mentions, including inside `$or`. */
+/** Every field of the row a condition list mentions, including inside `$or` and the links of a semi-join. */
 export const conditionFields = (where: ReadonlyArray<Condition>): Array<string> =>
-  where.flatMap((c) => (c._tag === "Or" ? c.branches.flatMap(conditionFields) : [c.field]))
+  where.flatMap((c) =>
+    c._tag === "Or" ? c.branches.flatMap(conditionFields) : c._tag === "Exists" ? c.link.map(([outer]) => outer) : [c.field]
+  )

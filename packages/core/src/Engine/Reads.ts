@@ -99,9 +99,10 @@ const scopeQuery = (
   const check = (cs: ReadonlyArray<Condition>): boolean =>
     cs.every((c) => {
       if (c._tag === "Or") return c.branches.every(check)
+      if (c._tag === "Exists") return c.link.every(([outer]) => outer !== owner)
       if (c.field !== owner) return true
       if (c._tag === "Compare") return c.op !== "eq" || allowed(c.value)
-      if (c._tag === "Prefix") return c.negate
+      if (c._tag === "Prefix" || c._tag === "AllIn") return c.negate
       return c.negate || c.values.every(allowed)
     })
   if (!check(query.where)) {
@@ -117,12 +118,13 @@ const prepareFind = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, principal
       fields: def.queryFields,
       passthrough: def.passthrough ?? [],
       views: Object.keys(def.viewParams ?? {}),
-      selectable: selectableFields(def)
+      selectable: selectableFields(def),
+      ...(def.filters !== undefined ? { filters: def.filters } : {})
     })
     if (Either.isLeft(parsed)) return yield* Effect.fail(parsed.left)
     const view = yield* resolveView(def, parsed.right.view)
     let query = yield* scopeQuery(def, yield* featureScope(def, principal), parsed.right.query)
-    if (def.hooks.find) query = yield* def.hooks.find(principal, query, parsed.right.params)
+    if (def.hooks.find) query = yield* def.hooks.find(principal, query, parsed.right.params, { view, filters: parsed.right.filters })
     const select = query.select
     const output = (rows: ReadonlyArray<S["stored"]>) =>
       Effect.map(outputsOf(def, rows, view), (outs) => outs.map((o) => selectFields(o, select)))

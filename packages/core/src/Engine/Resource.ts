@@ -5,6 +5,7 @@ import type { DomainError } from "../Domain/Errors.js"
 import { type FieldInfo, fieldsOf, neverNullFields } from "./Fields.js"
 import type { IndexDef, Relation, Row, TableDef } from "./Ports.js"
 import type { OperationMetric } from "./Metrics.js"
+import type { ComputedFilters } from "./Query.js"
 import type { Principal } from "./Principal.js"
 import {
   GetBy,
@@ -49,7 +50,8 @@ export interface ResourceData<
   Q extends string = string,
   V extends ViewParamSchemas = ViewParamSchemas,
   Cur extends boolean = boolean,
-  M extends Method = Method
+  M extends Method = Method,
+  F extends ComputedFilters = ComputedFilters
 > {
   /** Human name used in messages ("API key"). */
   readonly name: string
@@ -124,6 +126,12 @@ export interface ResourceData<
   readonly viewParams?: V
   /** Query parameters the service reads itself (`$by_organization_user_id`). */
   readonly passthrough?: ReadonlyArray<string>
+  /**
+   * Filters on a value the service computes, not a column (a consent user's `consent_state`):
+   * validated by the query parser, turned into conditions by the `find` hook, which must then
+   * be declared too.
+   */
+  readonly filters?: F
   /**
    * Find also pages by cursor (`$cursor`): keyset paging in `created_at` then key order, for
    * tables a client walks end to end while rows keep arriving (consent events and users).
@@ -282,8 +290,9 @@ export const declareResource = <
   const Q extends string = never,
   const V extends ViewParamSchemas = {},
   const Cur extends boolean = false,
-  const M extends Method = Method
->(options: ResourceData<O, C, U, P, T, Path, Own, Q, V, Cur, M>): Declaration<ShapeOf<O, C, U, P, T, Q, V, Cur, M>, Path, Own> =>
+  const M extends Method = Method,
+  const F extends ComputedFilters = {}
+>(options: ResourceData<O, C, U, P, T, Path, Own, Q, V, Cur, M, F>): Declaration<ShapeOf<O, C, U, P, T, Q, V, Cur, M, F>, Path, Own> =>
   declare(options)
 
 /**
@@ -305,14 +314,15 @@ export const defineResource = <
   const Q extends string = never,
   const V extends ViewParamSchemas = {},
   const Cur extends boolean = false,
-  const M extends Method = Method
+  const M extends Method = Method,
+  const F extends ComputedFilters = {}
 >(
-  options: ResourceData<O, C, U, P, T, Path, Own, Q, V, Cur, M> & Behaviour<ShapeOf<O, C, U, P, T, Q, V, Cur, M>, R, Carry>
-): ResourceDef<ShapeOf<O, C, U, P, T, Q, V, Cur, M>, Exclude<R, CoreServices>, Carry, Path, Own> => {
+  options: ResourceData<O, C, U, P, T, Path, Own, Q, V, Cur, M, F> & Behaviour<ShapeOf<O, C, U, P, T, Q, V, Cur, M, F>, R, Carry>
+): ResourceDef<ShapeOf<O, C, U, P, T, Q, V, Cur, M, F>, Exclude<R, CoreServices>, Carry, Path, Own> => {
   const { hooks, ownerFrom, ports: _ports, ...data } = options
   // The core services are always there: a declaration's type names only the ports beyond them.
-  return declare<ShapeOf<O, C, U, P, T, Q, V, Cur, M>, Path, Own>(data).with({ ownerFrom, hooks } as Behaviour<
-    ShapeOf<O, C, U, P, T, Q, V, Cur, M>,
+  return declare<ShapeOf<O, C, U, P, T, Q, V, Cur, M, F>, Path, Own>(data).with({ ownerFrom, hooks } as Behaviour<
+    ShapeOf<O, C, U, P, T, Q, V, Cur, M, F>,
     Exclude<R, CoreServices>,
     Carry
   >)

@@ -2,6 +2,7 @@ import type * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type { DomainError } from "../Domain/Errors.js"
 import { type FieldInfo } from "./Fields.js"
+import type { ComputedFilters } from "./Query.js"
 import type { Hmac, Ids, OutboxSignal, Row, SecretHasher, Storage, UnitOfWork } from "./Ports.js"
 import type { Relations } from "./Relations.js"
 import type { Settings } from "./Settings.js"
@@ -98,11 +99,13 @@ export interface Shape {
   readonly methods?: Method
 }
 
-/** Queryable private columns, view parameters and cursor paging of a declaration, as types. */
+/** Queryable private columns, view parameters, cursor paging and computed filters of a declaration, as types. */
 export interface FindShape {
   readonly queryable: string
   readonly view: Readonly<Record<string, string>>
   readonly cursor: boolean
+  /** Each computed filter's name → the values it takes. */
+  readonly filters?: Readonly<Record<string, string>>
 }
 
 /** The view parameters a declaration lists (`viewParams`), each as the type its schema decodes to. */
@@ -126,7 +129,8 @@ export type ShapeOf<
   Q extends string = never,
   V extends ViewParamSchemas = {},
   Cur extends boolean = false,
-  M extends Method = Method
+  M extends Method = Method,
+  F extends ComputedFilters = {}
 > = {
   readonly stored: Simplify<Omit<StoredFields<Schema.Schema.Type<O>>, T | keyof P> & RowOf<P>>
   readonly output: Schema.Schema.Type<O>
@@ -136,6 +140,7 @@ export type ShapeOf<
     readonly queryable: Q
     readonly view: { readonly [K in keyof V]: Schema.Schema.Type<V[K]> }
     readonly cursor: Cur
+    readonly filters: { readonly [K in keyof F]: F[K]["values"][number] }
   }
   readonly methods: M
 }

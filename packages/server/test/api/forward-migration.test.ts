@@ -344,7 +344,22 @@ describe(`forward migration from c26579d (${storeKind})`, () => {
         expect(new Date(r.user_created_at).toISOString()).toBe(old.created_at)
         const time = states[r.regulation].updated_at
         expect(r.last_event_at === null ? undefined : new Date(r.last_event_at).toISOString()).toBe(time === undefined ? undefined : new Date(time).toISOString())
+        // What the consent_state filter reads, completed from the state by the migration.
+        expect(r.vendors_enabled).toBe((states[r.regulation].vendors?.enabled ?? []).length > 0)
+        expect(r.enabled_purposes).toEqual((states[r.regulation].purposes ?? []).filter((p: any) => p.enabled).map((p: any) => p.id))
       }
+    }
+  })
+
+  it("the consent_state filter lists the old users in the states they show", async () => {
+    const all = await as("A")("GET", "/v1/consents/users?$limit=1000")
+    expect(all.status, all.text).toBe(200)
+    expect(all.body.data.length).toBeGreaterThan(0)
+    for (const state of ["none", "given", "refused"]) {
+      const found = await as("A")("GET", `/v1/consents/users?consent_state=${state}&$limit=1000`)
+      expect(found.status, found.text).toBe(200)
+      expect(found.body.data.map((u: any) => u.id).sort())
+        .toEqual(all.body.data.filter((u: any) => u.consent_state === state).map((u: any) => u.id).sort())
     }
   })
 

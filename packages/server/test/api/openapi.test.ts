@@ -185,3 +185,17 @@ export const session: paths["/v1/sessions"]["post"]["responses"][201]["content"]
     expect(errors(files.wrong).join("\n")).toContain("organization_id")
   })
 })
+
+describe("GET /openapi.json: computed filters", () => {
+  it("offers consent_state on the consent users find, with the states it takes", async () => {
+    const doc = await documentAt(server.url)
+    const parameters = doc.paths["/v1/consents/users"].get.parameters as Array<Record<string, any>>
+    expect(parameters.find((p) => p.name === "consent_state")).toMatchObject({
+      in: "query",
+      style: "form",
+      explode: true,
+      schema: { type: "array", items: { type: "string", enum: ["none", "given", "refused", "expired", "recollect"] } }
+    })
+    expect(doc.paths["/v1/consents/events"].get.parameters.some((p: { name: string }) => p.name === "consent_state")).toBe(false)
+  })
+})
