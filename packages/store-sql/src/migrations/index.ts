@@ -21,6 +21,7 @@ import consentLogVerifyRuns from "./0020_consent_log_verify_runs.js"
 import consentReceipts from "./0021_consent_receipts.js"
 import consentPolicies from "./0022_consent_policies.js"
 import consentGpc from "./0023_consent_gpc.js"
+import provenDomains from "./0026_proven_domains.js"
 
 /**
  * Versioned migrations of both stores: a new change is a new entry, never an edit of an old
@@ -49,5 +50,6 @@ export const migrations = {
   "0020_consent_log_verify_runs": consentLogVerifyRuns,
   "0021_consent_receipts": consentReceipts,
   "0022_consent_policies": consentPolicies,
-  "0023_consent_gpc": consentGpc
+  "0023_consent_gpc": consentGpc,
+  "0026_proven_domains": provenDomains
 }
