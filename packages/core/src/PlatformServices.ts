@@ -19,6 +19,7 @@ import type { MailQueue, MailSignal } from "./Accounts/MailOutbox.js"
 import type { OrganizationLimits } from "./Engine/OrganizationLimits.js"
 import type { CertificateValidator } from "./Accounts/CertificateValidator.js"
 import type { Provisioner } from "./Properties/Provisioner.js"
+import type { DnsRecords } from "./Properties/DnsRecords.js"
 import type { UrlSigner } from "./Engine/Secrets.js"
 import type { Hmac, HostMigrator, Ids, SecretComparer, SecretHasher, Storage, TokenIssuer, UnitOfWork, UsageStore } from "./Engine/Ports.js"
 import type { Relations } from "./Engine/Relations.js"
@@ -54,6 +55,7 @@ export type HostPorts =
   | TokenIssuer
   | SecretBox
   | Provisioner
+  | DnsRecords
   | UrlSigner
   | CertificateValidator
   | ExportSink

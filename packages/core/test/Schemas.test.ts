@@ -71,6 +71,12 @@ describe("Domain", () => {
     ok(Property.DomainCreate, { id: "a-b.example.co.uk", organization_id: "o1", usage: "privacy-center" })
     ok(Property.DomainUpdate, { enabled: false, status: "to_be_deleted", bots_crawl: "disallow_all" })
   })
+  it("a page host's proof and a failure's reason are output only", () => {
+    const verification = { record: "_cmp-verify.privacy.example.com", value: "v" }
+    ok(Property.Domain, { ...domain, usage: "privacy-center", verification, failure_reason: "No TXT record" })
+    expect(bad(Property.DomainCreate, { id: "a.example.com", organization_id: "o1", usage: "privacy-center", verification })).toContain("verification")
+    expect(bad(Property.DomainUpdate, { enabled: true, failure_reason: "none" })).toContain("failure_reason")
+  })
   it("accepts all seven states", () => {
     for (const s of ["draft", "scheduled", "to_be_deleted", "deploying", "deleting", "failed", "ready"]) {
       ok(Property.DomainStatus, s)

@@ -2,6 +2,7 @@ import { type HostPorts, type Ids, Mailer, type Storage } from "@cmp/core"
 import * as Layer from "effect/Layer"
 import { X509CertificateValidatorLive } from "./Certificates.js"
 import { provisionerLayer, type ProvisionerOption } from "./DnsProvisioner.js"
+import { DnsRecordsLive, type DnsRecordsOptions } from "./DnsRecords.js"
 import { NodeExportSinkLive } from "./ExportSink.js"
 import { ScryptHasherLive } from "./Hashing.js"
 import { SmtpMailerLive, type SmtpOptions } from "./Mailer.js"
@@ -27,6 +28,8 @@ export interface NodeAdaptersOptions {
   /** HMAC key of signed dashboard URLs (`URL_SIGNING_KEY`); generated and kept in the database when absent. */
   readonly urlSigningKey?: string | undefined
   readonly provisioner?: ProvisionerOption | undefined
+  /** The DNS look-ups of page hosts' proofs (their TXT records): the system's resolver unless one is handed in. */
+  readonly dns?: DnsRecordsOptions | undefined
   /** Directory export destinations are confined under this directory (`EXPORTS_ROOT`). */
   readonly exportsRoot?: string | undefined
   /** Hosts that outgoing calls may reach despite plain http or a private address (`WEBHOOK_ALLOW_HOSTS`). */
@@ -60,6 +63,7 @@ export const layer = (options: NodeAdaptersOptions = {}): Layer.Layer<NodeAdapte
     NodeHmacLive,
     X509CertificateValidatorLive,
     provisionerLayer(options.provisioner),
+    DnsRecordsLive(options.dns),
     NodeExportSinkLive({ exportsRoot: options.exportsRoot, allowHosts: options.allowHosts, localAddress: options.localAddress }),
     TcStringEncoderLive({ vendorList: options.tcfVendorList }),
     ConsentStringDecoderLive(),

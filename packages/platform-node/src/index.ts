@@ -1,5 +1,6 @@
 export * from "./Certificates.js"
 export * from "./DnsProvisioner.js"
+export * from "./DnsRecords.js"
 export * from "./ExportSink.js"
 export * from "./Hashing.js"
 export * from "./Mailer.js"

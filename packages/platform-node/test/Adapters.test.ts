@@ -1,4 +1,4 @@
-import { CertificateValidator, Ids, Provisioner, SecretBox, SecretHasher, Storage, TcStringEncoder, TokenIssuer, UrlSigner } from "@cmp/core"
+import { CertificateValidator, DnsRecords, Ids, Provisioner, SecretBox, SecretHasher, Storage, TcStringEncoder, TokenIssuer, UrlSigner } from "@cmp/core"
 import { SqliteStore } from "@cmp/store-sqlite"
 import { TCString } from "@iabtechlabtcf/core"
 import { assert, describe, it } from "@effect/vitest"
@@ -14,6 +14,7 @@ import { SignJWT } from "jose"
 import {
   AesSecretBoxLive,
   DnsProvisionerLive,
+  DnsRecordsLive,
   HmacUrlSignerLive,
   JoseTokensLive,
   macWith,
@@ -169,6 +170,31 @@ describe("DNS provisioner", () => {
         if (host === "good.example.com") return ["edge.cmp.example"]
         if (host === "other.example.com") return ["elsewhere.example"]
         throw Object.assign(new Error("not found"), { code: "ENOTFOUND" })
+      }
+    }))))
+})
+
+describe("DNS records", () => {
+  const failing = (code: string) => Object.assign(new Error(code), { code })
+  it.live("a name's TXT records, each one string of its chunks; none for a name without any; a look-up without an answer fails with its code", () =>
+    Effect.gen(function*() {
+      const dns = yield* DnsRecords
+      assert.deepStrictEqual(yield* dns.txt("_cmp-verify.shop.example.com"), ["v=spf1 -all", "abcdef"])
+      assert.deepStrictEqual(yield* dns.txt("_cmp-verify.missing.example.com"), [])
+      assert.deepStrictEqual(yield* dns.txt("_cmp-verify.empty.example.com"), [])
+      const lost = yield* Effect.flip(dns.txt("_cmp-verify.broken.example.com"))
+      assert.strictEqual(lost._tag, "DnsLookupFailed")
+      assert.strictEqual(lost.code, "ESERVFAIL")
+      const slow = yield* Effect.flip(dns.txt("_cmp-verify.slow.example.com"))
+      assert.strictEqual(slow.code, "ETIMEOUT")
+    }).pipe(Effect.provide(DnsRecordsLive({
+      timeoutMs: 50,
+      resolveTxt: async (name) => {
+        if (name === "_cmp-verify.shop.example.com") return [["v=spf1 -all"], ["abc", "def"]]
+        if (name === "_cmp-verify.missing.example.com") throw failing("ENOTFOUND")
+        if (name === "_cmp-verify.empty.example.com") throw failing("ENODATA")
+        if (name === "_cmp-verify.slow.example.com") return new Promise(() => {})
+        throw failing("ESERVFAIL")
       }
     }))))
 })

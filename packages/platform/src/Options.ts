@@ -70,6 +70,12 @@ export interface PlatformOptions extends HostDeclarations, Omit<NodeAdaptersOpti
    */
   readonly dispatcher?: DispatcherConfig | boolean | undefined
   /**
+   * The release of page hosts (usages `privacy-center`, `preference-center`) not `ready` within
+   * seven days of their creation: looked for at start and every `everyMs` (default an hour) in
+   * every process of the platform. `false` runs none in this process.
+   */
+  readonly domainRelease?: false | { readonly everyMs?: number | undefined } | undefined
+  /**
    * OpenTelemetry traces (`OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_SERVICE_NAME`): spans exported over
    * OTLP/HTTP, or handed to the host's span processors. Absent, no span is recorded.
    */

@@ -3,6 +3,7 @@ import {
   backfillConsentLog,
   bootstrap,
   Declarations,
+  DomainRelease,
   Endpoints,
   EndpointsLive,
   engineServices,
@@ -88,13 +89,17 @@ export const layer = (options: PlatformOptions): Layer.Layer<PlatformServices, u
       Layer.provideMerge(Layer.merge(withEndpoints, MailDispatcher.layer({ workerId: dispatcher.workerId }).pipe(Layer.provide(withEndpoints))))
     )
     : Layer.mergeAll(withEndpoints, OutboxSignal.ringing.pipe(Layer.provide(withEndpoints)), MailSignal.None, ReadinessLive.layer.pipe(Layer.provide(withEndpoints)))
+  // Page hosts nobody proved are released wherever the platform runs (servers and workers alike).
+  const releasing = options.domainRelease === false
+    ? delivering
+    : DomainRelease.layer(options.domainRelease ?? {}).pipe(Layer.provideMerge(delivering))
   const infra = Layer.mergeAll(
     Logger.json,
     Logger.minimumLogLevel(LogLevel.fromLiteral(options.logLevel ?? "Info")),
     options.clock ? Layer.setClock(options.clock) : Layer.empty,
     Tracing.layer(options.tracing)
   )
-  return Layer.merge(delivering, startWarnings(options, keptInDatabase)).pipe(Layer.provideMerge(infra))
+  return Layer.merge(releasing, startWarnings(options, keptInDatabase)).pipe(Layer.provideMerge(infra))
 }
 
 /** What a production start should not run with, said once in the log (never the values). */

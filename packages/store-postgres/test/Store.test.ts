@@ -1,5 +1,5 @@
 import { ConsentLogStore, Storage, Tables, UnitOfWork } from "@cmp/core"
-import { exportRunSuite, logVerifySuite, resourceServiceSuite } from "@cmp/test-support/engine"
+import { domainReleaseSuite, exportRunSuite, logVerifySuite, resourceServiceSuite } from "@cmp/test-support/engine"
 import { SqlStorage } from "@cmp/store-sql"
 import { migrationSuite, schemaSuite } from "@cmp/test-support/schema-contract"
 import { suite } from "@cmp/test-support/store-contract"
@@ -41,6 +41,8 @@ resourceServiceSuite(label, fresh)
 exportRunSuite(label, fresh)
 
 logVerifySuite(label, fresh)
+
+domainReleaseSuite(label, fresh)
 
 schemaSuite(label, fresh)
 

@@ -56,6 +56,19 @@ export const DomainType = Schema.Literal("custom", "managed")
 export const DomainUsage = Schema.Literal("cmp", "privacy-center", "preference-center")
 export const BotsCrawl = Schema.Literal("allow_all", "disallow_all")
 
+/** The usages of a host that serves the organization's pages: it must be proven before it is served. */
+export const pageUsages: ReadonlyArray<typeof DomainUsage.Type> = ["privacy-center", "preference-center"]
+
+/**
+ * What proves that an organization holds a page host: a TXT record named `record` holding
+ * `value`, random per domain.
+ */
+export const DomainVerification = Schema.Struct({
+  record: Schema.String,
+  value: Schema.String
+})
+export type DomainVerification = typeof DomainVerification.Type
+
 export const Domain = Schema.Struct({
   id: Fqdn,
   organization_id: Id,
@@ -67,6 +80,10 @@ export const Domain = Schema.Struct({
   status: DomainStatus,
   usage: DomainUsage,
   bots_crawl: opt(BotsCrawl),
+  /** A page host's proof (usages `privacy-center`, `preference-center`); null for `cmp`. Output only. */
+  verification: opt(DomainVerification),
+  /** Why the domain is `failed` (the TXT record missing, the provisioner's refusal); null otherwise. Output only. */
+  failure_reason: opt(Text),
   ...Audit
 })
 export type Domain = typeof Domain.Type

@@ -1,12 +1,15 @@
 import * as Effect from "effect/Effect"
-import { Domain, DomainCreate, DomainUpdate } from "../Domain/Property.js"
+import { Domain, DomainCreate, DomainUpdate, pageUsages } from "../Domain/Property.js"
 import { InvalidInput } from "../Domain/Errors.js"
-import { Provisioner } from "./Provisioner.js"
+import { DnsRecords } from "./DnsRecords.js"
+import { type DeployResult, Provisioner } from "./Provisioner.js"
 import { Storage } from "../Engine/Ports.js"
 import { eq } from "../Engine/Query.js"
 import { declareResource, portList, type StoredRow } from "../Engine/Resource.js"
 import { checkQuota } from "../Engine/Gates.js"
 import { Settings } from "../Engine/Settings.js"
+import { isOperator } from "../Engine/Principal.js"
+import { randomToken } from "../Engine/Random.js"
 import { forgetOrigins, OriginCache } from "./OriginCache.js"
 
 /**
@@ -23,14 +26,33 @@ export const clientMoves: Readonly<Record<string, ReadonlyArray<string>>> = {
   deleting: []
 }
 
-const badMove = (from: string, to: string) => {
+/**
+ * The operator's move on a page host: `ready` from a state a client could schedule, after a
+ * check of the holder made by hand instead of the TXT record.
+ */
+const operatorReadyFrom: ReadonlyArray<string> = ["draft", "failed"]
+
+const badMove = (from: string, to: string, pageHost: boolean) => {
   const allowed = clientMoves[from] ?? []
   const next = allowed.length > 0 ? allowed.join(", ") : "none (provisioning is in progress)"
+  // Said only where it is true: the operator's `ready` is a move of page hosts, from these states.
+  const byOperator = pageHost && to === "ready" && operatorReadyFrom.includes(from)
+    ? " (only the operator sets a page host 'ready' without its TXT record)"
+    : ""
   return new InvalidInput({
-    message: `Invalid status: a domain in '${from}' cannot move to '${to}'; allowed next states: ${next}`,
+    message: `Invalid status: a domain in '${from}' cannot move to '${to}'; allowed next states: ${next}${byOperator}`,
     errors: { status: `allowed next states from '${from}': ${next}` }
   })
 }
+
+/** A host that serves the organization's pages (`privacy-center`, `preference-center`): proven before it is served. */
+export const isPageHost = (domain: { readonly usage: string }): boolean => (pageUsages as ReadonlyArray<string>).includes(domain.usage)
+
+/** The name of a page host's TXT record. */
+export const verificationRecord = (domain: string) => `_cmp-verify.${domain}`
+
+/** A page host's proof: random per domain, so holding one name's value proves nothing of another. */
+export const newVerification = (domain: string) => ({ record: verificationRecord(domain), value: randomToken(24) })
 
 /** `managed` when the domain is under the operator's configured zone, `custom` otherwise. */
 export const domainType = (fqdn: string, zone: string | undefined) => {
@@ -63,12 +85,46 @@ type DomainRow = StoredRow<typeof Domains>
 const deploy = (domain: DomainRow) =>
   Effect.flatMap(Provisioner, (p) => p.deploy(domain))
 
+/** Why the provisioner's answer left the domain `failed`. */
+const provisionerFailed = "The provisioner could not deploy the domain"
+const undeployFailed = "The provisioner could not de-provision the domain"
+
+/**
+ * Whether a page host's TXT record holds its value: `undefined` when it does, else why not (the
+ * reason kept on the failed domain).
+ */
+const unproven = (domain: DomainRow): Effect.Effect<string | undefined, never, DnsRecords> =>
+  Effect.gen(function*() {
+    const verification = domain.verification
+    if (verification === null) return "The domain has no verification value; ask the operator"
+    const found = yield* Effect.flatMap(DnsRecords, (dns) => dns.txt(verification.record)).pipe(Effect.either)
+    if (found._tag === "Left") return `The TXT record ${verification.record} could not be looked up (${found.left.code})`
+    return found.right.some((r) => r.trim() === verification.value)
+      ? undefined
+      : `No TXT record ${verification.record} holds the domain's verification value`
+  })
+
+/**
+ * Deploys a scheduled domain: a custom page host only once its TXT record proves its holder
+ * (whatever the provisioner: a provisioner checks where a host points, not who holds it); an
+ * operator's `ready` stands for that proof. A managed host is in the operator's own zone.
+ */
+const deployScheduled = (domain: DomainRow, proofByHand: boolean) =>
+  Effect.gen(function*() {
+    if (isPageHost(domain) && domain.type === "custom" && !proofByHand) {
+      const reason = yield* unproven(domain)
+      if (reason !== undefined) return { status: "failed" as DeployResult, failure_reason: reason }
+    }
+    const status = yield* deploy(domain)
+    return { status, failure_reason: status === "failed" ? provisionerFailed : null }
+  })
+
 const undeploy = (domain: DomainRow) =>
   Effect.flatMap(Provisioner, (p) => p.undeploy(domain))
 
-export const DomainsResource = Domains.with<Provisioner | OriginCache>({
+export const DomainsResource = Domains.with<Provisioner | OriginCache | DnsRecords>({
   // A ready domain is an origin its organization's pages record consent from.
-  ports: portList<Provisioner | OriginCache>(Provisioner, OriginCache),
+  ports: portList<Provisioner | OriginCache | DnsRecords>(Provisioner, OriginCache, DnsRecords),
   hooks: {
     afterCommit: (output) => forgetOrigins(output.organization_id),
     create: (_principal, row) =>
@@ -81,17 +137,24 @@ export const DomainsResource = Domains.with<Provisioner | OriginCache>({
             eq("type", "custom")
           ])
         }
-        return { row: { ...row, type, status: "draft" } }
+        const verification = isPageHost(row) ? newVerification(row.id) : null
+        return { row: { ...row, type, status: "draft", verification, failure_reason: null } }
       }),
-    update: (_principal, before, after, input) =>
+    update: (principal, before, after, input) =>
       Effect.gen(function*() {
         const from = before.status
         const asked = input.status
         let status = from
+        // The operator's `ready` on a page host: the holder checked by hand, not by its TXT record.
+        const proofByHand = asked === "ready" && asked !== from && isPageHost(before) && isOperator(principal) &&
+          operatorReadyFrom.includes(from)
         if (asked !== undefined && asked !== from) {
-          if (!(clientMoves[from] ?? []).includes(asked)) return yield* Effect.fail(badMove(from, asked))
-          status = asked
+          if (!proofByHand && !(clientMoves[from] ?? []).includes(asked)) {
+            return yield* Effect.fail(badMove(from, asked, isPageHost(before)))
+          }
+          status = proofByHand ? "scheduled" : asked
         }
+        let failure_reason = before.failure_reason
         if (status === "scheduled") {
           if (after.enabled !== true) {
             return yield* Effect.fail(new InvalidInput({
@@ -99,14 +162,17 @@ export const DomainsResource = Domains.with<Provisioner | OriginCache>({
               errors: { status: "a disabled domain cannot be deployed" }
             }))
           }
-          // scheduled → deploying → ready | failed, as far as the provisioner gets now.
-          status = yield* deploy({ ...after, status })
+          // scheduled → deploying → ready | failed, as far as the proof and the provisioner get now.
+          const deployed = yield* deployScheduled({ ...after, status }, proofByHand)
+          status = deployed.status
+          failure_reason = deployed.failure_reason
         } else if (status === from && before.enabled === true && after.enabled === false && (from === "ready" || from === "failed")) {
           // Disabling de-provisions the domain; it stays, as an undeployed draft.
           const done = yield* undeploy(after)
           status = done === "removed" ? "draft" : done
+          failure_reason = done === "failed" ? undeployFailed : null
         }
-        return { ...after, status }
+        return { ...after, status, failure_reason: status === "failed" ? failure_reason : null }
       }),
     afterUpdate: (_principal, _before, after) =>
       Effect.gen(function*() {
@@ -115,7 +181,9 @@ export const DomainsResource = Domains.with<Provisioner | OriginCache>({
         const done = yield* undeploy(after)
         const repo = (yield* Storage).repository(Domains.tableDef)
         if (done === "removed") yield* Effect.orDie(repo.remove(after.id))
-        else yield* Effect.orDie(repo.patch(after.id, { status: done }, after.version))
+        else {
+          yield* Effect.orDie(repo.patch(after.id, { status: done, failure_reason: done === "failed" ? undeployFailed : null }, after.version))
+        }
       }),
     remove: (_principal, row) =>
       Effect.gen(function*() {

@@ -1,12 +1,24 @@
 import * as Effect from "effect/Effect"
-import { describe, expect, it } from "vitest"
+import { beforeEach, describe, expect, it } from "vitest"
 import { dnsProvisioner } from "@cmp/platform-node"
 import { as, expect400, expect403, expect409, operatorOf, start, unique } from "./helpers.js"
 import { useServer } from "./fixture.js"
 
-/** Domains: FQDN ids, type from the managed zone, the status machine of api.md, provisioning. */
+/** Domains: FQDN ids, type from the managed zone, the status machine of api.md, provisioning, page hosts' proofs. */
 
-const { server, op, tenants: [a] } = useServer({ settings: { managedZone: "cmp-managed.net" } }, { tenants: 1 })
+/** The TXT records the server's resolver answers, by name, each as its chunks; a name absent has none. */
+const txt: Record<string, Array<Array<string>>> = {}
+/** Names whose look-up gets no answer (the resolver's error code). */
+const unanswered: Record<string, string> = {}
+const resolveTxt = async (name: string) => {
+  const code = unanswered[name]
+  if (code !== undefined) throw Object.assign(new Error(code), { code })
+  const found = txt[name]
+  if (!found) throw Object.assign(new Error("ENOTFOUND"), { code: "ENOTFOUND" })
+  return found
+}
+
+const { server, op, tenant, tenants: [a] } = useServer({ settings: { managedZone: "cmp-managed.net" }, dns: { resolveTxt } }, { tenants: 1 })
 const asA = a.call
 
 const fqdn = () => `${unique("d")}.example.com`
@@ -178,6 +190,213 @@ describe("DNS provisioner", () => {
       const unresolved = `${unique("none")}.example.com`
       await asT("POST", "/v1/domains", { body: { id: unresolved, organization_id: t.org.id, usage: "cmp" } })
       expect((await asT("PATCH", `/v1/domains/${unresolved}`, { body: { status: "scheduled" } })).body.status).toBe("failed")
+    } finally {
+      await s.close()
+    }
+  })
+})
+
+describe("proven page hosts (usages privacy-center and preference-center)", () => {
+  // Each test its own organization: its page hosts count against domains_per_delivery_cloud.
+  let t: Awaited<ReturnType<typeof tenant>>
+  beforeEach(async () => {
+    t = await tenant()
+  })
+  const asT = (method: string, path: string, options: Record<string, unknown> = {}) => t.call(method, path, options)
+  const make = async (usage: string, id = fqdn()) => {
+    const r = await asT("POST", "/v1/domains", { body: { id, organization_id: t.org.id, usage } })
+    expect(r.status, r.text).toBe(201)
+    return r.body
+  }
+  const page = (usage = "privacy-center", id = fqdn()) => make(usage, id)
+  const schedule = (id: string) => asT("PATCH", `/v1/domains/${id}`, { body: { status: "scheduled" } })
+
+  it("a page host gets its own random TXT record to publish, output only; a cmp domain gets none", async () => {
+    const one = await page()
+    const two = await page("preference-center")
+    for (const d of [one, two]) {
+      expect(d.verification).toEqual({ record: `_cmp-verify.${d.id}`, value: expect.stringMatching(/^[A-Za-z0-9_-]{32}$/) })
+      expect(d.failure_reason).toBeNull()
+      expect((await asT("GET", `/v1/domains/${d.id}`)).body.verification).toEqual(d.verification)
+    }
+    expect(one.verification.value).not.toBe(two.verification.value)
+    expect(await make("cmp")).toMatchObject({ verification: null, failure_reason: null })
+    const given = await asT("POST", "/v1/domains", {
+      body: { id: fqdn(), organization_id: t.org.id, usage: "privacy-center", verification: { record: "x", value: "mine" } }
+    })
+    expect400(given)
+    expect(given.body.errors.verification).toMatch(/output only/)
+    for (const body of [{ verification: { record: "x", value: "mine" } }, { failure_reason: "none" }]) {
+      expect400(await asT("PATCH", `/v1/domains/${one.id}`, { body }))
+    }
+    // A PUT keeps them: they are not the client's to replace.
+    const put = await asT("PUT", `/v1/domains/${one.id}`, { body: { enabled: true, description: "privacy" } })
+    expect(put.body.verification).toEqual(one.verification)
+  })
+
+  it("deploying a custom page host ends ready only when its TXT record holds the value; else failed, saying why", async () => {
+    for (const usage of ["privacy-center", "preference-center"]) {
+      const d = await page(usage)
+      const record = d.verification.record
+      // No record at all: the development provisioner alone would have made it ready.
+      const none = await schedule(d.id)
+      expect(none.status, none.text).toBe(200)
+      expect(none.body).toMatchObject({ status: "failed", failure_reason: `No TXT record ${record} holds the domain's verification value` })
+      expect((await asT("GET", `/v1/domains/${d.id}`)).body).toMatchObject({ status: "failed", failure_reason: none.body.failure_reason })
+      // Another value (someone else's claim, a typo) proves nothing.
+      txt[record] = [["v=spf1 -all"], [`${d.verification.value}x`]]
+      expect((await schedule(d.id)).body.status).toBe("failed")
+      // A look-up without an answer fails too, and says so.
+      unanswered[record] = "ESERVFAIL"
+      const lost = await schedule(d.id)
+      expect(lost.body).toMatchObject({ status: "failed", failure_reason: `The TXT record ${record} could not be looked up (ESERVFAIL)` })
+      delete unanswered[record]
+      // The value among other records, split in chunks as long records are: ready, no reason left.
+      const half = d.verification.value.length / 2
+      txt[record] = [["v=spf1 -all"], [d.verification.value.slice(0, half), d.verification.value.slice(half)]]
+      const ready = await schedule(d.id)
+      expect(ready.body).toMatchObject({ status: "ready", failure_reason: null })
+    }
+  })
+
+  it("the TXT record of another page host does not prove this one", async () => {
+    const proven = await page()
+    const other = await page()
+    txt[proven.verification.record] = [[proven.verification.value]]
+    txt[other.verification.record] = [[proven.verification.value]]
+    expect((await schedule(proven.id)).body.status).toBe("ready")
+    expect((await schedule(other.id)).body.status).toBe("failed")
+  })
+
+  it("a client may not set a page host ready itself; the operator may, after a check made by hand", async () => {
+    const d = await page()
+    const asked = await asT("PATCH", `/v1/domains/${d.id}`, { body: { status: "ready" } })
+    expect400(asked)
+    expect(asked.body.errors.status).toContain("scheduled")
+    expect(asked.body.message).toContain("only the operator")
+    const byOperator = await op.call("PATCH", `/v1/domains/${d.id}`, { body: { status: "ready" } })
+    expect(byOperator.status, byOperator.text).toBe(200)
+    expect(byOperator.body).toMatchObject({ id: d.id, status: "ready", failure_reason: null })
+    expect((await asT("GET", `/v1/domains/${d.id}`)).body.status).toBe("ready")
+    // From failed too: the reason goes with the failure.
+    const f = await page()
+    expect((await schedule(f.id)).body.status).toBe("failed")
+    expect((await op.call("PATCH", `/v1/domains/${f.id}`, { body: { status: "ready" } })).body).toMatchObject({ status: "ready", failure_reason: null })
+    // Not a disabled one, and never a cmp domain, which keeps the provisioner's rule.
+    const off = await page()
+    await asT("PATCH", `/v1/domains/${off.id}`, { body: { enabled: false } })
+    expect400(await op.call("PATCH", `/v1/domains/${off.id}`, { body: { status: "ready" } }))
+    const cmp = await make("cmp")
+    const refused = await op.call("PATCH", `/v1/domains/${cmp.id}`, { body: { status: "ready" } })
+    expect400(refused)
+    expect(refused.body.message).not.toContain("only the operator")
+  })
+
+  it("a managed page host (the operator's own zone) and a cmp domain keep the provisioner's rule", async () => {
+    const managed = await page("privacy-center", `${unique("shop")}.cmp-managed.net`)
+    expect(managed.type).toBe("managed")
+    expect((await schedule(managed.id)).body).toMatchObject({ status: "ready", failure_reason: null })
+    const cmp = await make("cmp")
+    expect((await schedule(cmp.id)).body).toMatchObject({ status: "ready", verification: null, failure_reason: null })
+  })
+})
+
+describe("proven page hosts, whatever the provisioner", () => {
+  it("with the DNS provisioner, a page host pointing here is still failed without its TXT record; a cmp domain needs only the CNAME", async () => {
+    const records: Record<string, Array<Array<string>>> = {}
+    const service = Effect.runSync(dnsProvisioner({ target: "edge.cmp.example", resolveCname: async () => ["edge.cmp.example"] }))
+    const s = await start({
+      provisioner: { kind: "custom", service },
+      dns: { resolveTxt: async (name) => records[name] ?? [] }
+    })
+    try {
+      const o = await operatorOf(s.url)
+      const t = await o.tenant()
+      const asT = as(s.url, t.token)
+      const make = async (usage: string) => {
+        const r = await asT("POST", "/v1/domains", { body: { id: `${unique(usage)}.example.com`, organization_id: t.org.id, usage } })
+        expect(r.status, r.text).toBe(201)
+        return r.body
+      }
+      const pageHost = await make("privacy-center")
+      const cmp = await make("cmp")
+      const scheduleT = (id: string) => asT("PATCH", `/v1/domains/${id}`, { body: { status: "scheduled" } })
+      expect((await scheduleT(cmp.id)).body.status).toBe("ready")
+      expect((await scheduleT(pageHost.id)).body).toMatchObject({ status: "failed", failure_reason: expect.stringContaining("No TXT record") })
+      records[pageHost.verification.record] = [[pageHost.verification.value]]
+      expect((await scheduleT(pageHost.id)).body).toMatchObject({ status: "ready", failure_reason: null })
+    } finally {
+      await s.close()
+    }
+  })
+
+  it("a provisioner's refusal is a reason too", async () => {
+    const refusing = Effect.runSync(dnsProvisioner({ target: "edge.cmp.example", resolveCname: async () => ["elsewhere.example"] }))
+    const s = await start({ provisioner: { kind: "custom", service: refusing } })
+    try {
+      const o = await operatorOf(s.url)
+      const t = await o.tenant()
+      const asT = as(s.url, t.token)
+      const id = `${unique("cmp")}.example.com`
+      expect((await asT("POST", "/v1/domains", { body: { id, organization_id: t.org.id, usage: "cmp" } })).status).toBe(201)
+      const r = await asT("PATCH", `/v1/domains/${id}`, { body: { status: "scheduled" } })
+      expect(r.body).toMatchObject({ status: "failed", failure_reason: "The provisioner could not deploy the domain" })
+    } finally {
+      await s.close()
+    }
+  })
+})
+
+describe("release of page hosts not proven within 7 days", () => {
+  it("a page host not ready 7 days after its creation is removed; a ready one, a cmp domain and a younger one stay", async () => {
+    const records: Record<string, Array<Array<string>>> = {}
+    const s = await start({ domainRelease: { everyMs: 25 }, dns: { resolveTxt: async (name) => records[name] ?? [] } })
+    try {
+      const o = await operatorOf(s.url)
+      const t = await o.tenant()
+      const asT = as(s.url, t.token)
+      const make = async (usage: string) => {
+        const r = await asT("POST", "/v1/domains", { body: { id: `${unique(usage)}.example.com`, organization_id: t.org.id, usage } })
+        expect(r.status, r.text).toBe(201)
+        return r.body.id as string
+      }
+      const scheduleT = (id: string) => asT("PATCH", `/v1/domains/${id}`, { body: { status: "scheduled" } })
+      const draft = await make("privacy-center")
+      const failed = await make("preference-center")
+      expect((await scheduleT(failed)).body.status).toBe("failed")
+      const proven = await make("privacy-center")
+      const provenRow = (await asT("GET", `/v1/domains/${proven}`)).body
+      records[provenRow.verification.record] = [[provenRow.verification.value]]
+      expect((await scheduleT(proven)).body.status).toBe("ready")
+      const byHand = await make("preference-center")
+      expect((await o.call("PATCH", `/v1/domains/${byHand}`, { body: { status: "ready" } })).body.status).toBe("ready")
+      const cmp = await make("cmp")
+      // Sessions do not outlive the days the clock moves: the operator signs in again to look.
+      const statusOf = async (id: string) => (await (await operatorOf(s.url)).call("GET", `/v1/domains/${id}`)).status
+      const rounds = () => new Promise((resolve) => setTimeout(resolve, 200))
+
+      // A minute short of seven days: several rounds run, nothing goes.
+      s.clock.advance(7 * 24 * 3600_000 - 60_000)
+      await rounds()
+      expect(await Promise.all([draft, failed, proven, byHand, cmp].map(statusOf))).toEqual([200, 200, 200, 200, 200])
+      const later = await (await operatorOf(s.url)).tenant()
+      const younger = `${unique("younger")}.example.com`
+      const made = await as(s.url, later.token)("POST", "/v1/domains", { body: { id: younger, organization_id: later.org.id, usage: "privacy-center" } })
+      expect(made.status, made.text).toBe(201)
+
+      // Past the seven days of the first ones: they are released, the rest stays.
+      s.clock.advance(120_000)
+      const until = Date.now() + 10_000
+      while ((await statusOf(draft)) !== 404 || (await statusOf(failed)) !== 404) {
+        if (Date.now() > until) throw new Error("the unproven page hosts were not released")
+        await new Promise((resolve) => setTimeout(resolve, 25))
+      }
+      expect(await Promise.all([proven, byHand, cmp, younger].map(statusOf))).toEqual([200, 200, 200, 200])
+      // Released as any removal: the name is free for whoever proves it.
+      const other = await (await operatorOf(s.url)).tenant()
+      const claimed = await as(s.url, other.token)("POST", "/v1/domains", { body: { id: draft, organization_id: other.org.id, usage: "privacy-center" } })
+      expect(claimed.status, claimed.text).toBe(201)
+      expect(claimed.body.verification.value).not.toBe(undefined)
     } finally {
       await s.close()
     }

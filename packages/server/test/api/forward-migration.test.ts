@@ -59,6 +59,9 @@ const openFixture = async (): Promise<FixtureStore> => {
   return { layer: () => PgStore.layer({ url: db.url, maxConnections: db.maxConnections }), close: db.close }
 }
 
+/** TXT records published for the fixture's page hosts, by name. */
+const published: Record<string, Array<Array<string>>> = {}
+
 /** The current server on the fixture, with the old server's operator key and encryption key; real time. */
 const open = (store: FixtureStore, overrides: Partial<ServerOptions> = {}): Promise<RunningServer> =>
   startServer({
@@ -71,6 +74,10 @@ const open = (store: FixtureStore, overrides: Partial<ServerOptions> = {}): Prom
     webhookAllowHosts: ["127.0.0.1"],
     // Messages stay queued until the test starts a server that delivers them.
     dispatcher: false,
+    // The fixture's page host was made on a day that real time leaves behind: kept, to be read back.
+    domainRelease: false,
+    // The TXT records this test publishes, and none else: no look-up leaves the machine.
+    dns: { resolveTxt: async (name) => published[name] ?? [] },
     logLevel: (process.env.TEST_LOG_LEVEL as ServerOptions["logLevel"]) ?? "None",
     ...overrides
   })
@@ -165,9 +172,15 @@ const quotaToday = (old: any) => ({ ...old, webhooks: 20 })
  */
 const eventToday = (old: any) => ({ ...old, delegate: null, proofs_id: [], notice_text_content_id: null, gpc: false })
 
+const domainVerification = (old: any) =>
+  old.usage === "cmp" ? null : { record: `_cmp-verify.${old.id}`, value: expect.stringMatching(/^[0-9a-f]{48,64}$/) }
+
 /** Organizations gained the date before which they refuse consent tokens, secrets whether they require expirations: none. */
 const addedLater: ReadonlyArray<readonly [string, (old: any) => any]> = [
   ["/v1/organizations", (old) => ({ ...old, consent_tokens_revoked_before: null })],
+  // Page hosts gained the TXT record that proves them, random per domain (a cmp domain has none),
+  // and every domain the reason of a failure: none.
+  ["/v1/domains", (old) => ({ ...old, verification: domainVerification(old), failure_reason: null })],
   ["/v1/secrets", (old) => ({ ...old, require_expiration: false })]
 ]
 
@@ -435,6 +448,20 @@ describe(`forward migration from c26579d (${storeKind})`, () => {
     expect(now.status, now.text).toBe(201)
     // The old data's counts are compared again after a restart.
     expect((await as("A")("DELETE", `/v1/secrets/${made.body.id}`)).status).toBe(200)
+  })
+
+  it("a page host made by c26579d got its own TXT record to publish: it is deployed only once the record holds it", async () => {
+    const id = B.domain_id
+    const domain = (await as("B")("GET", `/v1/domains/${id}`)).body
+    expect(domain).toMatchObject({ usage: "privacy-center", status: "draft", verification: { record: `_cmp-verify.${id}` } })
+    const cmp = (await as("A")("GET", `/v1/domains/${A.domain_id}`)).body
+    expect(cmp).toMatchObject({ usage: "cmp", verification: null, failure_reason: null })
+    const unproven = await as("B")("PATCH", `/v1/domains/${id}`, { body: { enabled: true, status: "scheduled" } })
+    expect(unproven.status, unproven.text).toBe(200)
+    expect(unproven.body).toMatchObject({ status: "failed", failure_reason: expect.stringContaining(domain.verification.record) })
+    published[domain.verification.record] = [[domain.verification.value]]
+    const proven = await as("B")("PATCH", `/v1/domains/${id}`, { body: { status: "scheduled" } })
+    expect(proven.body).toMatchObject({ status: "ready", failure_reason: null, verification: domain.verification })
   })
 
   it("a second start on the migrated database opens it again, and the secrets sealed by c26579d still sign", async () => {

@@ -84,6 +84,9 @@ export const start = async (overrides: Partial<ServerOptions> = {}): Promise<Tes
     admin: ADMIN,
     // Nothing delivers unless a suite asks for a dispatcher (the webhook suites do).
     dispatcher: false,
+    // No page host's proof is looked up outside the machine: no TXT record anywhere, unless a
+    // suite hands in its own resolver (the domains suite does).
+    dns: { resolveTxt: async () => [] },
     // Every line, into the run's log, which is searched for personal data after the run;
     // TEST_LOG_LEVEL=Error shows the server's logs (the cause of a 500) while debugging.
     logLevel: (process.env.TEST_LOG_LEVEL as ServerOptions["logLevel"]) ?? (runLogPath() === undefined ? "None" : "Debug"),

@@ -22,6 +22,7 @@ import consentReceipts from "./0021_consent_receipts.js"
 import consentPolicies from "./0022_consent_policies.js"
 import consentGpc from "./0023_consent_gpc.js"
 import consentStateFilter from "./0024_consent_state_filter.js"
+import provenDomains from "./0026_proven_domains.js"
 
 /**
  * Versioned migrations of both stores: a new change is a new entry, never an edit of an old
@@ -51,5 +52,6 @@ export const migrations = {
   "0021_consent_receipts": consentReceipts,
   "0022_consent_policies": consentPolicies,
   "0023_consent_gpc": consentGpc,
-  "0024_consent_state_filter": consentStateFilter
+  "0024_consent_state_filter": consentStateFilter,
+  "0026_proven_domains": provenDomains
 }
