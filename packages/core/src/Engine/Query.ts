@@ -85,7 +85,6 @@ export const emptyQuery: FindQuery = { where: [], sort: [], limit: DEFAULT_LIMIT
 
 export const eq = (field: string, value: Scalar): Condition => ({ _tag: "Compare", field, op: "eq", value })
 export const gte = (field: string, value: Scalar): Condition => ({ _tag: "Compare", field, op: "gte", value })
-export const lt = (field: string, value: Scalar): Condition => ({ _tag: "Compare", field, op: "lt", value })
 export const inList = (field: string, values: ReadonlyArray<Scalar>): Condition => ({
   _tag: "In",
   field,
