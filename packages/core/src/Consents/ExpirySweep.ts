@@ -155,7 +155,11 @@ const sweepRange = (policy: PolicyRow, d: Duration, now: number, { config, marks
         if (expires === undefined || expires > now || expires <= form) continue
         // Stopping: the pass is incomplete, so its mark stays where it was.
         if (yield* stopping) return written
-        if (yield* announce(policy, row, expires)) written++
+        if (yield* announce(policy, row, expires)) {
+          written++
+          // Committed: the dispatcher may send it now, while the sweep goes on.
+          yield* signalOutbox
+        }
       }
       if (page.length < config.batch) break
       const last = page[page.length - 1]!
@@ -173,7 +177,6 @@ const sweepOnce = (state: SweepState) =>
     for (const policy of yield* allPolicies) {
       for (const d of durationsOf(policy)) written += yield* sweepRange(policy, d, now, state)
     }
-    if (written > 0) yield* signalOutbox
     return written
   })
 
