@@ -22,6 +22,7 @@ import {
   DeliveryQueue,
   deliveryStats,
   eq,
+  ExpiryAnnouncements,
   type FieldInfo,
   OrganizationsResource,
   PremiumFeaturesResource,
@@ -30,7 +31,9 @@ import {
   Storage,
   type StorePorts,
   type TableDef,
+  UnitOfWork,
   UrlSigner,
+  UserStatesTable,
   WebhooksResource
 } from "@cmp/core"
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -45,7 +48,7 @@ import { engineLayer } from "./EngineServices.js"
 const ROWS = 20_000
 
 /** The tables that grow with traffic: a plan may seek into them, never read them whole. */
-const big = new Set(["consent_users", "consent_events", "webhook_deliveries", "webhook_attempts"])
+const big = new Set(["consent_users", "consent_events", "consent_user_states", "webhook_deliveries", "webhook_attempts"])
 
 type Dialect = "sqlite" | "pg"
 
@@ -161,6 +164,17 @@ const seed = Effect.gen(function*() {
       proofs_id: json("[]")
     }))
   }
+  // The users' state rows, one a second; every tenth one's expiry not announced yet.
+  yield* sql.unsafe(bulkInsert(dialect, UserStatesTable, ROWS, {
+    organization_id: org,
+    user_id: "'u-' || i",
+    regulation: "'gdpr'",
+    state: json("{\"purposes\":[],\"vendors\":{}}"),
+    last_event_id: "'e-' || i",
+    last_event_at: "AT(i)",
+    user_created_at: "AT(i)",
+    announced_event_id: "CASE WHEN i % 10 <> 0 THEN 'e-' || i END"
+  }))
   // Most messages delivered long ago; a few pending, failed or in flight.
   yield* sql.unsafe(bulkInsert(dialect, DeliveriesResource.tableDef, ROWS, {
     id: "'d-' || i",
@@ -371,6 +385,24 @@ export const queryPlanSuite = (name: string, makeStore: () => Layer.Layer<StoreP
         )
         assert.strictEqual(claimed.length, 32)
         yield* usesIndexes(queue.nextDueAt(), ["webhook_deliveries"])
+      }))
+
+    it.effect("the expiry sweep: a range of due users a page at a time, and the guarded mark", () =>
+      Effect.gen(function*() {
+        const { organizationId } = yield* Seeded
+        const store = yield* ExpiryAnnouncements
+        const at = (second: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, second)).toISOString()
+        const range = { organizationId, regulation: "gdpr", upTo: at(12_000), limit: 20 }
+        const first = yield* usesIndexes(store.due({ ...range, after: { at: at(10_000) } }), ["consent_user_states"])
+        assert.deepStrictEqual(first.map((r) => r.user_id), Array.from({ length: 20 }, (_, k) => `u-${10_010 + 10 * k}`))
+        const last = first[first.length - 1]!
+        yield* usesIndexes(store.due({ ...range, after: { at: last.last_event_at, userId: last.user_id } }), ["consent_user_states"])
+        const uow = yield* UnitOfWork
+        const marked = yield* usesIndexes(
+          uow.transaction(store.announce({ organizationId, userId: "u-10010", regulation: "gdpr", lastEventId: "e-10010" })),
+          ["consent_user_states"]
+        )
+        assert.isTrue(marked)
       }))
 
     it.effect("a public write: a guest the store knows, and a new one", () =>
