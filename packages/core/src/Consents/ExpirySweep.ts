@@ -1,10 +1,12 @@
 import * as Cause from "effect/Cause"
+import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import { isStoreUnavailable } from "../Domain/Errors.js"
 import { signalOutbox, Storage, UnitOfWork } from "../Engine/Ports.js"
 import { enqueue } from "../Webhooks/Outbox.js"
 import { users } from "./ConsentTables.js"
@@ -99,6 +101,10 @@ const allPolicies = Effect.gen(function*() {
   }
 })
 
+/** Whether a failure is the store's "not now" (a defect where a port died of it). */
+const storeCannotServe = (cause: Cause.Cause<unknown>): boolean =>
+  Chunk.some(Cause.defects(cause), isStoreUnavailable) || Chunk.some(Cause.failures(cause), isStoreUnavailable)
+
 /**
  * Announces one user's expiry: the guarded mark, then the message, in one transaction. Answers
  * whether a message was written.
@@ -124,7 +130,18 @@ const announce = (policy: PolicyRow, row: DueUser, expiredAt: number) =>
         parameters: { entity, expired_at: iso(expiredAt) }
       }])
       return true
-    })))
+    }))).pipe(
+    // One user's failure does not hold back the others: it is tried again at the next whole
+    // pass. A store that cannot serve fails the sweep, which the next one retries.
+    Effect.catchAllCause((cause) =>
+      Cause.isInterruptedOnly(cause) || storeCannotServe(cause)
+        ? Effect.failCause(cause)
+        : Effect.logError("expiry announcement failed", cause).pipe(
+          Effect.annotateLogs({ organization_id: policy.organization_id, regulation: policy.regulation }),
+          Effect.as(false)
+        )
+    )
+  )
 
 /** One policy's range for one duration; answers the messages written. */
 const sweepRange = (policy: PolicyRow, d: Duration, now: number, { config, marks, stopping }: SweepState) =>
@@ -173,10 +190,14 @@ const sweepRange = (policy: PolicyRow, d: Duration, now: number, { config, marks
 const sweepOnce = (state: SweepState) =>
   Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
+    const policies = yield* allPolicies
     let written = 0
-    for (const policy of yield* allPolicies) {
+    for (const policy of policies) {
       for (const d of durationsOf(policy)) written += yield* sweepRange(policy, d, now, state)
     }
+    // What is kept of removed policies goes with them.
+    const kept = new Set(policies.flatMap((p) => durationsOf(p).map((d) => durationKey(p.id, d))))
+    for (const key of state.marks.keys()) if (!kept.has(key)) state.marks.delete(key)
     return written
   })
 
