@@ -125,6 +125,14 @@ describe(`consent expiry webhook (${storeKind})`, () => {
     expect(spec.bodies().map((b) => b.type).sort()).toStrictEqual(["event.created", "event.created", "user.created", "user.created"])
   }, 30_000)
 
+  it("the OpenAPI document lists the type among those a webhook may name", async () => {
+    const doc = await (await fetch(`${server.url}/openapi.json`)).json()
+    for (const name of ["Webhooks", "WebhooksCreate", "WebhooksUpdate", "WebhooksPatch"]) {
+      const eventTypes = doc.components.schemas[name].properties.event_types
+      expect(JSON.stringify(eventTypes), name).toContain("\"user.consent_expired\"")
+    }
+  })
+
   it("a policy created, or changed, over users already expired announces nothing for them; a later expiry is announced", async () => {
     const t = await op.tenant()
     const r = await track(receiver())
