@@ -28,6 +28,7 @@ import type { AnySchema, AnyShape } from "./Engine/Shape.js"
 import { type ConsentLogStore, layer as consentLogLayer } from "./Consents/ConsentLog.js"
 import type { Digests, MediaTypes, ProofFiles, ReportPdf } from "./Consents/ProofPorts.js"
 import type { ReceiptSigner } from "./Consents/ReceiptSchema.js"
+import type { ExpiryAnnouncements } from "./Consents/ExpiryAnnouncements.js"
 import type { ExportSink } from "./Exports/Exports.js"
 import type { TcStringEncoder } from "./Notices/Notices.js"
 import type { ConsentStringDecoder } from "./Consents/ConsentStrings.js"
@@ -78,6 +79,7 @@ export type StorePorts =
   | SubscriberRegistrations
   | ConsentLogStore
   | ProofFiles
+  | ExpiryAnnouncements
   | StoreProbe
   | HostMigrator
   | ChangeFeed

@@ -62,6 +62,8 @@ export { ConsentPolicies, type ConsentPoliciesService } from "./Consents/PolicyC
 export { type ContentVersion, NoticeVersions, type NoticeVersionsService } from "./Notices/NoticeVersions.js"
 export { presentUser, presentUsers } from "./Consents/UserStates.js"
 export { UserStatesTable } from "./Consents/UserStateRows.js"
+export { type DueUser, ExpiryAnnouncements } from "./Consents/ExpiryAnnouncements.js"
+export * as ExpirySweep from "./Consents/ExpirySweep.js"
 export { stateContext, stateIn, type StateContext } from "./Consents/UserConsentState.js"
 export { addDuration, addMonths, DURATION_UNITS, type Duration, type DurationUnit, thresholdOf } from "./Consents/Durations.js"
 export {

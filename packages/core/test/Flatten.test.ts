@@ -3,6 +3,20 @@ import { describe, expect, it } from "vitest"
 import { flattenPayload } from "../src/Webhooks/Flatten.js"
 
 describe("flattenPayload examples", () => {
+  it("user.consent_expired: the time it lapsed beside the entity's keys", () => {
+    const flat = flattenPayload({
+      type: "user.consent_expired",
+      regulation: "gdpr",
+      parameters: { entity: { id: "u1", consent_state: "expired" }, expired_at: "2026-01-01T10:00:00.000Z" }
+    })
+    expect(flat).toStrictEqual({
+      type: "user.consent_expired",
+      regulation: "gdpr",
+      parameters__entity__id: "u1",
+      parameters__entity__consent_state: "expired",
+      parameters__expired_at: "2026-01-01T10:00:00.000Z"
+    })
+  })
   it("event.created: purposes keyed by their id, the rest by path", () => {
     const flat = flattenPayload({
       type: "event.created",

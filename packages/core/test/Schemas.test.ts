@@ -558,8 +558,8 @@ describe("Webhook", () => {
     auth
   }
 
-  it("lists the six event types", () => {
-    expect(Webhook.webhookEventTypes).toEqual([
+  it("lists the six event types of the spec, and the expiry type beside them", () => {
+    expect(Webhook.specEventTypes).toEqual([
       "event.created",
       "event.updated",
       "event.deleted",
@@ -567,6 +567,12 @@ describe("Webhook", () => {
       "user.updated",
       "user.deleted"
     ])
+    expect(Webhook.webhookEventTypes).toEqual([...Webhook.specEventTypes, "user.consent_expired"])
+    // An empty list is the spec's six: a receiver written for the spec never meets the seventh.
+    expect(Webhook.acceptsType([], "user.updated")).toBe(true)
+    expect(Webhook.acceptsType([], "user.consent_expired")).toBe(false)
+    expect(Webhook.acceptsType(["user.consent_expired"], "user.consent_expired")).toBe(true)
+    expect(Webhook.acceptsType(["user.consent_expired"], "user.updated")).toBe(false)
     for (const t of Webhook.webhookEventTypes) ok(Webhook.WebhookEventType, t)
     bad(Webhook.WebhookEventType, "user.merged")
   })

@@ -76,6 +76,12 @@ export interface PlatformOptions extends HostDeclarations, Omit<NodeAdaptersOpti
    */
   readonly domainRelease?: false | { readonly everyMs?: number | undefined } | undefined
   /**
+   * Where webhooks are delivered, the time between two sweeps for lapsed consents
+   * (`CONSENT_EXPIRY_SWEEP_MS`, default 5000): a `user.consent_expired` message is written
+   * within about that time after the user's `expires_at`.
+   */
+  readonly expirySweepIntervalMs?: number | undefined
+  /**
    * OpenTelemetry traces (`OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_SERVICE_NAME`): spans exported over
    * OTLP/HTTP, or handed to the host's span processors. Absent, no span is recorded.
    */

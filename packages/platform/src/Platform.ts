@@ -7,6 +7,7 @@ import {
   Endpoints,
   EndpointsLive,
   engineServices,
+  ExpirySweep,
   forgetOtherWebhookChanges,
   Ids,
   OutboxSignal,
@@ -81,10 +82,11 @@ export const layer = (options: PlatformOptions): Layer.Layer<PlatformServices, u
     Layer.provideMerge(booted)
   )
   const dispatcher = options.dispatcher === true ? {} : options.dispatcher || undefined
-  // Invitation mail goes wherever webhooks are delivered, with the same lifecycle (see `MailDispatcher`).
+  // Invitation mail goes wherever webhooks are delivered, with the same lifecycle (see `MailDispatcher`),
+  // and so does the sweep that announces lapsed consents (`ExpirySweep`).
   // A process that delivers is woken by its own commits and by the rings of those that deliver nothing.
   const delivering: Layer.Layer<PlatformServices, unknown> = dispatcher
-    ? Layer.merge(ReadinessLive.delivering, wakeOnOtherOutboxes).pipe(
+    ? Layer.mergeAll(ReadinessLive.delivering, wakeOnOtherOutboxes, ExpirySweep.layer({ intervalMs: options.expirySweepIntervalMs })).pipe(
       Layer.provideMerge(Dispatcher.layer({ allowHosts, localAddress: options.webhookLocalAddress, ...dispatcher })),
       Layer.provideMerge(Layer.merge(withEndpoints, MailDispatcher.layer({ workerId: dispatcher.workerId }).pipe(Layer.provide(withEndpoints))))
     )

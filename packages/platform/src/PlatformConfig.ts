@@ -353,6 +353,7 @@ export const platform: Config.Config<Omit<PlatformOptions, "store"> & { readonly
   webhookAllowHosts: list("WEBHOOK_ALLOW_HOSTS", true),
   webhookLocalAddress: localAddress,
   dispatcherSettings: dispatcher,
+  expirySweepIntervalMs: integer("CONSENT_EXPIRY_SWEEP_MS", 5_000, 100, 60_000),
   defaultQuotas: quotas,
   defaultPremiumFeatures: features,
   apiRequestsPeriod: period,

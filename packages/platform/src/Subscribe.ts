@@ -15,7 +15,7 @@ import type { PlatformServices } from "./Platform.js"
 
 /** A subscriber's filters, as a webhook's. */
 export interface SubscribeOptions {
-  /** The event types to receive; empty or absent: all six. */
+  /** The event types to receive; empty or absent: the six of the spec (`user.consent_expired` only when named). */
   readonly event_types?: ReadonlyArray<WebhookEventType> | undefined
   /** The regulations to receive; absent: `["gdpr"]`. */
   readonly regulations?: ReadonlyArray<string> | undefined

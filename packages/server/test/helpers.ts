@@ -260,7 +260,8 @@ export const verifyAtItsTime = (secret: string, req: Received): unknown => {
  * The flat body api.md describes, computed here without the product's code: `type` and
  * `regulation` as they are; `parameters.entity` and `parameters.new_entity` under
  * `parameters__entity__`; arrays of objects with an `id` keyed by it, other arrays by index;
- * empty objects and arrays contribute nothing.
+ * empty objects and arrays contribute nothing; `parameters.expired_at` (of
+ * `user.consent_expired`) as `parameters__expired_at`.
  */
 export const expectedFlat = (body: { type: string; regulation: string; parameters: Record<string, unknown> }) => {
   const out: Record<string, unknown> = { type: body.type, regulation: body.regulation }
@@ -279,6 +280,7 @@ export const expectedFlat = (body: { type: string; regulation: string; parameter
   for (const name of ["entity", "new_entity"]) {
     if (name in body.parameters) walk("parameters__entity", body.parameters[name])
   }
+  if ("expired_at" in body.parameters) out.parameters__expired_at = body.parameters.expired_at
   return out
 }
 

@@ -3,6 +3,7 @@ import type * as SqlClient from "@effect/sql/SqlClient"
 import * as Layer from "effect/Layer"
 import * as SqlDeliveryQueue from "./SqlDeliveryQueue.js"
 import * as SqlDeliveryStats from "./SqlDeliveryStats.js"
+import * as SqlExpiryAnnouncements from "./SqlExpiryAnnouncements.js"
 import * as SqlMailQueue from "./SqlMailQueue.js"
 import * as SqlRepository from "./SqlRepository.js"
 import * as SqlSubscribers from "./SqlSubscribers.js"
@@ -24,6 +25,7 @@ const ports = <R>(feed: Layer.Layer<ChangeFeed, never, R | SqlClient.SqlClient |
     SqlUsage.layer,
     SqlConsentLog.layer,
     SqlProofFiles.layer,
+    SqlExpiryAnnouncements.layer,
     SqlStoreProbe.layer,
     SqlHostMigrator.layer,
     RowCounts.layer,
@@ -33,6 +35,7 @@ const ports = <R>(feed: Layer.Layer<ChangeFeed, never, R | SqlClient.SqlClient |
 /**
  * The core storage ports over whatever `SqlClient` is provided, one module per port (the
  * repository, the unit of work, the delivery queue and its figures, the mail queue, subscriber registrations, usage,
+ * the expiry sweep's reads and marks,
  * a host's migrations, the change feed), for SQLite and PostgreSQL. The delivery queue writes its attempts through the repository and its
  * batches through the unit of work, so both are built once and shared. On PostgreSQL the store
  * also folds the row counts its writers leave (`RowCounts`). Its change feed tells the other

@@ -23,6 +23,7 @@ import {
   DeliveryQueue,
   deliveryStats,
   eq,
+  ExpiryAnnouncements,
   type FieldInfo,
   OrganizationsResource,
   PremiumFeaturesResource,
@@ -31,6 +32,7 @@ import {
   Storage,
   type StorePorts,
   type TableDef,
+  UnitOfWork,
   UrlSigner,
   WebhooksResource
 } from "@cmp/core"
@@ -425,6 +427,25 @@ export const queryPlanSuite = (name: string, makeStore: () => Layer.Layer<StoreP
         )
         assert.strictEqual(claimed.length, 32)
         yield* usesIndexes(queue.nextDueAt(), ["webhook_deliveries"])
+      }))
+
+    it.effect("the expiry sweep: a range of due users a page at a time, and the guarded mark", () =>
+      Effect.gen(function*() {
+        const { organizationId } = yield* Seeded
+        const store = yield* ExpiryAnnouncements
+        const at = (second: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, second)).toISOString()
+        // The state rows the users' choices gave (every tenth user has none), a thousand seconds apart.
+        const range = { organizationId, regulation: "gdpr", upTo: at(1_100_000), limit: 20 }
+        const first = yield* usesIndexes(store.due({ ...range, after: { at: at(1_000_000) } }), ["consent_user_states"])
+        assert.deepStrictEqual(first.map((r) => r.user_id), [1001, 1002, 1003, 1004, 1005, 1006, 1007, 1008, 1009, 1011, 1012, 1013, 1014, 1015, 1016, 1017, 1018, 1019, 1021, 1022].map((i) => `u-${i}`))
+        const last = first[first.length - 1]!
+        yield* usesIndexes(store.due({ ...range, after: { at: last.last_event_at, userId: last.user_id } }), ["consent_user_states"])
+        const uow = yield* UnitOfWork
+        const marked = yield* usesIndexes(
+          uow.transaction(store.announce({ organizationId, userId: "u-1001", regulation: "gdpr", lastEventId: "e-1001" })),
+          ["consent_user_states"]
+        )
+        assert.isTrue(marked)
       }))
 
     it.effect("a public write: a guest the store knows, and a new one", () =>

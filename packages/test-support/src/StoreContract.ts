@@ -20,6 +20,7 @@ import {
   type DeliveryRow,
   DeliveryStats,
   Conflict,
+  ExpiryAnnouncements,
   defineTable,
   emptyQuery,
   eq,
@@ -41,6 +42,7 @@ import {
   Tables,
   UnitOfWork,
   UsageStore,
+  UserStatesTable,
   WebhooksResource
 } from "@cmp/core"
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -1696,6 +1698,90 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
           const [only, ...rest] = yield* registrations.list
           assert.deepStrictEqual(rest, [])
           assert.strictEqual(only?.version, 5)
+        })))
+    })
+
+    describe("expiry announcements", () => {
+      const t = (m: number) => new Date(Date.UTC(2026, 0, 1, 0, m)).toISOString()
+      const state = (m: number) => ({ purposes: [{ id: "analytics", enabled: true }], vendors: {}, updated_at: t(m) })
+      const row = (user: string, m: number | null, extra: Record<string, unknown> = {}) => ({
+        organization_id: "o1",
+        user_id: user,
+        regulation: "gdpr",
+        state: state(m ?? 0),
+        last_event_id: m === null ? null : `e-${user}-${m}`,
+        last_event_at: m === null ? null : t(m),
+        user_created_at: t(0),
+        announced_event_id: null,
+        vendors_enabled: false,
+        enabled_purposes: ["analytics"],
+        notice_text_content_id: null,
+        ...extra
+      })
+      const seed = Effect.gen(function*() {
+        yield* Effect.orDie((yield* Storage).repository(UserStatesTable).insert([
+          row("u3", 3),
+          row("u1", 1),
+          row("u2a", 2),
+          row("u2b", 2),
+          row("u5", 5),
+          row("none", null),
+          row("done", 2, { announced_event_id: "e-done-2" }),
+          row("again", 2, { announced_event_id: "e-again-1" }),
+          row("other-org", 2, { organization_id: "o2" }),
+          row("ccpa", 2, { regulation: "ccpa" })
+        ]))
+      })
+      const due = (after: { at: string; userId?: string }, upTo: string, limit = 100) =>
+        Effect.flatMap(ExpiryAnnouncements, (s) => s.due({ organizationId: "o1", regulation: "gdpr", after, upTo, limit }))
+      const announce = (userId: string, lastEventId: string) =>
+        Effect.flatMap(ExpiryAnnouncements, (s) => s.announce({ organizationId: "o1", userId, regulation: "gdpr", lastEventId }))
+
+      it.effect("due: the range (after, upTo] of the organization and regulation, not yet announced, by time then user, a page at a time", () =>
+        run(Effect.gen(function*() {
+          yield* seed
+          const all = yield* due({ at: t(1) }, t(3))
+          assert.deepStrictEqual(all.map((r) => r.user_id), ["again", "u2a", "u2b", "u3"])
+          assert.deepStrictEqual(all[1], { user_id: "u2a", last_event_id: "e-u2a-2", last_event_at: t(2), state: state(2) })
+          const first = yield* due({ at: t(0) }, t(5), 2)
+          assert.deepStrictEqual(first.map((r) => r.user_id), ["u1", "again"])
+          const next = yield* due({ at: first[1]!.last_event_at, userId: first[1]!.user_id }, t(5), 2)
+          assert.deepStrictEqual(next.map((r) => r.user_id), ["u2a", "u2b"])
+          const last = yield* due({ at: next[1]!.last_event_at, userId: next[1]!.user_id }, t(5), 2)
+          assert.deepStrictEqual(last.map((r) => r.user_id), ["u3", "u5"])
+          assert.deepStrictEqual(yield* due({ at: t(5) }, t(9)), [])
+        })))
+
+      it.effect("announce: once per last merged event; not for another event; a newer event is due again", () =>
+        run(Effect.gen(function*() {
+          yield* seed
+          const uow = yield* UnitOfWork
+          assert.isFalse(yield* uow.transaction(announce("u2a", "e-u2a-1")))
+          assert.isTrue(yield* uow.transaction(announce("u2a", "e-u2a-2")))
+          assert.isFalse(yield* uow.transaction(announce("u2a", "e-u2a-2")))
+          assert.isFalse(yield* uow.transaction(announce("done", "e-done-2")))
+          assert.deepStrictEqual((yield* due({ at: t(0) }, t(9))).map((r) => r.user_id), ["u1", "again", "u2b", "u3", "u5"])
+          // A rolled-back mark leaves the row due.
+          const failed = yield* Effect.exit(uow.transaction(Effect.zipRight(announce("u2b", "e-u2b-2"), Effect.fail("rolled back"))))
+          assert.isTrue(Exit.isFailure(failed))
+          assert.include((yield* due({ at: t(0) }, t(9))).map((r) => r.user_id), "u2b")
+          // A newer event (what the triggers write from the user) starts a new period.
+          const sql = yield* SqlClient.SqlClient
+          yield* Effect.orDie(sql`UPDATE consent_user_states SET last_event_id = ${"e-u2a-4"}, last_event_at = ${t(4)}
+            WHERE organization_id = ${"o1"} AND user_id = ${"u2a"} AND regulation = ${"gdpr"}`)
+          assert.deepStrictEqual((yield* due({ at: t(3) }, t(4))).map((r) => r.user_id), ["u2a"])
+          assert.isTrue(yield* uow.transaction(announce("u2a", "e-u2a-4")))
+        })))
+
+      it.effect("concurrent announcements of one expiry: exactly one changes the row", () =>
+        run(Effect.gen(function*() {
+          yield* seed
+          const uow = yield* UnitOfWork
+          const results = yield* Effect.all(
+            Array.from({ length: 4 }, () => uow.transaction(Effect.zipLeft(announce("u3", "e-u3-3"), Effect.yieldNow()))),
+            { concurrency: "unbounded" }
+          )
+          assert.deepStrictEqual(results.filter((r) => r).length, 1)
         })))
     })
 

@@ -4,8 +4,8 @@ import { Regulation } from "./Consent.js"
 
 // ---------------------------------------------------------------- event types
 
-/** Spec section 6. */
-export const webhookEventTypes = [
+/** Spec section 6: what a webhook (or subscriber) with an empty `event_types` receives. */
+export const specEventTypes = [
   "event.created",
   "event.updated",
   "event.deleted",
@@ -14,8 +14,19 @@ export const webhookEventTypes = [
   "user.deleted"
 ] as const
 
+/**
+ * Every type a webhook may name: the spec's six, and `user.consent_expired` (a user's last
+ * choice lapsed under the consent policy), sent only where a webhook names it, so a receiver
+ * written for the spec never meets a type it does not know.
+ */
+export const webhookEventTypes = [...specEventTypes, "user.consent_expired"] as const
+
 export const WebhookEventType = Schema.Literal(...webhookEventTypes)
 export type WebhookEventType = typeof WebhookEventType.Type
+
+/** Whether a webhook's (or subscriber's) `event_types` accepts a type: an empty list means the spec's six. */
+export const acceptsType = (eventTypes: ReadonlyArray<WebhookEventType>, type: WebhookEventType): boolean =>
+  eventTypes.length > 0 ? eventTypes.includes(type) : (specEventTypes as ReadonlyArray<WebhookEventType>).includes(type)
 
 // ---------------------------------------------------------------- configuration
 
@@ -52,7 +63,7 @@ export const Webhook = Schema.Struct({
   organization_id: Id,
   url: Url,
   enabled: Schema.Boolean,
-  /** Empty = all six types. */
+  /** Empty = the six types of the spec (not `user.consent_expired`). */
   event_types: Schema.Array(WebhookEventType),
   flatten: Schema.Boolean,
   /** Default `["gdpr"]`. */

@@ -7,6 +7,8 @@
  *   `parameters__entity__` (a real payload has only one of them: `entity` for created/deleted,
  *   `new_entity` for updated). Should both be present, `entity` is written first and
  *   `new_entity` second, so on a shared key `new_entity` wins.
+ * - `parameters.expired_at` (of `user.consent_expired`) is written as `parameters__expired_at`,
+ *   after the entity's keys.
  * - `old_entity`, `source` and any other key of `parameters` are left out.
  * - Keys are the path of each leaf joined with `__`.
  * - An array whose elements are all objects carrying an `id` (string or number) is keyed by
@@ -95,6 +97,9 @@ export const flattenPayload = (payload: WebhookPayload): FlatPayload => {
     if (Object.prototype.hasOwnProperty.call(parameters, name)) {
       walk(out, `parameters${SEP}entity`, jsonView(parameters[name], name), false, new Set())
     }
+  }
+  if (Object.prototype.hasOwnProperty.call(parameters, "expired_at")) {
+    walk(out, `parameters${SEP}expired_at`, jsonView(parameters.expired_at, "expired_at"), false, new Set())
   }
   return out
 }

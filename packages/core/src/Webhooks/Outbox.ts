@@ -1,7 +1,7 @@
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { nowIso } from "../Engine/Clock.js"
-import type { WebhookEventType } from "../Domain/Webhook.js"
+import { acceptsType, type WebhookEventType } from "../Domain/Webhook.js"
 import { Storage } from "../Engine/Ports.js"
 import { eq } from "../Engine/Query.js"
 import { sortableId } from "../Engine/Random.js"
@@ -97,7 +97,7 @@ const messagesOf = (
     const types = hook.event_types
     const regulations = hook.regulations ?? ["gdpr"]
     for (const event of events) {
-      if (types.length > 0 && !types.includes(event.type)) continue
+      if (!acceptsType(types, event.type)) continue
       if (!regulations.includes(event.regulation)) continue
       const body = { type: event.type, parameters: event.parameters, regulation: event.regulation }
       rows.push({

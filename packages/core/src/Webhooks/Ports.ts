@@ -142,7 +142,7 @@ export const subscriberOf = (webhookId: string): string | undefined =>
 /** A subscriber's stored registration: its name (`id`) and its filters, as a webhook's. */
 export type SubscriberRegistration = {
   readonly id: string
-  /** Every event type when empty. */
+  /** The six types of the spec when empty (`user.consent_expired` only when named). */
   readonly event_types: ReadonlyArray<WebhookEventType>
   readonly regulations: ReadonlyArray<string>
   readonly flatten: boolean

@@ -20,7 +20,7 @@ export const SubscriberName = Schema.String.pipe(
   })
 )
 
-/** A subscriber's filters, as a webhook's: every event type when empty, GDPR only by default. */
+/** A subscriber's filters, as a webhook's: the spec's six types when empty, GDPR only by default. */
 export const SubscriberFilters = Schema.Struct({
   event_types: Schema.optional(Schema.Array(WebhookEventType)),
   regulations: Schema.optional(Schema.Array(Regulation)),
