@@ -104,6 +104,19 @@ export const tokenFields = (p: Principal, row: Pick<EventRow, "metadata" | "dele
 }
 
 /** Finds the event's user in the organization, or builds the new one the event creates. */
+/** What a new user created by an event starts with: a confirmed event's choices (version 1), else nothing. */
+export const firstStates = (event: {
+  readonly status: string
+  readonly regulation: string
+  readonly consents: EventConsents
+  readonly created_at: string
+  readonly id: string
+  readonly notice_text_content_id?: string | null | undefined
+  readonly gpc?: boolean | null | undefined
+  readonly gpc_override?: boolean | null | undefined
+}): UserConsentsValue =>
+  event.status === "confirmed" ? { [event.regulation]: withLast(mergeEvent(emptyState, event), event) } : {}
+
 export const resolveUser = (
   organizationId: string,
   u: EventUser,
@@ -125,10 +138,7 @@ export const resolveUser = (
       : yield* userByOrganizationUserId(organizationId, u.organization_user_id!)
     if (Option.isSome(found)) return { user: found.value, created: undefined }
     const now = yield* nowIso
-    // A new user created by a confirmed event starts with that event's choices (version 1).
-    const consentStates: UserConsentsValue = event.status === "confirmed"
-      ? { [event.regulation]: withLast(mergeEvent(emptyState, event), event) }
-      : {}
+    const consentStates = firstStates(event)
     const created: UserRow = {
       id: u.id ?? (yield* Effect.flatMap(Ids, (ids) => ids.next)),
       organization_id: organizationId,

@@ -12,7 +12,7 @@ import { WebhookTargets } from "../Webhooks/Targets.js"
 import { Digests, MediaTypes, ProofFiles } from "./ProofPorts.js"
 import { Events, EventRow, UserRow, sourceOf, users, eventOut } from "./ConsentTables.js"
 import { presentUser, recompute, setState, applyEvent, loadUser, userUpdated, gpcHolds } from "./UserStates.js"
-import { userByOrganizationUserId, writtenUser, tokenFields, resolveUser } from "./EndUsers.js"
+import { userByOrganizationUserId, writtenUser, tokenFields, resolveUser, firstStates } from "./EndUsers.js"
 import { namedProofs } from "./EventProofs.js"
 import { ConsentPolicies } from "./PolicyCache.js"
 import { NoticeVersions } from "../Notices/NoticeVersions.js"
@@ -52,7 +52,20 @@ export const ConsentEventsResource = Events.with<
     create: (p, row, input) =>
       Effect.gen(function*() {
         const { byId, user: u } = yield* writtenUser(p, row.organization_id, input.user)
-        const { created, user } = yield* resolveUser(row.organization_id, u, row, byId)
+        const resolved = yield* resolveUser(row.organization_id, u, row, byId)
+        // The policy says what a signal refuses: without a signal, it is not read.
+        const signal = row.gpc === true || gpcHolds(resolved.user, row.regulation)
+        const gpc = applyGpc(row.consents, {
+          signal,
+          override: input.gpc_override === true,
+          purposeIds: signal ? (yield* policyFor(row.organization_id, row.regulation))?.gpc_purpose_ids : undefined
+        })
+        const gpcOverride = input.gpc_override === true ? true : null
+        // A new user starts with the choices as recorded (what the signal refused included), not as sent.
+        const created = resolved.created === undefined ? undefined : gpc.consents === row.consents && gpcOverride === null
+          ? resolved.created
+          : { ...resolved.created, consent_states: firstStates({ ...row, consents: gpc.consents, gpc_override: gpcOverride }) }
+        const user = created ?? resolved.user
         if (created) yield* Effect.flatMap(users(), (repo) => repo.create(created))
         const proofsId = yield* namedProofs(p, row.organization_id, user.id, row.id, [], input.proofs_id ?? [], input.proofs)
         yield* requireApprovedContent(row.organization_id, input.notice_text_content_id)
@@ -62,13 +75,6 @@ export const ConsentEventsResource = Events.with<
           ...(u.metadata != null ? { metadata: u.metadata } : {}),
           ...(u.country != null ? { country: u.country } : {})
         }
-        // The policy says what a signal refuses: without a signal, it is not read.
-        const signal = row.gpc === true || gpcHolds(user, row.regulation)
-        const gpc = applyGpc(row.consents, {
-          signal,
-          override: input.gpc_override === true,
-          purposeIds: signal ? (yield* policyFor(row.organization_id, row.regulation))?.gpc_purpose_ids : undefined
-        })
         const fields = tokenFields(p, row)
         // A consent token's metadata merged in counts too (the body's own was measured when decoded).
         if (fields.metadata !== row.metadata && fields.metadata !== null && !withinEventMetadata(fields.metadata)) {
@@ -88,7 +94,7 @@ export const ConsentEventsResource = Events.with<
             consents: gpc.consents,
             gpc: row.gpc === true,
             gpc_conflict: gpc.conflict ? true : null,
-            gpc_override: input.gpc_override === true ? true : null,
+            gpc_override: gpcOverride,
             expression_method: expressionMethodOf(p)
           },
           // The user as this transaction found or made it, so afterCreate need not read it again.

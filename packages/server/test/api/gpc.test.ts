@@ -175,6 +175,29 @@ describe("what the signal refuses under the regulation's policy", () => {
     expect(Object.fromEntries(user.consents.purposes.map((p: any) => [p.id, p.enabled]))).toEqual({ ads: false, analytics: true, sale: false })
   })
 
+  it("a new user's first event: the user starts with the choices as recorded, not as sent", async () => {
+    const t = await tenant(BACKEND)
+    await policy(t, { regulation: "gdpr", gpc_purpose_ids: ["ads"] })
+    const refused = unique("u")
+    const first = await created(
+      await t.call("POST", "/v1/consents/events", { body: event(t, refused, purposes(["ads", true], ["analytics", true])), headers: GPC })
+    )
+    expect(choices(first)).toEqual({ ads: false, analytics: true })
+    const user = await userOf(t, refused)
+    expect(user.gpc).toBe(true)
+    expect(user.consents.purposes).toEqual(first.consents.purposes)
+    // Overridden at once: the choices as sent, and no signal held.
+    const chose = unique("u")
+    const overridden = await created(await t.call("POST", "/v1/consents/events", {
+      body: event(t, chose, purposes(["ads", true]), { gpc_override: true }),
+      headers: GPC
+    }))
+    expect(overridden.gpc_conflict).toBe(true)
+    const chooser = await userOf(t, chose)
+    expect(chooser.gpc).toBe(false)
+    expect(chooser.consents.purposes).toEqual(purposes(["ads", true]))
+  })
+
   it("gpc_override keeps the choices as sent, marks the conflict and ends the user's signal", async () => {
     const t = await tenant(BACKEND)
     await policy(t, { regulation: "gdpr", gpc_purpose_ids: ["ads"] })
