@@ -15,7 +15,7 @@ import { childEnv, freePort, killLeftovers, repositoryRoot, startServer } from "
  * lines. And the README's own two commands are the ones it names.
  */
 
-const SECTIONS = ["Try it", "Consents and webhooks", "Notices", "Organization resources", "Collecting consent in the browser", "Proof of consent"]
+const SECTIONS = ["Try it", "Consents and webhooks", "Notices", "Organization resources", "Collecting consent in the browser", "Proof of consent", "Consent over time"]
 const walkthrough = fs.readFileSync(path.join(repositoryRoot, "docs", "walkthrough.md"), "utf8")
 const readme = fs.readFileSync(path.join(repositoryRoot, "README.md"), "utf8")
 
@@ -143,6 +143,7 @@ describe.skipIf(process.env.CMP_TEST_STORE === "postgres")("the walk-through", (
     script = blocks.join("\n")
     script = rewrite(script, "API=http://127.0.0.1:3000", `API=${server.url}`)
     script = rewrite(script, "HOOK_PORT=3999", `HOOK_PORT=${await freePort()}`)
+    script = rewrite(script, "EXPIRY_PORT=3998", `EXPIRY_PORT=${await freePort()}`)
     shellEnv = childEnv({ PATH: `${curlWrapper()}${path.delimiter}${process.env.PATH ?? ""}` })
   })
 
@@ -184,7 +185,8 @@ describe.skipIf(process.env.CMP_TEST_STORE === "postgres")("the walk-through", (
     // The browser section: two guest writes and a signed user's through the public key, and one
     // with the consent token, after the two of the webhook walk-through.
     expect(statusOf(/^POST \/v1\/consents\/tokens$/), report).toEqual([201])
-    expect(statusOf(/^POST \/v1\/consents\/events$/), report).toEqual([201, 201, 201, 201, 201, 201, 201])
+    // And the one of "Consent over time", with a Global Privacy Control signal.
+    expect(statusOf(/^POST \/v1\/consents\/events$/), report).toEqual([201, 201, 201, 201, 201, 201, 201, 201])
     // Proof of consent: a proof kept with an event, a report of its user and its PDF, a verify
     // whose answer says the log is valid.
     expect(statusOf(/^GET \/v1\/consents\/proofs\/[^/]+\/file$/), report).toEqual([200])
@@ -192,6 +194,14 @@ describe.skipIf(process.env.CMP_TEST_STORE === "postgres")("the walk-through", (
     expect(statusOf(/^GET \/v1\/consents\/proof-reports\/[^/]+\/pdf$/), report).toEqual([200])
     expect(statusOf(/^GET \/v1\/consents\/log\/verify$/), report).toEqual([200])
     expect(run.stdout, report).toMatch(/"valid":true,"head":"[0-9a-f]{64}","first_invalid":null/)
+    // Consent over time: a ccpa policy of 5 seconds; the user's state given until then, with
+    // "sale" refused by its browser's signal; then listed as expired, announced to the webhook
+    // that names expiries, and its receipt checked against the server's keys.
+    expect(statusOf(/^POST \/v1\/consents\/policies$/), report).toEqual([201])
+    expect(run.stdout, report).toMatch(/"organization_user_id":"u-7".*"regulation":"ccpa","consents":\{"purposes":\[\{"id":"analytics","enabled":true\},\{"id":"sale","enabled":false\}\].*"gpc":true,"consent_state":"given","expires_at":"[^"]+"/)
+    expect(run.stdout, report).toMatch(/"total":1,"limit":\d+,"skip":0,"data":\[\{"id":"[^"]+","organization_user_id":"u-7","expires_at":"[^"]+"\}\]/)
+    expect(statusOf(/^GET \/v1\/consents\/users\/u-7\/receipt$/), report).toEqual([200])
+    expect(run.stdout, report).toMatch(/^VALID: signed by key \S+$/m)
 
     // The receiver: two messages of the first event; then, back after being down, the two of the
     // second event, which had failed, replayed. No call failed its signature check.
@@ -203,6 +213,9 @@ describe.skipIf(process.env.CMP_TEST_STORE === "postgres")("the walk-through", (
     const replayed = lines(afterReplay)
     expect(delivered.map((l) => l.type).sort(), report).toEqual(["event.created", "user.created"])
     expect(replayed.map((l) => l.type).sort(), report).toEqual(["event.created", "user.updated"])
+    // The third receiver hears of the expiry, and of nothing else.
+    const expiries = [...(run.stdout.split(/receiver: listening on /)[3] ?? "").matchAll(/receiver: ([a-z._]+) (\w+) webhook-id=/g)]
+    expect(expiries.map((m) => `${m[1]} ${m[2]}`), report).toEqual(["user.consent_expired ccpa"])
 
     // What the server recorded for the replayed messages: failed attempts while the receiver was
     // down, then the receiver's 204.
