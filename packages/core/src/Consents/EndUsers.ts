@@ -4,7 +4,7 @@ import { nowIso } from "../Engine/Clock.js"
 import { type EventConsents, type EventUser, type EventUserInput } from "../Domain/Consent.js"
 import { Forbidden, InvalidInput } from "../Domain/Errors.js"
 import { verifyUserIdAuth } from "./VouchedUsers.js"
-import { emptyState, mergeEvent, withLast } from "./Merge.js"
+import { emptyState, type MergeableEvent, mergeEvent, withLast } from "./Merge.js"
 import { Ids } from "../Engine/Ports.js"
 import { type EndUserPrincipal, isEndUser, type Principal } from "../Engine/Principal.js"
 import { eq } from "../Engine/Query.js"
@@ -105,16 +105,9 @@ export const tokenFields = (p: Principal, row: Pick<EventRow, "metadata" | "dele
 
 /** Finds the event's user in the organization, or builds the new one the event creates. */
 /** What a new user created by an event starts with: a confirmed event's choices (version 1), else nothing. */
-export const firstStates = (event: {
-  readonly status: string
-  readonly regulation: string
-  readonly consents: EventConsents
-  readonly created_at: string
-  readonly id: string
-  readonly notice_text_content_id?: string | null | undefined
-  readonly gpc?: boolean | null | undefined
-  readonly gpc_override?: boolean | null | undefined
-}): UserConsentsValue =>
+export const firstStates = (
+  event: MergeableEvent & { readonly status: string; readonly regulation: string; readonly id: string; readonly notice_text_content_id?: string | null | undefined }
+): UserConsentsValue =>
   event.status === "confirmed" ? { [event.regulation]: withLast(mergeEvent(emptyState, event), event) } : {}
 
 export const resolveUser = (

@@ -24,7 +24,7 @@ import type { ConsentPurpose, ConsentState, ConsentVendors, EventConsents } from
  * - `updated_at`: the `created_at` of the event merged last.
  */
 
-type MergeableEvent = {
+export type MergeableEvent = {
   readonly consents: EventConsents
   readonly created_at: string
   readonly gpc?: boolean | null | undefined
