@@ -146,7 +146,9 @@ for (const { dir, manifest } of libraries) {
   // No compiled file left over from a source file since removed (prepack builds incrementally).
   const rootDir = (pkg.types ?? "./dist/index.d.ts").replace(/^\.\//, "").split("/")[0]
   for (const file of files.filter((f) => f.startsWith(`${rootDir}/`) && /\.(js|d\.ts)$/.test(f))) {
-    const source = path.join(dir, "src", file.slice(rootDir.length + 1).replace(/\.(js|d\.ts)$/, ".ts"))
+    const stem = path.join(dir, "src", file.slice(rootDir.length + 1).replace(/\.(js|d\.ts)$/, ""))
+    // A component's source is .tsx.
+    const source = fs.existsSync(`${stem}.tsx`) ? `${stem}.tsx` : `${stem}.ts`
     if (!fs.existsSync(source)) problems.push(`${file} has no source (${path.relative(root, source)}): stale output, remove ${rootDir}/ and pack again`)
   }
   // What the declarations import must be installed with the package.
