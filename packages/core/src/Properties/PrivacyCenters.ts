@@ -1,4 +1,7 @@
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import { decode } from "../Engine/Bodies.js"
+import { PrivacyCenterContent } from "./PrivacyCenterContent.js"
 import { PrivacyCenter, PrivacyCenterCreate, PrivacyCenterUpdate } from "../Domain/Property.js"
 import { defineResource } from "../Engine/Resource.js"
 import { forgetOrigins, OriginCache } from "./OriginCache.js"
@@ -6,6 +9,16 @@ import { forgetOrigins, OriginCache } from "./OriginCache.js"
 /** Host names compare without case: kept lower-cased, each once. */
 const hosts = (list: ReadonlyArray<string> | null | undefined) =>
   list === null || list === undefined ? list : [...new Set(list.map((h) => h.toLowerCase()))]
+
+/**
+ * `content`, where it uses the keys the hosted page reads (a language's texts, `purposes`,
+ * `regulation`, `notice_text_content_id`), must mean what the page needs; any other key is the
+ * organization's own. Checked, never rewritten: what is stored is what was sent.
+ */
+const checkContent = (content: unknown) =>
+  content === null || content === undefined
+    ? Effect.void
+    : Either.match(decode(PrivacyCenterContent, content, "content"), { onLeft: Effect.fail, onRight: () => Effect.void })
 
 /**
  * Logo https, custom domains as host names, language codes and `display_cookies` are schema
@@ -28,7 +41,13 @@ export const PrivacyCentersResource = defineResource({
   ports: [OriginCache],
   hooks: {
     afterCommit: (output) => forgetOrigins(output.organization_id),
-    create: (_principal, row) => Effect.succeed({ row: { ...row, custom_domains: hosts(row.custom_domains) ?? null } }),
-    update: (_principal, _before, after) => Effect.succeed({ ...after, custom_domains: hosts(after.custom_domains) ?? null })
+    create: (_principal, row) =>
+      Effect.as(checkContent(row.content), { row: { ...row, custom_domains: hosts(row.custom_domains) ?? null } }),
+    update: (_principal, before, after) =>
+      // A content stored before it was checked stays writable while it is not changed.
+      Effect.as(
+        JSON.stringify(after.content) === JSON.stringify(before.content) ? Effect.void : checkContent(after.content),
+        { ...after, custom_domains: hosts(after.custom_domains) ?? null }
+      )
   }
 })

@@ -40,6 +40,35 @@ describe("privacy centers", () => {
     expect((await asA("DELETE", `/v1/privacy-centers/${r.body.id}`)).status).toBe(200)
   })
 
+  it("content is checked where it uses the page's keys, and stored as sent", async () => {
+    const content = {
+      en: { title: "Your privacy", intro: "Choose below.", purposes: { ads: "Advertising" } },
+      "fr-FR": { title: "Votre vie privée" },
+      purposes: [{ id: "ads", name: "Advertising", description: "Ads on our sites" }, { id: "analytics", name: "Analytics" }],
+      regulation: "ccpa",
+      brand: { anything: ["the organization's own", 1] }
+    }
+    const r = await center({ content })
+    expect(r.status, r.text).toBe(201)
+    expect(r.body.content).toEqual(content)
+    for (const [bad, field] of [
+      [{ en: { title: 42 } }, "content.en.title"],
+      [{ en: "Hello" }, "content.en"],
+      [{ purposes: [{ id: "ads" }] }, "content.purposes.0.name"],
+      [{ purposes: [{ id: "ads", name: "A" }, { id: "ads", name: "B" }] }, "content.purposes"],
+      [{ regulation: 7 }, "content.regulation"],
+      [{ notice_text_content_id: ["x"] }, "content.notice_text_content_id"]
+    ] as const) {
+      const refused = await center({ content: bad })
+      expect400(refused)
+      expect(Object.keys(refused.body.errors), JSON.stringify(bad)).toContain(field)
+    }
+    expect400(await asA("PATCH", `/v1/privacy-centers/${r.body.id}`, { body: { content: { en: { intro: ["x"] } } } }))
+    const patched = await asA("PATCH", `/v1/privacy-centers/${r.body.id}`, { body: { name: "Renamed" } })
+    expect(patched.status, patched.text).toBe(200)
+    expect(patched.body.content).toEqual(content)
+  })
+
   it("the logo must be an https URL", async () => {
     const r = await center({ customization: { logo: "http://cdn.example.com/logo.png" } })
     expect400(r)
