@@ -1,12 +1,7 @@
 import {
-  authenticate,
-  bootstrap,
-  createSession,
   DnsRecords,
   DomainRelease,
   DomainsResource,
-  OrganizationsResource,
-  type Principal,
   Provisioner,
   ResourceService as RS,
   Storage
@@ -15,6 +10,7 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as TestClock from "effect/TestClock"
+import { operatorWith } from "./Operator.js"
 import { engineLayer, type EngineStore } from "./EngineServices.js"
 
 /**
@@ -39,12 +35,9 @@ const hosts = (records: Records) =>
 /** An organization's domains of each kind, made at the clock's time: which of them the release may take. */
 const world = (records: Records) =>
   Effect.gen(function*() {
-    yield* bootstrap({ key: "admin", secret: "admin-secret" })
-    const session = yield* createSession({ type: "api-key", key: "admin", secret: "admin-secret" })
-    const operator = (yield* authenticate(session.access_token)) as Principal
-    const org = (yield* RS.create(OrganizationsResource, operator, { name: "Org" })).id as string
+    const { operator, organizations: [org] } = yield* operatorWith("Org")
     const make = (name: string, usage: string) =>
-      RS.create(DomainsResource, operator, { id: `${name}.example.com`, organization_id: org, usage })
+      RS.create(DomainsResource, operator, { id: `${name}.example.com`, organization_id: org!, usage })
     const schedule = (id: string) => RS.patch(DomainsResource, operator, id, { status: "scheduled" })
     const draft = yield* make("draft", "privacy-center")
     const failed = yield* make("failed", "preference-center")

@@ -5,16 +5,11 @@
  * behind the point they had reached).
  */
 import {
-  authenticate,
-  bootstrap,
   ConsentEventsResource,
   ConsentPoliciesResource,
-  createSession,
   DeliveriesTable,
   eq,
   ExpirySweep,
-  OrganizationsResource,
-  type Principal,
   ResourceService as RS,
   Storage,
   WebhooksResource
@@ -24,6 +19,7 @@ import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as TestClock from "effect/TestClock"
+import { operatorWith } from "./Operator.js"
 import { engineLayer, type EngineStore } from "./EngineServices.js"
 
 const T0 = Date.parse("2026-03-10T12:00:00.000Z")
@@ -62,13 +58,10 @@ const advance = (sweeps: number) =>
 
 const setup = Effect.gen(function*() {
   yield* TestClock.setTime(T0)
-  yield* bootstrap({ key: "admin", secret: "admin-secret" })
-  const session = yield* createSession({ type: "api-key", key: "admin", secret: "admin-secret" })
-  const operator = (yield* authenticate(session.access_token)) as Principal
-  const a = (yield* RS.create(OrganizationsResource, operator, { name: "A" })).id as string
+  const { operator, organizations: [a] } = yield* operatorWith("A")
   yield* Effect.orDie((yield* Storage).repository(WebhooksResource.tableDef).create({
     id: "hook-1",
-    organization_id: a,
+    organization_id: a!,
     url: "https://example.com/hook",
     enabled: true,
     event_types: ["user.consent_expired"],
@@ -81,7 +74,7 @@ const setup = Effect.gen(function*() {
     updated_at: iso(T0),
     version: 1
   }))
-  return { operator, a }
+  return { operator, a: a! }
 })
 
 /** The users whose expiry was written to the outbox, in the order of the messages. */

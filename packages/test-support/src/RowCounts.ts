@@ -9,11 +9,8 @@
  * through the delivery queue.
  */
 import {
-  bootstrap,
   ConsentEventsResource,
   ConsentUsersResource,
-  createSession,
-  authenticate,
   DeliveriesTable,
   DeliveryQueue,
   type DeliveryRow,
@@ -34,6 +31,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import type * as Layer from "effect/Layer"
 import * as TestClock from "effect/TestClock"
+import { operatorWith } from "./Operator.js"
 import { engineLayer, type EngineStore } from "./EngineServices.js"
 import { dataUri, samplePdf } from "./ProofSamples.js"
 
@@ -42,16 +40,12 @@ const EPOCH = "1970-01-01T00:00:00.000Z"
 
 const setup = Effect.gen(function*() {
   yield* TestClock.setTime(T0)
-  yield* bootstrap({ key: "admin", secret: "admin-secret" })
-  const session = yield* createSession({ type: "api-key", key: "admin", secret: "admin-secret" })
-  const operator = (yield* authenticate(session.access_token)) as Principal
-  const a = (yield* RS.create(OrganizationsResource, operator, { name: "A" })).id as string
-  const b = (yield* RS.create(OrganizationsResource, operator, { name: "B" })).id as string
+  const { operator, organizations: [a, b] } = yield* operatorWith("A", "B")
   // Proofs sent with events are kept where the organization has the feature.
   const flags = yield* Effect.flatMap(Storage, (s) =>
-    s.repository(PremiumFeaturesResource.tableDef).find({ where: [eq("organization_id", a)], sort: [], limit: 1, skip: 0 }))
+    s.repository(PremiumFeaturesResource.tableDef).find({ where: [eq("organization_id", a!)], sort: [], limit: 1, skip: 0 }))
   yield* RS.patch(PremiumFeaturesResource, operator, flags.data[0]!.id as string, { versions_and_proofs: true })
-  return { operator, a, b }
+  return { operator, a: a!, b: b! }
 })
 
 const choices = { purposes: [{ id: "analytics", enabled: true }] }

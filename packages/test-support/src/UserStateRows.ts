@@ -6,14 +6,10 @@
  * core's use-cases and the store's ports, each store package registering the suite on itself.
  */
 import {
-  bootstrap,
-  authenticate,
   ConsentEventsResource,
   ConsentUsersResource,
-  createSession,
   eq,
   OrganizationsResource,
-  type Principal,
   ResourceService as RS,
   Storage,
   UserStatesTable
@@ -22,17 +18,15 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
 import * as TestClock from "effect/TestClock"
+import { operatorWith } from "./Operator.js"
 import { engineLayer, type EngineStore } from "./EngineServices.js"
 
 const T0 = Date.parse("2026-03-10T12:00:00.000Z")
 
 const setup = Effect.gen(function*() {
   yield* TestClock.setTime(T0)
-  yield* bootstrap({ key: "admin", secret: "admin-secret" })
-  const session = yield* createSession({ type: "api-key", key: "admin", secret: "admin-secret" })
-  const operator = (yield* authenticate(session.access_token)) as Principal
-  const a = (yield* RS.create(OrganizationsResource, operator, { name: "A" })).id as string
-  return { operator, a }
+  const { operator, organizations: [a] } = yield* operatorWith("A")
+  return { operator, a: a! }
 })
 
 /** The state rows of an organization, as `[user, regulation, last_event_id, last_event_at]`, in a stable order. */
