@@ -1,13 +1,10 @@
-import { createTestDatabase, type TestDatabase } from "@cmp/test-support/database"
-import * as fs from "node:fs"
-import * as os from "node:os"
-import * as path from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import {
   baseEnv,
   type Child,
   consentOrganization,
   expectJson,
+  faultStores,
   findAll,
   killAll,
   operatorToken,
@@ -30,36 +27,15 @@ import {
  * Run on a SQLite file and on PostgreSQL (the server named by DATABASE_URL, else PGlite).
  */
 const USERS = 400
-const dirs: Array<string> = []
-const databases: Array<TestDatabase> = []
 const receivers: Array<Receiver> = []
+// The server and one worker at a time.
+const stores = faultStores(3)
 
 afterAll(async () => {
   await killAll()
   for (const r of receivers) await r.close()
-  for (const db of databases) await db.close()
-  for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true })
+  await stores.close()
 })
-
-const variants = [
-  {
-    name: "SQLite file",
-    database: async (): Promise<Record<string, string>> => {
-      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "cmp-fault-"))
-      dirs.push(dir)
-      return { SQLITE_PATH: path.join(dir, "consent.db") }
-    }
-  },
-  {
-    name: process.env.DATABASE_URL ? "PostgreSQL" : "PostgreSQL (PGlite, DATABASE_URL unset)",
-    database: async (): Promise<Record<string, string>> => {
-      // The server and one worker at a time (a killed one's connection may still be closing).
-      const db = await createTestDatabase({ clients: 3 })
-      databases.push(db)
-      return { DATABASE_URL: db.url, DATABASE_POOL_SIZE: db.kind === "pglite" ? "1" : "10" }
-    }
-  }
-]
 
 const waitUntil = async (done: () => boolean, what: string, timeoutMs = 60_000) => {
   const deadline = Date.now() + timeoutMs
@@ -70,7 +46,7 @@ const waitUntil = async (done: () => boolean, what: string, timeoutMs = 60_000) 
 }
 
 describe("kill -9 of a worker while it sweeps for lapsed consents", () => {
-  for (const variant of variants) {
+  for (const variant of stores.variants) {
     it(`${variant.name}: every lapsed consent has exactly one message, delivered`, async () => {
       const env = baseEnv({
         ...(await variant.database()),

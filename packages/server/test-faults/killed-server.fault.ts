@@ -1,14 +1,11 @@
-import { createTestDatabase, type TestDatabase } from "@cmp/test-support/database"
 import { dataUri, samplePdf, samplePng } from "@cmp/test-support/proof-samples"
 import * as crypto from "node:crypto"
-import * as fs from "node:fs"
-import * as os from "node:os"
-import * as path from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import {
   baseEnv,
   consentOrganization,
   expectJson,
+  faultStores,
   findAll,
   json,
   killAll,
@@ -31,34 +28,13 @@ import {
  * (dropped afterwards), or, where it is unset, an in-process PGlite behind its socket (the
  * server process connects to it like to any PostgreSQL, with one connection).
  */
-const dirs: Array<string> = []
-const databases: Array<TestDatabase> = []
+// The server, and the next one after a kill.
+const stores = faultStores(2)
 
 afterAll(async () => {
   await killAll()
-  for (const db of databases) await db.close()
-  for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true })
+  await stores.close()
 })
-
-const variants = [
-  {
-    name: "SQLite file",
-    database: async (): Promise<Record<string, string>> => {
-      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "cmp-fault-"))
-      dirs.push(dir)
-      return { SQLITE_PATH: path.join(dir, "consent.db") }
-    }
-  },
-  {
-    name: process.env.DATABASE_URL ? "PostgreSQL" : "PostgreSQL (PGlite, DATABASE_URL unset)",
-    database: async (): Promise<Record<string, string>> => {
-      // Two clients: the killed server's connection may still be closing when the second connects.
-      const db = await createTestDatabase({ clients: 2 })
-      databases.push(db)
-      return { DATABASE_URL: db.url, DATABASE_POOL_SIZE: db.kind === "pglite" ? "1" : "10" }
-    }
-  }
-]
 
 /**
  * Eight clients send events with ids of their own, `write(client, i)` each, until the server
@@ -207,7 +183,7 @@ const signedUserId = (secret: { id: string; secret: string }, organizationUserId
   digest: crypto.createHmac("sha256", secret.secret).update(`${organizationUserId}${salt}${expiration}`, "utf8").digest("hex")
 })
 
-describe.each(variants)("kill -9 while streaming consent events ($name)", ({ database }) => {
+describe.each(stores.variants)("kill -9 while streaming consent events ($name)", ({ database }) => {
   it("every acknowledged event survives, once, with its webhook message", async () => {
     const env = baseEnv({
       ...(await database()),

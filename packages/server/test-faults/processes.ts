@@ -1,6 +1,9 @@
+import { createTestDatabase, type TestDatabase } from "@cmp/test-support/database"
 import { type ChildProcess, spawn } from "node:child_process"
+import * as fs from "node:fs"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
+import * as os from "node:os"
 import * as path from "node:path"
 
 /**
@@ -32,6 +35,42 @@ export const baseEnv = (extra: Record<string, string | undefined> = {}): NodeJS.
     ADMIN_API_KEY: ADMIN_KEY,
     ADMIN_API_SECRET: ADMIN_SECRET,
     ...extra
+  }
+}
+
+/**
+ * The stores a fault test runs on, each a `database()` giving the environment of its processes:
+ * a SQLite file, and PostgreSQL (a fresh database on the server DATABASE_URL names, dropped
+ * afterwards, else an in-process PGlite behind its socket) with `clients` connections at once (a
+ * killed process's connection may still be closing when the next one connects). `close`
+ * removes what they made.
+ */
+export const faultStores = (clients: number) => {
+  const dirs: Array<string> = []
+  const databases: Array<TestDatabase> = []
+  return {
+    variants: [
+      {
+        name: "SQLite file",
+        database: async (): Promise<Record<string, string>> => {
+          const dir = fs.mkdtempSync(path.join(os.tmpdir(), "cmp-fault-"))
+          dirs.push(dir)
+          return { SQLITE_PATH: path.join(dir, "consent.db") }
+        }
+      },
+      {
+        name: process.env.DATABASE_URL ? "PostgreSQL" : "PostgreSQL (PGlite, DATABASE_URL unset)",
+        database: async (): Promise<Record<string, string>> => {
+          const db = await createTestDatabase({ clients })
+          databases.push(db)
+          return { DATABASE_URL: db.url, DATABASE_POOL_SIZE: db.kind === "pglite" ? "1" : "10" }
+        }
+      }
+    ],
+    close: async () => {
+      for (const db of databases) await db.close()
+      for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true })
+    }
   }
 }
 
