@@ -28,6 +28,7 @@ import {
   sleep,
   storeKind,
   type Tenant,
+  trackedReceivers,
   unique,
   useServer,
   verifyAtItsTime
@@ -46,15 +47,7 @@ const SECOND = 1000
 const MINUTE = 60_000
 const DAY = 86_400_000
 
-const receivers: Array<Receiver> = []
-const track = async (r: Promise<Receiver>) => {
-  const got = await r
-  receivers.push(got)
-  return got
-}
-afterAll(async () => {
-  await Promise.all(receivers.map((r) => r.close()))
-})
+const track = trackedReceivers()
 
 const EXPIRED = ["user.consent_expired"]
 

@@ -14,7 +14,7 @@ import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import { OAuth2Server } from "oauth2-mock-server"
 import { Webhook } from "standardwebhooks"
-import { expect, vi } from "vitest"
+import { afterAll, expect, vi } from "vitest"
 
 /**
  * Helpers of the end-to-end webhook tests: in-process servers over the store under test (SQLite
@@ -175,6 +175,22 @@ export interface Receiver {
   /** Waits until `n` requests arrived (real time). */
   readonly waitFor: (n: number, timeoutMs?: number) => Promise<Array<Received>>
   readonly close: () => Promise<void>
+}
+
+/**
+ * Keeps receivers to close once the file's tests are done: `const track = trackedReceivers()` at
+ * a file's top level, then `await track(receiver())`.
+ */
+export const trackedReceivers = () => {
+  const receivers: Array<Receiver> = []
+  afterAll(async () => {
+    await Promise.all(receivers.map((r) => r.close()))
+  })
+  return async (r: Promise<Receiver>) => {
+    const got = await r
+    receivers.push(got)
+    return got
+  }
 }
 
 /** A real HTTP server on 127.0.0.1 (port 0) that records every request and answers as programmed. */

@@ -1,5 +1,5 @@
 import { Webhook } from "standardwebhooks"
-import { afterAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { expect409 } from "./api/helpers.js"
 import {
   authServer,
@@ -19,6 +19,7 @@ import {
   sleep,
   storeKind,
   type Tenant,
+  trackedReceivers,
   unique,
   useServer,
   verifyAtItsTime,
@@ -35,15 +36,7 @@ import {
  * The crash test (a worker process killed mid-delivery) is in webhooks.crash.e2e.test.ts.
  */
 
-const receivers: Array<Receiver> = []
-const track = async (r: Promise<Receiver>) => {
-  const got = await r
-  receivers.push(got)
-  return got
-}
-afterAll(async () => {
-  await Promise.all(receivers.map((r) => r.close()))
-})
+const track = trackedReceivers()
 
 const iso = (ms: number) => new Date(ms).toISOString()
 
