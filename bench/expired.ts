@@ -13,11 +13,10 @@
  * again. Each run measures a copy: the cache is never written by a measurement. The share of
  * expired users grows as a cached seed ages (its instants are fixed when it is made).
  */
-import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as http from "node:http"
 import * as path from "node:path"
-import type { GrowthTools } from "./growth.js"
+import { type GrowthTools, migrationCount, runSeeder } from "./growth.js"
 
 /** Bumped when `seed-users.ts` writes something else: the stores seeded before are not used again. */
 const SEED_VERSION = 1
@@ -35,28 +34,6 @@ interface Seed {
   readonly at: string
 }
 
-const migrationCount = (root: string) =>
-  fs.readdirSync(path.join(root, "packages/store-sql/src/migrations")).filter((f) => /^\d{4}_.*\.ts$/.test(f)).length
-
-const runSeeder = (root: string, env: Record<string, string>) =>
-  new Promise<Seed>((resolve, reject) => {
-    const proc = spawn(process.execPath, ["--import", "tsx", path.join(root, "bench/seed-users.ts")], {
-      cwd: path.join(root, "bench"),
-      env: { ...process.env, ...env },
-      stdio: ["ignore", "pipe", "inherit"]
-    })
-    const kill = () => proc.kill("SIGKILL")
-    process.on("exit", kill)
-    let out = ""
-    proc.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()))
-    proc.once("exit", (code) => {
-      process.off("exit", kill)
-      const answer = out.split("\n").filter((l) => l.startsWith("{") && !l.includes("\"logLevel\"")).at(-1)
-      if (code !== 0 || answer === undefined) reject(new Error(`expired: seed-users.ts exited with ${code}`))
-      else resolve(JSON.parse(answer) as Seed)
-    })
-  })
-
 /** A copy of the seeded file, seeded first if the cache has none. */
 const seededCopy = async (tools: GrowthTools) => {
   const cache = path.resolve(process.env.BENCH_GROWTH_CACHE ?? path.join(tools.root, "bench/.cache"))
@@ -71,7 +48,7 @@ const seededCopy = async (tools: GrowthTools) => {
     }
     rmSeeding()
     process.on("exit", rmSeeding)
-    const seed = await runSeeder(tools.root, { EXPIRED_TARGET: seeding, EXPIRED_USERS: String(USERS) })
+    const seed = await runSeeder<Seed>(tools.root, "seed-users.ts", { EXPIRED_TARGET: seeding, EXPIRED_USERS: String(USERS) })
     fs.writeFileSync(meta, `${JSON.stringify(seed)}\n`)
     fs.renameSync(seeding, file)
     process.off("exit", rmSeeding)

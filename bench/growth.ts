@@ -88,13 +88,13 @@ const sizesOf = (value: string | undefined, fallback: string) =>
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** The migrations a store runs: a new one changes the schema, and the seeded stores with it. */
-const migrationCount = (root: string) =>
+export const migrationCount = (root: string) =>
   fs.readdirSync(path.join(root, "packages/store-sql/src/migrations")).filter((f) => /^\d{4}_.*\.ts$/.test(f)).length
 
-/** Runs `seed.ts` to the end and answers its last line that is not a log line. */
-const runSeeder = (root: string, env: Record<string, string>) =>
-  new Promise<Seed>((resolve, reject) => {
-    const proc = spawn(process.execPath, ["--import", "tsx", path.join(root, "bench/seed.ts")], {
+/** Runs a seeding script of `bench/` to the end and answers its last line that is not a log line. */
+export const runSeeder = <A>(root: string, script: string, env: Record<string, string>) =>
+  new Promise<A>((resolve, reject) => {
+    const proc = spawn(process.execPath, ["--import", "tsx", path.join(root, "bench", script)], {
       cwd: path.join(root, "bench"),
       env: { ...process.env, ...env },
       stdio: ["ignore", "pipe", "inherit"]
@@ -106,8 +106,8 @@ const runSeeder = (root: string, env: Record<string, string>) =>
     proc.once("exit", (code) => {
       process.off("exit", kill)
       const answer = out.split("\n").filter((l) => l.startsWith("{") && !l.includes("\"logLevel\"")).at(-1)
-      if (code !== 0 || answer === undefined) reject(new Error(`growth: seed.ts exited with ${code}`))
-      else resolve(JSON.parse(answer) as Seed)
+      if (code !== 0 || answer === undefined) reject(new Error(`bench: ${script} exited with ${code}`))
+      else resolve(JSON.parse(answer) as A)
     })
   })
 
@@ -139,7 +139,7 @@ const sqliteCopy = async (tools: GrowthTools, size: number) => {
     }
     rmSeeding()
     process.on("exit", rmSeeding)
-    const seed = checked(await runSeeder(tools.root, { GROWTH_STORE: "sqlite", GROWTH_TARGET: seeding, GROWTH_EVENTS: String(size) }), size)
+    const seed = checked(await runSeeder<Seed>(tools.root, "seed.ts", { GROWTH_STORE: "sqlite", GROWTH_TARGET: seeding, GROWTH_EVENTS: String(size) }), size)
     // The whole database in one file, which is what is copied.
     const db = new Database(seeding)
     db.pragma("wal_checkpoint(TRUNCATE)")
@@ -197,7 +197,7 @@ const postgresCopy = async (tools: GrowthTools, base: string, size: number) => {
     })
     dropAtExit(base, seeding)
     const seed = checked(
-      await runSeeder(tools.root, { GROWTH_STORE: "postgres", GROWTH_TARGET: databaseUrl(base, seeding), GROWTH_EVENTS: String(size) }),
+      await runSeeder<Seed>(tools.root, "seed.ts", { GROWTH_STORE: "postgres", GROWTH_TARGET: databaseUrl(base, seeding), GROWTH_EVENTS: String(size) }),
       size
     )
     comment = JSON.stringify(seed)
