@@ -16,7 +16,7 @@
 import * as fs from "node:fs"
 import * as http from "node:http"
 import * as path from "node:path"
-import { type GrowthTools, migrationCount, runSeeder } from "./growth.js"
+import { cachedSqlite, type GrowthTools, migrationCount, runSeeder } from "./growth.js"
 
 /** Bumped when `seed-users.ts` writes something else: the stores seeded before are not used again. */
 const SEED_VERSION = 1
@@ -35,29 +35,9 @@ interface Seed {
 }
 
 /** A copy of the seeded file, seeded first if the cache has none. */
-const seededCopy = async (tools: GrowthTools) => {
-  const cache = path.resolve(process.env.BENCH_GROWTH_CACHE ?? path.join(tools.root, "bench/.cache"))
-  const file = path.join(cache, `expired-sqlite-m${migrationCount(tools.root)}-v${SEED_VERSION}-n${USERS}.db`)
-  const meta = file.replace(/\.db$/, ".json")
-  const cached = fs.existsSync(file) && fs.existsSync(meta)
-  if (!cached) {
-    fs.mkdirSync(cache, { recursive: true })
-    const seeding = `${file}.seeding-${process.pid}`
-    const rmSeeding = () => {
-      for (const f of [seeding, `${seeding}-wal`, `${seeding}-shm`]) fs.rmSync(f, { force: true })
-    }
-    rmSeeding()
-    process.on("exit", rmSeeding)
-    const seed = await runSeeder<Seed>(tools.root, "seed-users.ts", { EXPIRED_TARGET: seeding, EXPIRED_USERS: String(USERS) })
-    fs.writeFileSync(meta, `${JSON.stringify(seed)}\n`)
-    fs.renameSync(seeding, file)
-    process.off("exit", rmSeeding)
-  }
-  const seed = JSON.parse(fs.readFileSync(meta, "utf8")) as Seed
-  const copy = path.join(tools.dir, "expired.db")
-  fs.copyFileSync(file, copy)
-  return { seed, cached, copy }
-}
+const seededCopy = (tools: GrowthTools) =>
+  cachedSqlite(tools, `expired-sqlite-m${migrationCount(tools.root)}-v${SEED_VERSION}-n${USERS}`, (target) =>
+    runSeeder<Seed>(tools.root, "seed-users.ts", { EXPIRED_TARGET: target, EXPIRED_USERS: String(USERS) }))
 
 /** A GET's answer and how long it took, to its last byte. */
 const timedGet = (url: string, token: string) =>

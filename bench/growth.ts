@@ -125,10 +125,13 @@ const checked = (seed: Seed, size: number) => {
   return seed
 }
 
-/** A copy of the seeded SQLite file of this size, seeded first if the cache has none. */
-const sqliteCopy = async (tools: GrowthTools, size: number) => {
+/**
+ * A copy (in the run's directory) of the seeded SQLite file `name` of the cache, seeded first by
+ * `seed(target)` if the cache has none: the seeder's answer is kept beside it.
+ */
+export const cachedSqlite = async <S>(tools: GrowthTools, name: string, seed: (target: string) => Promise<S>) => {
   const cache = path.resolve(process.env.BENCH_GROWTH_CACHE ?? path.join(tools.root, "bench/.cache"))
-  const file = path.join(cache, `growth-sqlite-m${migrationCount(tools.root)}-v${SEED_VERSION}-n${size}.db`)
+  const file = path.join(cache, `${name}.db`)
   const meta = file.replace(/\.db$/, ".json")
   const cached = fs.existsSync(file) && fs.existsSync(meta)
   if (!cached) {
@@ -139,18 +142,24 @@ const sqliteCopy = async (tools: GrowthTools, size: number) => {
     }
     rmSeeding()
     process.on("exit", rmSeeding)
-    const seed = checked(await runSeeder<Seed>(tools.root, "seed.ts", { GROWTH_STORE: "sqlite", GROWTH_TARGET: seeding, GROWTH_EVENTS: String(size) }), size)
+    const answer = await seed(seeding)
     // The whole database in one file, which is what is copied.
     const db = new Database(seeding)
     db.pragma("wal_checkpoint(TRUNCATE)")
     db.close()
-    fs.writeFileSync(meta, `${JSON.stringify(seed)}\n`)
+    fs.writeFileSync(meta, `${JSON.stringify(answer)}\n`)
     fs.renameSync(seeding, file)
     process.off("exit", rmSeeding)
   }
-  const seed = JSON.parse(fs.readFileSync(meta, "utf8")) as Seed
-  const copy = path.join(tools.dir, `growth-${size}.db`)
+  const copy = path.join(tools.dir, `${name}.db`)
   fs.copyFileSync(file, copy)
+  return { seed: JSON.parse(fs.readFileSync(meta, "utf8")) as S, cached, copy }
+}
+
+/** A copy of the seeded SQLite file of this size, seeded first if the cache has none. */
+const sqliteCopy = async (tools: GrowthTools, size: number) => {
+  const { seed, cached, copy } = await cachedSqlite(tools, `growth-sqlite-m${migrationCount(tools.root)}-v${SEED_VERSION}-n${size}`, async (target) =>
+    checked(await runSeeder<Seed>(tools.root, "seed.ts", { GROWTH_STORE: "sqlite", GROWTH_TARGET: target, GROWTH_EVENTS: String(size) }), size))
   return { seed, cached, env: tools.serverEnv(copy, undefined), database: undefined, drop: async () => fs.rmSync(copy, { force: true }) }
 }
 
