@@ -1,6 +1,6 @@
 /**
  * Which package may import which (`pnpm check:deps`, run by CI). The layers, bottom up:
- * core (pure Effect) ← adapters (stores, webhooks, platform-node) ← platform (composition) ←
+ * core (pure Effect) ← adapters (stores, webhooks, platform-node, privacy-center) ← platform (composition) ←
  * http-express, http-fetch (translation, composing platform with http) ← server. http (REST,
  * framework- and runtime-neutral) rests on core alone: the runtime and the docs page's files are
  * handed to it, so a host on any runtime or store gets no Node module and no store driver with it.
@@ -17,7 +17,7 @@ const allowed = {
   "store-postgres": ["core", "store-sql"],
   webhooks: ["core"],
   "platform-node": ["core", "webhooks"],
-  platform: ["core", "platform-node", "webhooks"],
+  platform: ["core", "platform-node", "webhooks", "privacy-center"],
   http: ["core"],
   "privacy-center": ["core"],
   "http-express": ["http", "platform"],

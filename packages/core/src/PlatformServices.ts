@@ -20,6 +20,7 @@ import type { OrganizationLimits } from "./Engine/OrganizationLimits.js"
 import type { CertificateValidator } from "./Accounts/CertificateValidator.js"
 import type { Provisioner } from "./Properties/Provisioner.js"
 import type { DnsRecords } from "./Properties/DnsRecords.js"
+import type { PrivacyCenterPages } from "./Properties/PrivacyCenterPages.js"
 import type { UrlSigner } from "./Engine/Secrets.js"
 import type { Hmac, HostMigrator, Ids, SecretComparer, SecretHasher, Storage, TokenIssuer, UnitOfWork, UsageStore } from "./Engine/Ports.js"
 import type { Relations } from "./Engine/Relations.js"
@@ -99,6 +100,7 @@ export type PlatformServices =
   | Metrics
   | Readiness
   | Declarations
+  | PrivacyCenterPages
 
 /** Those services, built and running: what a host's composition hands the REST layer. */
 export type PlatformRuntime = ManagedRuntime.ManagedRuntime<PlatformServices, unknown>

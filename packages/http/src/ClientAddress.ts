@@ -39,3 +39,19 @@ export const isSecure = (request: ApiRequest, hops: number): boolean => {
   if (hops === 0) return false
   return header(request.headers, "x-forwarded-proto")?.split(",")[0]?.trim().toLowerCase() === "https"
 }
+
+/** A port a scheme implies, which an `Origin` leaves out and a `Host` may still name. */
+const defaultPorts: Readonly<Record<string, string>> = { http: ":80", https: ":443" }
+
+/**
+ * Whether `origin` is the scheme and host this request was itself sent to: a same-origin request
+ * from a page this server served (a hosted privacy center), whatever the organization's own
+ * origins are. The host is the request's `Host`, which a browser sets from the page's URL.
+ */
+export const isOwnOrigin = (request: ApiRequest, origin: string, hops: number): boolean => {
+  const host = header(request.headers, "host")?.trim().toLowerCase()
+  if (host === undefined || host === "") return false
+  const scheme = isSecure(request, hops) ? "https" : "http"
+  const bare = host.endsWith(defaultPorts[scheme]!) ? host.slice(0, -defaultPorts[scheme]!.length) : host
+  return origin.trim().toLowerCase() === `${scheme}://${bare}`
+}

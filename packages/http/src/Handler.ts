@@ -15,6 +15,8 @@ import {
   type OperationMetric,
   type PlatformRuntime,
   type Principal,
+  type PrivacyCenterPagesShape,
+  PrivacyCenterPages,
   PublicRateLimit,
   requireOrigin,
   tracedRequest
@@ -26,7 +28,7 @@ import * as Exit from "effect/Exit"
 import type * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
 import { BodyBudget, readJson } from "./Body.js"
-import { clientAddress, isSecure, proxyHops } from "./ClientAddress.js"
+import { clientAddress, isOwnOrigin, isSecure, proxyHops } from "./ClientAddress.js"
 import { errorResponse, fromDomainError, internalErrorResponse, unavailableResponse } from "./Errors.js"
 import { type ApiRequest, type ApiResponse, header, json } from "./Message.js"
 import { docsAsset, type DocsAssets } from "./Docs.js"
@@ -72,6 +74,11 @@ export interface HandlerOptions {
   readonly docsAssets?: DocsAssets | undefined
   /** `METRICS_TOKEN`: `GET /metrics` answers only with `Authorization: Bearer <token>`; unset, it is a 404. */
   readonly metricsToken?: string | undefined
+  /**
+   * Serve the hosted privacy centers (`/privacy/…`, and `/` and `/robots.txt` of their proven
+   * hosts) beside the API: on unless `false`.
+   */
+  readonly pages?: boolean | undefined
 }
 
 export interface Handler {
@@ -205,6 +212,7 @@ export const makeHandler = async (runtime: PlatformRuntime, options: HandlerOpti
   const publicKeyElsewhere = () => errorResponse(401, refusal("public-key"))
   const logRequests = ["All", "Trace", "Debug", "Info", undefined].includes(options.logLevel)
   const probes = makeProbes(runtime, options.metricsToken)
+  const pages: PrivacyCenterPagesShape | undefined = options.pages === false ? undefined : await runtime.runPromise(PrivacyCenterPages)
   // Read once: recording a request then costs no fiber. Until the runtime is built, nothing is counted.
   let metrics: Effect.Effect.Success<typeof Metrics> | undefined
   runtime.runPromise(Metrics).then((m) => (metrics = m), () => undefined)
@@ -309,7 +317,8 @@ export const makeHandler = async (runtime: PlatformRuntime, options: HandlerOpti
         if (!found.endUsers.includes(credential)) return yield* Effect.fail(new Forbidden({ message: refusal(credential) }))
         const origin = header(request.headers, "origin")
         if (origin !== undefined) {
-          yield* requireOrigin(principal, origin, options.allowHttp === true)
+          // A page this server served (a privacy center at `/privacy/<id>`) writes to its own origin.
+          if (!isOwnOrigin(request, origin, hops)) yield* requireOrigin(principal, origin, options.allowHttp === true)
           readableAt = origin
         }
         // A visitor's writes are limited, whichever credential its device holds; its reads are not.
@@ -391,7 +400,24 @@ export const makeHandler = async (runtime: PlatformRuntime, options: HandlerOpti
   const owns = (url: string) => {
     const path = url.split("?")[0]!.toLowerCase()
     return path === "/v1" || path.startsWith("/v1/") || path === "/openapi.json" || path === "/docs" || path.startsWith("/docs/") ||
-      isProbePath(path)
+      isProbePath(path) || (pages !== undefined && pages.owns(path))
+  }
+
+  /** A hosted page's answer, when the path is one of the pages'. */
+  const page = async (request: ApiRequest, path: string, rawQuery: string, base: string, seen: Seen): Promise<ApiResponse | undefined> => {
+    if (pages === undefined) return undefined
+    const found = await runtime.runPromise(pages.answer({
+      method: request.method.toUpperCase(),
+      path,
+      query: rawQuery,
+      host: header(request.headers, "host"),
+      acceptLanguage: header(request.headers, "accept-language"),
+      base,
+      apiBase: `${base}/v1`
+    }))
+    if (found === undefined) return undefined
+    seen.route = `${base}${found.route}`
+    return { status: found.status, headers: found.headers, body: found.body }
   }
 
   const answer = async (request: ApiRequest, requestId: string, seen: Seen): Promise<ApiResponse> => {
@@ -427,7 +453,7 @@ export const makeHandler = async (runtime: PlatformRuntime, options: HandlerOpti
       const found = docsAsset(path.slice("/docs/".length), options.docsAssets)
       if (found) return readOnly ? found : errorResponse(405, `Method ${request.method} is not supported by ${base}${path}`, {}, { allow: "GET, HEAD" })
     }
-    return errorResponse(404, `Page not found: ${request.method} ${base}${path}`)
+    return (await page(request, path, rawQuery, base, seen)) ?? errorResponse(404, `Page not found: ${request.method} ${base}${path}`)
   }
 
   /**

@@ -19,6 +19,7 @@ import {
 } from "@cmp/core"
 import { NodeAdapters, PromMetrics } from "@cmp/platform-node"
 import { Dispatcher } from "@cmp/webhooks"
+import { PrivacyCenterPagesLive } from "@cmp/privacy-center"
 import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
@@ -78,7 +79,8 @@ export const layer = (options: PlatformOptions): Layer.Layer<PlatformServices, u
   const booted = Layer.effectDiscard(Effect.zipRight(bootstrap(options.admin ?? {}), backfillConsentLog)).pipe(Layer.provideMerge(services))
   // Another server's change to a webhook drops this one's copies as its news arrives (PostgreSQL).
   const withEndpoints = forgetOtherWebhookChanges.pipe(
-    Layer.provideMerge(Layer.effect(Endpoints, EndpointsLive)),
+    // The hosted pages read what they show from the store, like any request.
+    Layer.provideMerge(Layer.merge(Layer.effect(Endpoints, EndpointsLive), PrivacyCenterPagesLive)),
     Layer.provideMerge(booted)
   )
   const dispatcher = options.dispatcher === true ? {} : options.dispatcher || undefined

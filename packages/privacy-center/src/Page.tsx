@@ -110,7 +110,7 @@ const Choices = ({ center, content, purposeNames, lang, words, apiBase, publicKe
   const mailto = mailtoUrl(email)
   return (
     <Section id="pc-choices" title={words.yourChoices}>
-      {center.auth_required ? (
+      {center.auth_required || publicKey === undefined ? (
         <p class="pc-notice" id="pc-auth">
           {words.authRequired}
           {email !== undefined && email !== null ? (
