@@ -1,4 +1,4 @@
-import { HtmlValidate } from "html-validate"
+import { HtmlValidate, type RuleConfig } from "html-validate"
 import { parse } from "parse5"
 
 /**
@@ -9,22 +9,28 @@ import { parse } from "parse5"
  * the syntax needs): `no-raw-characters` would refuse it, so what markup a text makes is
  * checked on the parsed page instead (`unsafeParts`, and each test's look at the elements).
  */
-const validator = new HtmlValidate({
+const rules: RuleConfig = {
+  "no-inline-style": "error",
+  "doctype-style": "off",
+  "no-raw-characters": "off",
+  "void-style": ["error", { style: "selfclose" }],
+  "form-dup-name": ["error", { shared: ["radio", "checkbox", "button", "reset", "submit"] }]
+}
+const validator = new HtmlValidate({ extends: ["html-validate:recommended"], rules })
+/** For a page a DOM wrote back (`outerHTML`): its serializer's writing style is not the renderer's. */
+const domValidator = new HtmlValidate({
   extends: ["html-validate:recommended"],
-  rules: {
-    "no-inline-style": "error",
-    "doctype-style": "off",
-    "no-raw-characters": "off",
-    "void-style": ["error", { style: "selfclose" }],
-    "form-dup-name": ["error", { shared: ["radio", "checkbox", "button", "reset", "submit"] }]
-  }
+  rules: { ...rules, "void-style": "off", "attribute-boolean-style": "off" }
 })
 
+const messagesOf = (report: Awaited<ReturnType<HtmlValidate["validateString"]>>): ReadonlyArray<string> =>
+  report.results.flatMap((r) => r.messages.map((m) => `${m.ruleId}: ${m.message} (${m.line}:${m.column})`))
+
 /** The validator's messages for a page, empty when it is valid. */
-export const validationErrors = async (html: string): Promise<ReadonlyArray<string>> => {
-  const report = await validator.validateString(html)
-  return report.results.flatMap((r) => r.messages.map((m) => `${m.ruleId}: ${m.message} (${m.line}:${m.column})`))
-}
+export const validationErrors = async (html: string): Promise<ReadonlyArray<string>> => messagesOf(await validator.validateString(html))
+
+/** The same for a page as a DOM holds it once a script changed it, serialized by that DOM. */
+export const domValidationErrors = async (html: string): Promise<ReadonlyArray<string>> => messagesOf(await domValidator.validateString(html))
 
 export interface Element {
   readonly tag: string
