@@ -317,8 +317,12 @@ export const makeHandler = async (runtime: PlatformRuntime, options: HandlerOpti
         if (!found.endUsers.includes(credential)) return yield* Effect.fail(new Forbidden({ message: refusal(credential) }))
         const origin = header(request.headers, "origin")
         if (origin !== undefined) {
-          // A page this server served (a privacy center at `/privacy/<id>`) writes to its own origin.
-          if (!isOwnOrigin(request, origin, hops)) yield* requireOrigin(principal, origin, options.allowHttp === true)
+          // A page this server served (a privacy center at `/privacy/<id>`) writes to its own
+          // origin, trusted as such only where the server holds the whole origin: mounted under a
+          // path of another app, the origin's other pages are that app's, held to the
+          // organization's origins like any page.
+          const ownPage = pages !== undefined && (request.mountPath ?? "") === "" && isOwnOrigin(request, origin, hops)
+          if (!ownPage) yield* requireOrigin(principal, origin, options.allowHttp === true)
           readableAt = origin
         }
         // A visitor's writes are limited, whichever credential its device holds; its reads are not.
