@@ -48,8 +48,8 @@ const provenHost = async (t: Awaited<ReturnType<typeof tenant>>, name: string, e
   return ready.body
 }
 
-const directives = (csp: string | undefined) =>
-  Object.fromEntries((csp ?? "").split(";").map((d) => d.trim().split(/\s+/)).map(([name, ...values]) => [name, values]))
+const directives = (csp: http.IncomingHttpHeaders[string]) =>
+  Object.fromEntries(String(csp ?? "").split(";").map((d) => d.trim().split(/\s+/)).map(([name, ...values]) => [name, values]))
 
 describe("privacy center pages", () => {
   it("/privacy/<id> answers the page, in HTML, with the headers of a page nobody may frame", async () => {
