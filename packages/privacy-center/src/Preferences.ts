@@ -59,6 +59,7 @@ const preferences = (fallback: Messages): void => {
   }
   const disableForm = () => {
     for (const box of boxes) box.disabled = true
+    if (gpcOverride !== undefined) gpcOverride.disabled = true
     if (submit !== null) submit.disabled = true
   }
   const tick = (enabled: ReadonlyArray<string>) => {

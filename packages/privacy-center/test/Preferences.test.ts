@@ -229,9 +229,10 @@ describe("preferences script with a consent token", () => {
   })
 
   it("disables the form when the API refuses the token on reading", async () => {
-    const page = await open({ hash: `#token=${token}`, answer: () => ({ status: 401 }) })
+    const page = await open({ hash: `#token=${token}`, gpc: true, answer: () => ({ status: 401 }) })
     expect(page.status()).toBe(en.expired)
-    expect([page.box("analytics").disabled, page.box("ads").disabled, page.submit.disabled]).toEqual([true, true, true])
+    const optIn = page.document.getElementById("pc-gpc-override") as unknown as HTMLInputElement
+    expect([page.box("analytics").disabled, page.box("ads").disabled, optIn.disabled, page.submit.disabled]).toEqual([true, true, true, true])
   })
 
   it("refuses a token of another organization: no request carries it", async () => {
