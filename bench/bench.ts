@@ -6,7 +6,7 @@
  *
  *   BENCH_SECONDS=10 (load duration per figure), BENCH_CONNECTIONS=50
  *   BENCH_WARMUP=3 (seconds of the same write load each server takes, unmeasured, before its figures)
- *   BENCH_ONLY=events,default,contention,deliveries,latency,get_key,request_log,export,public_events,public_known_events,token_events,verify_log,log_cost
+ *   BENCH_ONLY=events,default,contention,deliveries,latency,get_key,privacy_page,request_log,export,public_events,public_known_events,token_events,verify_log,log_cost
  *     (a subset, e.g. to profile one figure)
  *   BENCH_CONTENTION_ROUNDS=2 (rounds of one process and of two, in turns, in the `contention` figure: contention.ts)
  *   BENCH_LOG_ROUNDS=5 (rounds of each server, in turns, in the `log_cost` figure)
@@ -33,6 +33,7 @@ import * as readline from "node:readline"
 import { type Bench, measureContention } from "./contention.js"
 import { measureExpired } from "./expired.js"
 import { type GrowthTools, measureGrowth } from "./growth.js"
+import { getPage, markdownCpuMs, seedCenter } from "./pages.js"
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 3)
@@ -41,7 +42,7 @@ const SERVER = "packages/server/dist/main.mjs"
 /** The same server with the consent log's layer left out, built by `buildWithoutLog` for the `log_cost` figure. */
 const SERVER_WITHOUT_LOG = "packages/server/dist.without-log/main.mjs"
 const ONLY = new Set(
-  (process.env.BENCH_ONLY ?? "events,default,contention,deliveries,latency,get_key,request_log,export,public_events,public_known_events,token_events,verify_log,log_cost").split(",")
+  (process.env.BENCH_ONLY ?? "events,default,contention,deliveries,latency,get_key,privacy_page,request_log,export,public_events,public_known_events,token_events,verify_log,log_cost").split(",")
 )
 const LOG_ROUNDS = Number(process.env.BENCH_LOG_ROUNDS ?? 5)
 const VERIFY_ENTRIES = Number(process.env.BENCH_VERIFY_ENTRIES ?? 100_000)
@@ -719,6 +720,21 @@ const measureStore = async (store: "sqlite" | "postgres", receiver: Child) => {
     line("get_key_baseline", bare.requests.average, "req/s", `${bareCpu.toFixed(2)} ms CPU each`)
     keep("get_key_cpu_ratio_sqlite", readCpu / bareCpu, "x", 1.5, 1.25)
     line("get_key", read.requests.average, "req/s", `${(read.requests.average / bare.requests.average).toFixed(2)} of baseline, ${read.non2xx + read.errors} errors, ${readCpu.toFixed(2)} ms CPU each`)
+    if (ONLY.has("privacy_page")) {
+      // A hosted privacy center's page: at most a keyed read plus one rendering of its Markdown policy.
+      const centerId = await seedCenter(json, api, org.id, token)
+      const markdown = markdownCpuMs()
+      const { cpuPerRequest: pageCpu, result: page } = await withCpu(server.proc.pid!, () => getPage(api, centerId, SECONDS, CONNECTIONS))
+      line("privacy_page_markdown", markdown, "ms CPU", "one rendering of a 6 KB policy, in this process")
+      line(
+        "privacy_page",
+        page.requests.average,
+        "req/s",
+        `${page.non2xx + page.errors} errors, p99 ${page.latency.p99} ms, ${pageCpu.toFixed(2)} ms CPU each, ` +
+          `${(pageCpu / (readCpu + markdown)).toFixed(2)} of a keyed read plus the Markdown`
+      )
+      keep("privacy_page_cpu_vs_keyed_read_plus_markdown", pageCpu / (readCpu + markdown), "x", 1)
+    }
   }
   if (store === "sqlite" && ONLY.has("request_log")) {
     // The request path with its log line (`LOG_LEVEL=Info`: one JSON line per request, with the

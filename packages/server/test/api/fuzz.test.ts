@@ -1,7 +1,8 @@
 import fc from "fast-check"
 import * as crypto from "node:crypto"
 import { beforeAll, describe, expect, it } from "vitest"
-import { as, call as rawCall, type Reply } from "./helpers.js"
+import { parse } from "node-html-parser"
+import { as, call as rawCall, getPage, type Reply } from "./helpers.js"
 import { useServer } from "./fixture.js"
 
 /**
@@ -366,4 +367,74 @@ describe("fuzzing what browsers and apps send", () => {
     )
     expect(made).toBeGreaterThan(0)
   }, 180_000)
+})
+
+describe("fuzzing the hosted pages", () => {
+  /** Text a visitor or an organization could send: HTML, scripts, links of any scheme, any characters. */
+  const hostile = fc.oneof(
+    fc.string({ maxLength: 60 }),
+    fc.string({ unit: "grapheme", maxLength: 30 }),
+    fc.constantFrom(
+      "<script>alert(1)</script>",
+      "<img src=x onerror=alert(1)>",
+      "[x](javascript:alert(1))",
+      "![x](data:image/png;base64,AAAA)",
+      "<a href=\"data:text/html,x\">x</a>",
+      "\"><svg onload=alert(1)>",
+      "# Title\n\n* [a](https://ok.example) <b onclick=x>b</b>",
+      "javascript:alert(1)",
+      "%00%0d%0a"
+    )
+  )
+  const language = fc.oneof(fc.constantFrom("en", "fr", "de", "es", "it", "fr-CA", "zz", "*", ""), fc.string({ maxLength: 12 }))
+
+  it("centers of any text, asked for in any language, on any host and path: never a 5xx, only the one same-origin script, no live attribute", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.record({
+          name: hostile,
+          policy: hostile,
+          title: hostile,
+          intro: hostile,
+          lang: language,
+          accept: fc.oneof(fc.string({ maxLength: 40 }), fc.constantFrom("fr;q=0.9, de;q=1", "*;q=0", "en-US,en;q=0.8")),
+          host: fc.oneof(fc.constant(undefined), fc.domain(), fc.string({ maxLength: 20 })),
+          suffix: fc.constantFrom("", "/", "/style.css", "/x", "/style.css/x", "/%", "/%2e%2e")
+        }),
+        async (f) => {
+          const made = await call("POST", "/v1/privacy-centers", {
+            body: {
+              organization_id: orgId,
+              name: f.name.trim() === "" ? "x" : f.name.slice(0, 60),
+              privacy_policy: f.policy,
+              display_cookies: "choices",
+              languages: ["en", "fr"],
+              content: { en: { title: f.title, intro: f.intro }, purposes: [{ id: "analytics", name: f.title || "Analytics" }] }
+            }
+          })
+          if (made.status !== 201) return expectContract(made, "privacy center create")
+          const headers: Record<string, string> = { "accept-language": f.accept.replace(/[^\t\x20-\x7e]/g, "") }
+          if (f.host !== undefined && /^[\x21-\x7e]+$/.test(f.host)) headers.host = f.host
+          const path = `/privacy/${made.body.id}${f.suffix}?lang=${encodeURIComponent(f.lang)}`
+          const page = await getPage(server.url, path, headers)
+          expect(page.status, `${path} ${page.text.slice(0, 200)}`).toBeLessThan(500)
+          if (page.status === 400) return
+          expect([200, 404]).toContain(page.status)
+          if (!String(page.headers["content-type"]).startsWith("text/html")) return
+          const root = parse(page.text)
+          for (const script of root.querySelectorAll("script")) {
+            expect(script.getAttribute("src"), path).toMatch(/^\/privacy\/assets\/preferences-[0-9a-f]{8}\.js$/)
+            expect(script.text).toBe("")
+          }
+          for (const element of root.querySelectorAll("*")) {
+            for (const [attribute, v] of Object.entries(element.attributes)) {
+              expect(attribute.toLowerCase().startsWith("on"), `${path}: ${element.tagName} ${attribute}`).toBe(false)
+              expect(/^\s*(javascript|data|vbscript):/i.test(v), `${path}: ${element.tagName} ${attribute}=${v}`).toBe(false)
+            }
+          }
+        }
+      ),
+      { numRuns: 60 }
+    )
+  })
 })

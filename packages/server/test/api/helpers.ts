@@ -142,3 +142,26 @@ export const approvedContent = async (
   return approved.body
 }
 
+
+/** A hosted page's answer, its headers by lower-case name. */
+export interface PageReply {
+  readonly status: number
+  readonly headers: http.IncomingHttpHeaders
+  readonly text: string
+}
+
+/**
+ * A request as a browser sends it to a page, with the `Host` the visitor typed (a page host
+ * proven by an organization), which fetch cannot set.
+ */
+export const getPage = (base: string, path: string, headers: Record<string, string> = {}, method = "GET"): Promise<PageReply> =>
+  new Promise((resolve, reject) => {
+    const url = new URL(base)
+    const request = http.request({ host: url.hostname, port: url.port, path, method, headers }, (response) => {
+      const chunks: Array<Buffer> = []
+      response.on("data", (c: Buffer) => chunks.push(c))
+      response.on("end", () => resolve({ status: response.statusCode!, headers: response.headers, text: Buffer.concat(chunks).toString("utf8") }))
+    })
+    request.on("error", reject)
+    request.end()
+  })

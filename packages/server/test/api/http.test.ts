@@ -225,7 +225,10 @@ describe("request ids and error bodies", () => {
     expect404(await call(server.url, "GET", "/v1/nope"))
     expect404(await asT("POST", "/v1/keys/x/y", { body: {} }))
     expect404(await call(server.url, "GET", "/v2/keys"))
-    expect404(await call(server.url, "GET", "/"))
+    // `/` is no API route but the place of a hosted page: a host that serves none answers the 404 page.
+    const root = await call(server.url, "GET", "/")
+    expect(root.status).toBe(404)
+    expect(root.headers.get("content-type")).toBe("text/html; charset=utf-8")
   })
 
   it("an unsupported method on a known service is 405", async () => {

@@ -5,7 +5,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { as, call, type Reply, unique } from "./helpers.js"
+import { as, call, getPage, type Reply, unique } from "./helpers.js"
 import { useServer } from "./fixture.js"
 
 /**
@@ -1295,6 +1295,58 @@ describe("tenant isolation, walked from the OpenAPI document", () => {
       expect(after.body).toMatchObject({ status: message.status, version: message.version })
     } finally {
       await server.api.runtime.runPromise(deleteSubscriber(name))
+    }
+  })
+})
+
+/**
+ * The hosted pages are public, so isolation there is about hosts: A's proven page host shows A's
+ * page, and asked for B's centers, B's other ids or B's names, answers the one 404 page with
+ * nothing of B in it, even once B's center names A's host. Run after the walk's read-back, since
+ * B gets a center of its own here.
+ */
+describe("tenant isolation of the hosted pages", () => {
+  it("A's page host never shows B's page or anything of B; B's center is served by its id elsewhere", async () => {
+    const hostOfA = `${A.mark}-${unique("pages")}.example.com`
+    const centerOfA = A.objs["/v1/privacy-centers"]
+    const made = await A.call("POST", "/v1/domains", { body: { id: hostOfA, organization_id: A.org.id, usage: "privacy-center", entity_id: centerOfA.id } })
+    expect(made.status, made.text).toBe(201)
+    expect((await op.call("PATCH", `/v1/domains/${hostOfA}`, { body: { status: "ready" } })).status).toBe(200)
+    const claim = await B.call("POST", "/v1/privacy-centers", {
+      body: { organization_id: B.org.id, name: `${B.mark} claims A's host`, custom_domains: [hostOfA], display_cookies: "list" }
+    })
+    expect(claim.status, claim.text).toBe(201)
+    try {
+      const onA = (path: string) => getPage(server.url, path, { host: hostOfA })
+      const home = await onA("/")
+      expect(home.status, home.text).toBe(200)
+      expect(home.text).toContain(A.mark)
+      const unknown = await onA(`/privacy/${A.mark}-nothing`)
+      expect(unknown.status).toBe(404)
+      const idsOfB = [claim.body.id, ...Object.values(B.objs).map((o: any) => o?.id).filter((id): id is string => typeof id === "string"), B.org.id]
+      const problems: Array<string> = []
+      for (const id of idsOfB) {
+        for (const path of [`/privacy/${encodeURIComponent(id)}`, `/privacy/${encodeURIComponent(id)}/style.css`, `/?lang=${encodeURIComponent(id)}`]) {
+          const r = await onA(path)
+          const seen = `${r.text} ${JSON.stringify(r.headers)}`
+          const leaked = forbidden.filter((s) => seen.includes(s) && !path.includes(encodeURIComponent(s)))
+          if (leaked.length > 0) problems.push(`${path}: ${leaked.join(", ")}`)
+          if (path.startsWith("/privacy/") && (r.status !== 404 || r.text !== unknown.text)) problems.push(`${path}: ${r.status}`)
+        }
+      }
+      for (const path of ["/", "/robots.txt"]) {
+        const r = await onA(path)
+        const leaked = forbidden.filter((s) => `${r.text} ${JSON.stringify(r.headers)}`.includes(s))
+        if (leaked.length > 0) problems.push(`${path}: ${leaked.join(", ")}`)
+      }
+      expect(problems).toEqual([])
+      // B's own center by its id, on the API's host: B's page.
+      const theirs = await getPage(server.url, `/privacy/${claim.body.id}`)
+      expect(theirs.status).toBe(200)
+      expect(theirs.text).toContain(B.mark)
+    } finally {
+      await B.call("DELETE", `/v1/privacy-centers/${claim.body.id}`)
+      await A.call("DELETE", `/v1/domains/${hostOfA}`)
     }
   })
 })

@@ -1,7 +1,6 @@
-import * as http from "node:http"
 import { parse } from "node-html-parser"
 import { describe, expect, it } from "vitest"
-import { expect400, unique } from "./helpers.js"
+import { expect400, getPage, unique } from "./helpers.js"
 import { useServer } from "./fixture.js"
 
 /**
@@ -12,24 +11,7 @@ import { useServer } from "./fixture.js"
 
 const { server, op, tenant } = useServer({})
 
-interface Page {
-  readonly status: number
-  readonly headers: http.IncomingHttpHeaders
-  readonly text: string
-}
-
-/** A GET as a browser sends it, with the `Host` the visitor typed (fetch cannot set it). */
-const get = (path: string, headers: Record<string, string> = {}, method = "GET"): Promise<Page> =>
-  new Promise((resolve, reject) => {
-    const url = new URL(server.url)
-    const request = http.request({ host: url.hostname, port: url.port, path, method, headers }, (response) => {
-      const chunks: Array<Buffer> = []
-      response.on("data", (c: Buffer) => chunks.push(c))
-      response.on("end", () => resolve({ status: response.statusCode!, headers: response.headers, text: Buffer.concat(chunks).toString("utf8") }))
-    })
-    request.on("error", reject)
-    request.end()
-  })
+const get = (path: string, headers: Record<string, string> = {}, method = "GET") => getPage(server.url, path, headers, method)
 
 const host = () => `${unique("privacy")}.example.com`
 
@@ -48,7 +30,7 @@ const provenHost = async (t: Awaited<ReturnType<typeof tenant>>, name: string, e
   return ready.body
 }
 
-const directives = (csp: http.IncomingHttpHeaders[string]) =>
+const directives = (csp: string | ReadonlyArray<string> | undefined) =>
   Object.fromEntries(String(csp ?? "").split(";").map((d) => d.trim().split(/\s+/)).map(([name, ...values]) => [name, values]))
 
 describe("privacy center pages", () => {
