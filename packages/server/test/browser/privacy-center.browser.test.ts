@@ -103,13 +103,13 @@ const consentToken = async (org: Organization, organizationUserId: string) =>
   created(await org.call("POST", "/v1/consents/tokens", { organization_id: org.id, organization_user_id: organizationUserId }))
     .id_token as string
 
+const byId = (purposes: ReadonlyArray<{ id: string; enabled: boolean }>) => Object.fromEntries(purposes.map((p) => [p.id, p.enabled]))
+
 /** The person's recorded choices, by purpose id, as the organization's backend reads them. */
 const choicesOf = async (org: Organization, organizationUserId: string) => {
   const user = ok(await org.call("GET", `/v1/consents/users/${encodeURIComponent(organizationUserId)}?$by_organization_user_id=true`))
-  return { user, choices: Object.fromEntries((user.consents.purposes as Array<any>).map((p) => [p.id, p.enabled])) }
+  return { user, choices: byId(user.consents.purposes) }
 }
-
-const byId = (purposes: ReadonlyArray<{ id: string; enabled: boolean }>) => Object.fromEntries(purposes.map((p) => [p.id, p.enabled]))
 
 interface VisitOptions {
   /** The page's own status (a 404 page's is 404). */
@@ -199,9 +199,9 @@ const toggle = async (page: Page, label: string) => {
 }
 
 /** Submits the form from the keyboard, and answers the API's answer to the write it sends. */
-const save = async (page: Page, button = "Save my choices") => {
+const save = async (page: Page) => {
   const answer = page.waitForResponse((r) => r.request().method() === "POST" && new URL(r.url()).pathname === "/v1/consents/events")
-  await page.getByRole("button", { name: button }).focus()
+  await page.getByRole("button", { name: "Save my choices" }).focus()
   await page.keyboard.press("Enter")
   return answer
 }
@@ -378,7 +378,7 @@ describe("a privacy center in Chromium", () => {
       // The person has recorded nothing yet: the API's 404 is what the script expects then.
       const first = await visit(context, `${pageOf(center)}#token=${token}`, { expected: [{ method: "GET", path: usersPath, status: 404 }] })
       await ready(first.page)
-      // The token is out of the address bar, and out of the history entry.
+      // The token is out of the address bar: the history entry was replaced without it.
       expect(await first.page.evaluate(() => location.href)).toBe(pageOf(center))
       expect(await ticks(first.page)).toEqual({ analytics: false, ads: false, personalization: false })
       const read = first.requests.find((r) => new URL(r.url()).pathname === usersPath)
@@ -519,7 +519,7 @@ describe("a privacy center in Chromium", () => {
     await withContext({ extraHTTPHeaders: { "Sec-GPC": "1" } }, async (context) => {
       await context.addInitScript(() => Object.defineProperty(Navigator.prototype, "globalPrivacyControl", { get: () => true, configurable: true }))
       const v = await visit(context, `${pageOf(center)}#token=${token}`, {
-        expected: [{ method: "GET", path: `/v1/consents/users/${person}`, status: 404 }]
+        expected: [{ method: "GET", path: `/v1/consents/users/${encodeURIComponent(person)}`, status: 404 }]
       })
       await ready(v.page)
       expect(await v.page.locator("#pc-gpc").textContent()).toBe(
