@@ -5,7 +5,7 @@ import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ManualClock } from "@cmp/test-support/clock"
 import { ADMIN, as, call, client, expect401, expect404, operatorOf, START } from "@cmp/test-support/http"
-import { type Api, createApi, startServer } from "../src/index.js"
+import { type Api, createApi, createApiFromRuntime, startServer } from "../src/index.js"
 
 /**
  * The API mounted under a prefix of the host application's own Express app. Requests to
@@ -202,6 +202,48 @@ describe("mounted after the host's own body parser", () => {
         s.closeAllConnections()
       })
       await parsed.dispose()
+    }
+  })
+})
+
+describe("the hosted pages mounted on their own", () => {
+  it("a host serves the pages at its root and the API under /api: each page's links and script point where they are served", async () => {
+    const pages = await createApiFromRuntime(api.runtime, { only: "pages", apiBase: "/api/v1", allowHttp: true, logLevel: "None" })
+    const app = express()
+    app.use(pages.router)
+    app.use("/api", api.router)
+    app.use((_req, res) => {
+      res.status(404).send("the host's own 404")
+    })
+    const s = app.listen(0, "127.0.0.1")
+    try {
+      await new Promise<void>((resolve) => s.once("listening", () => resolve()))
+      const url = `http://127.0.0.1:${(s.address() as AddressInfo).port}`
+      const op = await operatorOf(`${url}/api`)
+      const t = await op.tenant()
+      const center = await as(`${url}/api`, t.token)("POST", "/v1/privacy-centers", {
+        body: { organization_id: t.org.id, name: "Mounted apart", display_cookies: "choices", content: { purposes: [{ id: "ads", name: "Ads" }] } }
+      })
+      expect(center.status, center.text).toBe(201)
+      const page = await call(url, "GET", `/privacy/${center.body.id}`)
+      expect(page.status).toBe(200)
+      expect(page.text).toContain('data-api-base="/api/v1"')
+      expect(page.text).toMatch(/<script src="\/privacy\/assets\/preferences-[0-9a-f]{8}\.js" defer>/)
+      expect((await call(url, "GET", page.text.match(/src="([^"]+\.js)"/)![1]!)).status).toBe(200)
+      // Under the API's own mount the same page links under it.
+      const underApi = await call(url, "GET", `/api/privacy/${center.body.id}`)
+      expect(underApi.text).toContain('data-api-base="/api/v1"')
+      expect(underApi.text).toContain(`href="/api/privacy/${center.body.id}/style.css`)
+      // Everything else at the root is the host's: the API is not served there, nor its probes.
+      for (const path of ["/v1/organizations", "/openapi.json", "/healthz", "/elsewhere"]) {
+        const r = await call(url, "GET", path)
+        expect([r.status, r.text], path).toEqual([404, "the host's own 404"])
+      }
+    } finally {
+      await new Promise<void>((resolve) => {
+        s.close(() => resolve())
+        s.closeAllConnections()
+      })
     }
   })
 })

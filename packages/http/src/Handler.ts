@@ -79,6 +79,13 @@ export interface HandlerOptions {
    * hosts) beside the API: on unless `false`.
    */
   readonly pages?: boolean | undefined
+  /**
+   * `"pages"`: the hosted pages alone, for a host that mounts them apart from the API (which it
+   * serves elsewhere, at `apiBase`); every other path is left to the host.
+   */
+  readonly only?: "pages" | undefined
+  /** Where the pages' script reaches the API: `<mount>/v1` unless the API is served elsewhere (`only: "pages"`). */
+  readonly apiBase?: string | undefined
 }
 
 export interface Handler {
@@ -212,7 +219,7 @@ export const makeHandler = async (runtime: PlatformRuntime, options: HandlerOpti
   const publicKeyElsewhere = () => errorResponse(401, refusal("public-key"))
   const logRequests = ["All", "Trace", "Debug", "Info", undefined].includes(options.logLevel)
   const probes = makeProbes(runtime, options.metricsToken)
-  const pages: PrivacyCenterPagesShape | undefined = options.pages === false ? undefined : await runtime.runPromise(PrivacyCenterPages)
+  const pages: PrivacyCenterPagesShape | undefined = options.pages === false && options.only !== "pages" ? undefined : await runtime.runPromise(PrivacyCenterPages)
   // Read once: recording a request then costs no fiber. Until the runtime is built, nothing is counted.
   let metrics: Effect.Effect.Success<typeof Metrics> | undefined
   runtime.runPromise(Metrics).then((m) => (metrics = m), () => undefined)
@@ -403,6 +410,7 @@ export const makeHandler = async (runtime: PlatformRuntime, options: HandlerOpti
 
   const owns = (url: string) => {
     const path = url.split("?")[0]!.toLowerCase()
+    if (options.only === "pages") return pages !== undefined && pages.owns(path)
     return path === "/v1" || path.startsWith("/v1/") || path === "/openapi.json" || path === "/docs" || path.startsWith("/docs/") ||
       isProbePath(path) || (pages !== undefined && pages.owns(path))
   }
@@ -417,7 +425,7 @@ export const makeHandler = async (runtime: PlatformRuntime, options: HandlerOpti
       host: header(request.headers, "host"),
       acceptLanguage: header(request.headers, "accept-language"),
       base,
-      apiBase: `${base}/v1`
+      apiBase: options.apiBase ?? `${base}/v1`
     }))
     if (found === undefined) return undefined
     seen.route = `${base}${found.route}`
@@ -438,7 +446,7 @@ export const makeHandler = async (runtime: PlatformRuntime, options: HandlerOpti
     // Answered as a path of its own, never as the one a URL parser would make of it.
     if (isRewrittenPath(path)) return errorResponse(404, `Page not found: ${request.method} ${base}${path}`)
     // Probes and scrapes come over plain HTTP from inside the deployment: never redirected.
-    if (isProbePath(path.toLowerCase())) {
+    if (options.only !== "pages" && isProbePath(path.toLowerCase())) {
       seen.probe = true
       return probes(request, path.toLowerCase(), path)
     }
@@ -447,6 +455,7 @@ export const makeHandler = async (runtime: PlatformRuntime, options: HandlerOpti
       return toHttps(`https://${host}${base}${request.url}`)
     }
     const lower = path.toLowerCase()
+    if (options.only === "pages") return (await page(request, path, rawQuery, base, seen)) ?? errorResponse(404, `Page not found: ${request.method} ${base}${path}`)
     if (lower === "/v1" || lower.startsWith("/v1/")) return v1(request, path.slice(3), rawQuery, requestId, base, seen)
     const readOnly = method === "GET" || method === "HEAD"
     if (lower === "/openapi.json" || lower === "/openapi.json/") {

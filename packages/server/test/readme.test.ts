@@ -15,7 +15,7 @@ import { childEnv, freePort, killLeftovers, repositoryRoot, startServer } from "
  * lines. And the README's own two commands are the ones it names.
  */
 
-const SECTIONS = ["Try it", "Consents and webhooks", "Notices", "Organization resources", "Collecting consent in the browser", "Proof of consent", "Consent over time"]
+const SECTIONS = ["Try it", "Consents and webhooks", "Notices", "Organization resources", "Collecting consent in the browser", "Proof of consent", "Consent over time", "Privacy center"]
 const walkthrough = fs.readFileSync(path.join(repositoryRoot, "docs", "walkthrough.md"), "utf8")
 const readme = fs.readFileSync(path.join(repositoryRoot, "README.md"), "utf8")
 
@@ -178,15 +178,17 @@ describe.skipIf(process.env.CMP_TEST_STORE === "postgres")("the walk-through", (
     expect(statusOf(/^POST \/v1\/cookies$/), report).toEqual([201])
     expect(statusOf(/^POST \/v1\/platform-integrations\/sessions$/), report).toEqual([201])
     expect(statusOf(/^POST \/v1\/widgets\/notices\/generators\/sdk$/), report).toEqual([201])
-    // The second read of u-42 is the browser section's, with a consent token.
-    expect(statusOf(/^GET \/v1\/consents\/users\/u-42$/), report).toEqual([200, 200])
+    // The second read of u-42 is the browser section's, with a consent token; the third the
+    // privacy center's, with the token of its personal link.
+    expect(statusOf(/^GET \/v1\/consents\/users\/u-42$/), report).toEqual([200, 200, 200])
     expect(statusOf(/^POST \/v1\/webhooks\/deliveries\/msg_\w+\/replay$/), report).toEqual([200])
     expect(statusOf(/^POST \/v1\/webhooks\/deliveries\/replay$/), report).toEqual([200])
     // The browser section: two guest writes and a signed user's through the public key, and one
     // with the consent token, after the two of the webhook walk-through.
     expect(statusOf(/^POST \/v1\/consents\/tokens$/), report).toEqual([201])
-    // And the one of "Consent over time", with a Global Privacy Control signal.
-    expect(statusOf(/^POST \/v1\/consents\/events$/), report).toEqual([201, 201, 201, 201, 201, 201, 201, 201])
+    // And the one of "Consent over time", with a Global Privacy Control signal, and the privacy
+    // center's, with its link's token from the page's origin.
+    expect(statusOf(/^POST \/v1\/consents\/events$/), report).toEqual([201, 201, 201, 201, 201, 201, 201, 201, 201])
     // Proof of consent: a proof kept with an event, a report of its user and its PDF, a verify
     // whose answer says the log is valid.
     expect(statusOf(/^GET \/v1\/consents\/proofs\/[^/]+\/file$/), report).toEqual([200])
@@ -202,6 +204,14 @@ describe.skipIf(process.env.CMP_TEST_STORE === "postgres")("the walk-through", (
     expect(run.stdout, report).toMatch(/"total":1,"limit":\d+,"skip":0,"data":\[\{"id":"[^"]+","organization_user_id":"u-7","expires_at":"[^"]+"\}\]/)
     expect(statusOf(/^GET \/v1\/consents\/users\/u-7\/receipt$/), report).toEqual([200])
     expect(run.stdout, report).toMatch(/^VALID: signed by key \S+$/m)
+    // Privacy center: the page in English, its choices named in French for a French browser, a
+    // personal link whose token stays after the #, and the choice it recorded read back.
+    expect(statusOf(/^GET \/privacy\/[^/]+$/), report).toEqual([200, 200])
+    expect(run.stdout, report).toContain("<h1>Your privacy at Acme</h1>")
+    expect(run.stdout, report).toMatch(/<label for="pc-purpose-0">Mesure d&#x27;audience<\/label>|<label for="pc-purpose-0">Mesure d'audience<\/label>/)
+    expect(run.stdout, report).toContain('<label for="pc-purpose-1">Publicité</label>')
+    expect(run.stdout, report).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/privacy\/[^#\s]+#token=[\w-]+\.[\w-]+\.[\w-]+$/m)
+    expect(run.stdout, report).toContain('[{"id":"analytics","enabled":true},{"id":"ads","enabled":false}]')
 
     // The receiver: two messages of the first event; then, back after being down, the two of the
     // second event, which had failed, replayed. No call failed its signature check.
