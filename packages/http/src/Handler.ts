@@ -325,10 +325,10 @@ export const makeHandler = async (runtime: PlatformRuntime, options: HandlerOpti
         const origin = header(request.headers, "origin")
         if (origin !== undefined) {
           // A page this server served (a privacy center at `/privacy/<id>`) writes to its own
-          // origin, trusted as such only where the server holds the whole origin: mounted under a
-          // path of another app, the origin's other pages are that app's, held to the
-          // organization's origins like any page.
-          const ownPage = pages !== undefined && (request.mountPath ?? "") === "" && isOwnOrigin(request, origin, hops)
+          // origin. Without the pages (`pages: false`) no page of that origin is this server's:
+          // a host that embeds the API beside its own pages holds them to the organization's
+          // origins like any page.
+          const ownPage = pages !== undefined && isOwnOrigin(request, origin, hops)
           if (!ownPage) yield* requireOrigin(principal, origin, options.allowHttp === true)
           readableAt = origin
         }
