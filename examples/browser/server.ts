@@ -26,7 +26,9 @@ const site = `http://localhost:${port}`
 const admin = { key: "admin", secret: "change-me-to-a-long-secret" }
 const cmp = await createPlatform({ store: sqlite({ filename: ":memory:" }), admin, logLevel: "Warning" })
 // Development only: plain HTTP, which also lets http://localhost pages of the organization in.
-const api = await createApiFromRuntime(cmp.runtime, { allowHttp: true })
+// No hosted privacy center here (`pages: false`): the pages on this origin are the shop's, held
+// to the organization's origins like any page, not trusted as pages the API served.
+const api = await createApiFromRuntime(cmp.runtime, { allowHttp: true, pages: false })
 
 // The shop's organization: consents of guests and of signed-in users from its pages, and consent tokens.
 const operator = { as: cmp.asOperator() }

@@ -324,8 +324,12 @@ export const makeHandler = async (runtime: PlatformRuntime, options: HandlerOpti
         if (!found.endUsers.includes(credential)) return yield* Effect.fail(new Forbidden({ message: refusal(credential) }))
         const origin = header(request.headers, "origin")
         if (origin !== undefined) {
-          // A page this server served (a privacy center at `/privacy/<id>`) writes to its own origin.
-          if (!isOwnOrigin(request, origin, hops)) yield* requireOrigin(principal, origin, options.allowHttp === true)
+          // A page this server served (a privacy center at `/privacy/<id>`) writes to its own
+          // origin. Without the pages (`pages: false`) no page of that origin is this server's:
+          // a host that embeds the API beside its own pages holds them to the organization's
+          // origins like any page.
+          const ownPage = pages !== undefined && isOwnOrigin(request, origin, hops)
+          if (!ownPage) yield* requireOrigin(principal, origin, options.allowHttp === true)
           readableAt = origin
         }
         // A visitor's writes are limited, whichever credential its device holds; its reads are not.

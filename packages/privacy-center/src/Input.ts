@@ -48,6 +48,8 @@ export interface PageAssets {
   readonly stylesheet: string
   /** The preferences script. */
   readonly script: string
+  /** The page's icon, so that the browser does not ask the host for `/favicon.ico`. */
+  readonly icon?: string
 }
 
 export interface PrivacyCenterPageInput {

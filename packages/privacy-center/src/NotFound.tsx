@@ -7,6 +7,8 @@ export interface NotFoundInput {
   readonly acceptLanguage?: string | null
   /** A same-origin stylesheet (`renderStylesheet()`, the default colour), when the server serves one. */
   readonly stylesheet?: string
+  /** A same-origin icon, so that the browser does not ask the host for `/favicon.ico`. */
+  readonly icon?: string
 }
 
 /**
@@ -24,6 +26,7 @@ export const renderNotFound = (input: NotFoundInput = {}): { readonly html: stri
         <meta name="robots" content="noindex" />
         <title>{words.notFoundTitle}</title>
         {input.stylesheet !== undefined ? <link rel="stylesheet" href={input.stylesheet} /> : null}
+        {input.icon !== undefined ? <link rel="icon" type="image/svg+xml" href={input.icon} /> : null}
       </head>
       <body>
         <main class="pc-main">

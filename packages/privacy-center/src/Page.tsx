@@ -252,6 +252,7 @@ export const renderPrivacyCenter = (input: PrivacyCenterPageInput): RenderedPage
         <meta name="referrer" content="no-referrer" />
         <title>{title}</title>
         <link rel="stylesheet" href={input.assets.stylesheet} />
+        {input.assets.icon !== undefined ? <link rel="icon" type="image/svg+xml" href={input.assets.icon} /> : null}
         <script src={input.assets.script} defer></script>
       </head>
       <body>

@@ -14,6 +14,7 @@ import {
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { readContent } from "./Content.js"
+import { iconName, iconSvg } from "./Icon.js"
 import { chooseLanguage } from "./Language.js"
 import { renderPolicy } from "./Markdown.js"
 import { renderNotFound } from "./NotFound.js"
@@ -27,8 +28,8 @@ import { renderStylesheet } from "./Stylesheet.js"
  * policies. Routes (GET and HEAD):
  *
  * - `/privacy/<id>`: the center's page; `/privacy/<id>/style.css`: its stylesheet;
- * - `/privacy/assets/<file>`: the preferences script and the 404 page's stylesheet, named by
- *   their content, kept by browsers for a year;
+ * - `/privacy/assets/<file>`: the preferences script (named by its content), the 404 page's
+ *   stylesheet and the pages' icon, kept by browsers for a year;
  * - `/` and `/robots.txt` of a page host (a `ready` domain of usage `privacy-center` or
  *   `preference-center`): the center it serves and the crawl rule of the domain.
  *
@@ -105,7 +106,11 @@ export const makePrivacyCenterPages = Effect.gen(function*() {
   const policyOf = policyCache()
 
   const notFound = (request: PageRequest, route: string): PageResponse => {
-    const page = renderNotFound({ acceptLanguage: request.acceptLanguage, stylesheet: `${request.base}${PREFIX}${ASSETS}${notFoundStylesheet}` })
+    const page = renderNotFound({
+      acceptLanguage: request.acceptLanguage,
+      stylesheet: `${request.base}${PREFIX}${ASSETS}${notFoundStylesheet}`,
+      icon: `${request.base}${PREFIX}${ASSETS}${iconName}`
+    })
     return { status: 404, headers: { ...pageHeaders(page.lang, [], "no-store"), "x-robots-tag": "noindex" }, body: page.html, route }
   }
 
@@ -127,7 +132,8 @@ export const makePrivacyCenterPages = Effect.gen(function*() {
         lang,
         assets: {
           stylesheet: `${request.base}${PREFIX}${encodeURIComponent(center.id)}/style.css?v=${center.version}`,
-          script: `${request.base}${PREFIX}${ASSETS}${preferencesScriptName}`
+          script: `${request.base}${PREFIX}${ASSETS}${preferencesScriptName}`,
+          icon: `${request.base}${PREFIX}${ASSETS}${iconName}`
         },
         apiBase: request.apiBase,
         publicKey: publicKey ?? null,
@@ -164,6 +170,7 @@ export const makePrivacyCenterPages = Effect.gen(function*() {
         if (name === notFoundStylesheet) {
           return asset("text/css; charset=utf-8", renderStylesheet(), `public, max-age=${year}, immutable`, `/privacy/assets/${name}`)
         }
+        if (name === iconName) return asset("image/svg+xml", iconSvg, `public, max-age=${year}, immutable`, `/privacy/assets/${name}`)
         return notFound(request, "/privacy/assets/:file")
       }
       const [encoded = "", file, ...more] = rest.split("/")

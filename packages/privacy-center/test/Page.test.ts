@@ -10,7 +10,7 @@ import {
 } from "../src/index.js"
 import { attr, bodyText, byTag, type Element, elements, parsePage, unsafeParts, validationErrors } from "./html.js"
 
-const assets = { stylesheet: "/privacy/pc_1/style.css?v=3", script: "/privacy/assets/preferences.js" }
+const assets = { stylesheet: "/privacy/pc_1/style.css?v=3", script: "/privacy/assets/preferences.js", icon: "/privacy/assets/icon.svg" }
 
 const center: PrivacyCenterData = {
   id: "pc_1",
@@ -89,9 +89,9 @@ describe("renderPrivacyCenter", () => {
     expect(hrefs).toEqual(expect.arrayContaining(["mailto:privacy@acme.example.com", "https://www.cnil.fr/", "https://www.acme.example.com/"]))
   })
 
-  it("links the same-origin stylesheet and script, and nothing else", async () => {
+  it("links the same-origin stylesheet, icon and script, and nothing else", async () => {
     const { root } = await render({})
-    expect(byTag(root, "link").map((l) => [attr(l, "rel"), attr(l, "href")])).toEqual([["stylesheet", assets.stylesheet]])
+    expect(byTag(root, "link").map((l) => [attr(l, "rel"), attr(l, "href")])).toEqual([["stylesheet", assets.stylesheet], ["icon", assets.icon]])
     expect(byTag(root, "script").map((s) => attr(s, "src"))).toEqual([assets.script])
   })
 
@@ -331,7 +331,7 @@ describe("renderNotFound", () => {
       ["de-AT, fr;q=0.5", "de", "Seite nicht gefunden"],
       ["ja, it;q=0.2", "it", "Pagina non trovata"]
     ] as const) {
-      const page = renderNotFound({ acceptLanguage, stylesheet: "/privacy/assets/style.css" })
+      const page = renderNotFound({ acceptLanguage, stylesheet: "/privacy/assets/style.css", icon: "/privacy/assets/icon.svg" })
       expect(page.lang).toBe(lang)
       expect(await validationErrors(page.html)).toEqual([])
       const root = parsePage(page.html)

@@ -79,6 +79,11 @@ describe("privacy center pages", () => {
     expect(js.status).toBe(200)
     expect(js.headers["content-type"]).toBe("text/javascript; charset=utf-8")
     expect(js.headers["cache-control"]).toContain("immutable")
+    // It names its icon, so that browsers do not ask for /favicon.ico, which no page host serves.
+    const icon = await get(root.querySelector("link[rel=icon]")!.getAttribute("href")!)
+    expect(icon.status).toBe(200)
+    expect(icon.headers["content-type"]).toBe("image/svg+xml")
+    expect(icon.text).toMatch(/^<svg /)
     // HEAD answers the same headers and no body; a write is not a page's.
     const head = await get(`/privacy/${c.id}`, {}, "HEAD")
     expect(head.status).toBe(200)

@@ -1,16 +1,15 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process"
-import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import type { IncomingHttpHeaders, ServerResponse } from "node:http"
 import * as https from "node:https"
 import type { AddressInfo } from "node:net"
 import * as path from "node:path"
 import { type Browser, chromium, type Page } from "playwright-core"
-import { generate } from "selfsigned"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ADMIN, start, type TestServer, unique } from "../api/helpers.js"
 import { childEnv, freePort, packageDir, repositoryRoot } from "../built.js"
 import { chromiumPath } from "./chromium.js"
+import { type Certificate, exampleCertificate, exampleHostArgs, type HttpsReply, httpsCall } from "./example-hosts.js"
 
 /**
  * Public consent collection in a real browser (Debian's Chromium, headless). A page of the
@@ -39,7 +38,7 @@ interface Seen {
   readonly answered: Readonly<Record<string, string>>
 }
 
-let tls: { cert: string; key: string }
+let tls: Certificate
 let server: TestServer
 let pages: https.Server
 let browser: Browser
@@ -70,32 +69,11 @@ const answered = async (what: string, match: (s: Seen) => boolean, timeoutMs = 3
   return found()!
 }
 
-interface Reply {
-  readonly status: number
-  readonly body: any
-  readonly text: string
-}
-
 /** A call to the API from this process (a backend), trusting the certificate made here. */
 const call = (method: string, urlPath: string, options: { token?: string; body?: unknown } = {}) =>
-  new Promise<Reply>((resolve, reject) => {
-    const headers: Record<string, string> = {}
-    if (options.body !== undefined) headers["content-type"] = "application/json"
-    if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`
-    const req = https.request(`${server.url}${urlPath}`, { method, ca: tls.cert, headers }, (res) => {
-      let text = ""
-      res.setEncoding("utf8")
-      res.on("data", (d: string) => (text += d))
-      res.on("end", () => {
-        const json = (res.headers["content-type"] ?? "").includes("json") && text !== ""
-        resolve({ status: res.statusCode ?? 0, body: json ? JSON.parse(text) : text, text })
-      })
-    })
-    req.on("error", reject)
-    req.end(options.body === undefined ? undefined : JSON.stringify(options.body))
-  })
+  httpsCall(server.url, tls.cert, method, urlPath, options)
 
-const created = (r: Reply) => {
+const created = (r: HttpsReply) => {
   expect(r.status, r.text).toBe(201)
   return r.body
 }
@@ -136,26 +114,9 @@ window.tryFetch = (event) =>
 </html>
 `
 
-/** The SHA-256 of the certificate's public key, base64: what Chromium is told to trust. */
-const spkiHash = (cert: string) =>
-  crypto.createHash("sha256").update(crypto.createPublicKey(cert).export({ type: "spki", format: "der" })).digest("base64")
-
 beforeAll(async () => {
   const executablePath = chromiumPath()
-  const pems = await generate([{ name: "commonName", value: "example.test" }], {
-    keyType: "ec",
-    algorithm: "sha256",
-    extensions: [
-      { name: "basicConstraints", cA: false },
-      { name: "keyUsage", digitalSignature: true },
-      { name: "extKeyUsage", serverAuth: true },
-      {
-        name: "subjectAltName",
-        altNames: [{ type: 2, value: SHOP }, { type: 2, value: EVIL }, { type: 2, value: API }, { type: 7, ip: "127.0.0.1" }]
-      }
-    ]
-  })
-  tls = { cert: pems.cert, key: pems.private }
+  tls = await exampleCertificate([SHOP, EVIL, API])
 
   // The API over HTTPS only, as in production.
   server = await start({ tls, allowHttp: false })
@@ -216,7 +177,7 @@ beforeAll(async () => {
   browser = await chromium.launch({
     executablePath,
     headless: true,
-    args: [`--host-resolver-rules=MAP *.example.test 127.0.0.1`, `--ignore-certificate-errors-spki-list=${spkiHash(tls.cert)}`]
+    args: exampleHostArgs(tls.cert)
   })
 }, 60_000)
 
