@@ -23,6 +23,8 @@ export interface NodeAdaptersOptions {
   readonly hashCost?: number | undefined
   /** HS256 signing key (`JWT_SECRET`); generated and kept in the database when absent. */
   readonly jwtSecret?: string | undefined
+  /** The signing key before `jwtSecret` (`JWT_SECRET_PREVIOUS`): still verifies, signs nothing. */
+  readonly jwtSecretPrevious?: string | undefined
   /** AES-256 key (`ENCRYPTION_KEY`, base64 or hex); generated and kept in the database when absent. */
   readonly encryptionKey?: string | undefined
   /** HMAC key of signed dashboard URLs (`URL_SIGNING_KEY`); generated and kept in the database when absent. */
@@ -56,7 +58,7 @@ export const layer = (options: NodeAdaptersOptions = {}): Layer.Layer<NodeAdapte
   Layer.mergeAll(
     ScryptHasherLive({ cost: options.hashCost }),
     NodeSecretComparerLive,
-    JoseTokensLive(options.jwtSecret),
+    JoseTokensLive(options.jwtSecret, options.jwtSecretPrevious),
     // The receipt keys are sealed by the same box as every other secret.
     ReceiptSignerLive,
     HmacUrlSignerLive(options.urlSigningKey),

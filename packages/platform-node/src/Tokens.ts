@@ -1,21 +1,9 @@
 import { type ConsentTokenClaims, type ConsentTokenIssuer, Ids, NotAuthenticated, type TokenClaims, TokenIssuer } from "@cmp/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { jwtVerify, SignJWT } from "jose"
-import * as crypto from "node:crypto"
-import { keptKey } from "./KeptKey.js"
-
-const JWT_SETTING = "jwt_secret"
-
-/** The configured signing key, or one generated once and kept in the database. */
-const signingKey = (configured: string | undefined) =>
-  Effect.gen(function*() {
-    if (configured !== undefined) {
-      if (configured.length < 32) return yield* Effect.dieMessage("JWT_SECRET must be at least 32 characters long")
-      return new TextEncoder().encode(configured)
-    }
-    return yield* keptKey(JWT_SETTING)
-  })
+import { decodeProtectedHeader, type JWTVerifyResult, jwtVerify, SignJWT } from "jose"
+import type * as crypto from "node:crypto"
+import { type TokenKeySource, tokenKeySource } from "./TokenKeys.js"
 
 const kinds = new Set(["operator", "client", "member", "integration"])
 
@@ -29,13 +17,43 @@ const issuerKinds = new Set(["client", "operator", "integration", "member", "hos
 const isIssuer = (u: unknown): u is ConsentTokenIssuer =>
   isRecord(u) && typeof u.kind === "string" && issuerKinds.has(u.kind) && typeof u.id === "string"
 
-/** HS256 tokens via `jose`; only HS256 is accepted, so `alg: none` and other algorithms fail. */
-export const JoseTokensLive = (secret?: string) =>
+/**
+ * Verifies a token with the key its `kid` names; a token without one (signed before tokens named
+ * their key) with each key that still verifies, the current one first.
+ */
+const verifyWith = (
+  keys: TokenKeySource,
+  token: string,
+  verify: (key: crypto.KeyObject) => Promise<JWTVerifyResult>,
+  invalid: NotAuthenticated
+): Effect.Effect<JWTVerifyResult, NotAuthenticated> =>
+  Effect.gen(function*() {
+    const kid = yield* Effect.try({ try: () => decodeProtectedHeader(token).kid, catch: () => invalid })
+    let candidates: ReadonlyArray<crypto.KeyObject> = []
+    if (typeof kid === "string") {
+      const named = yield* keys.forKid(kid)
+      if (named !== undefined) candidates = [named]
+    } else if (kid === undefined) {
+      const ring = yield* keys.current
+      candidates = [ring.key, ...[...ring.verifying.values()].filter((k) => k !== ring.key)]
+    }
+    for (const key of candidates) {
+      const result = yield* Effect.promise(() => verify(key).then((r) => r, () => undefined))
+      if (result !== undefined) return result
+    }
+    return yield* Effect.fail(invalid)
+  })
+
+/**
+ * HS256 tokens via `jose`; only HS256 is accepted, so `alg: none` and other algorithms fail. Each
+ * token names its signing key (`kid`): `JWT_SECRET` and `JWT_SECRET_PREVIOUS`, or the ring kept in
+ * the database (`TokenKeys.ts`).
+ */
+export const JoseTokensLive = (secret?: string, previous?: string) =>
   Layer.effect(
     TokenIssuer,
     Effect.gen(function*() {
-      // A KeyObject made once: jose would otherwise import raw key bytes on every call.
-      const key = crypto.createSecretKey(yield* signingKey(secret))
+      const keys = yield* tokenKeySource({ secret, previous })
       const ids = yield* Ids
       const invalid = new NotAuthenticated({ message: "Invalid or expired access token" })
       const invalidConsent = new NotAuthenticated({ message: "Invalid or expired consent token" })
@@ -46,14 +64,14 @@ export const JoseTokensLive = (secret?: string) =>
       const verified = new Map<string, { claims: TokenClaims; nbf: number }>()
       return {
         issueConsent: (claims: ConsentTokenClaims) =>
-          Effect.promise(() =>
+          Effect.flatMap(keys.current, ({ key, kid }) => Effect.promise(() =>
             new SignJWT({
               org: claims.org,
               ...(claims.issuer ? { issuer: claims.issuer } : {}),
               ...(claims.metadata ? { metadata: claims.metadata } : {}),
               ...(claims.delegate ? { delegate: claims.delegate } : {})
             })
-              .setProtectedHeader({ alg: "HS256", typ: "JWT" })
+              .setProtectedHeader({ alg: "HS256", typ: "JWT", kid })
               .setAudience(CONSENT_TOKEN_AUDIENCE)
               .setSubject(claims.sub)
               .setIssuedAt(claims.iat)
@@ -61,17 +79,14 @@ export const JoseTokensLive = (secret?: string) =>
               .setExpirationTime(claims.exp)
               .setJti(claims.jti)
               .sign(key)
-          ),
+          )),
         verifyConsent: (token: string, nowSeconds: number) =>
-          Effect.tryPromise({
-            try: () =>
-              jwtVerify(token, key, {
-                algorithms: ["HS256"],
-                audience: CONSENT_TOKEN_AUDIENCE,
-                currentDate: new Date(nowSeconds * 1000)
-              }),
-            catch: () => invalidConsent
-          }).pipe(
+          verifyWith(
+            keys,
+            token,
+            (key) => jwtVerify(token, key, { algorithms: ["HS256"], audience: CONSENT_TOKEN_AUDIENCE, currentDate: new Date(nowSeconds * 1000) }),
+            invalidConsent
+          ).pipe(
             Effect.flatMap(({ payload }) => {
               const { delegate, exp, iat, issuer, jti, metadata, org, sub } = payload as Record<string, unknown>
               if (
@@ -86,10 +101,10 @@ export const JoseTokensLive = (secret?: string) =>
             })
           ),
         issue: (claims: TokenClaims) =>
-          Effect.flatMap(ids.next, (jti) =>
+          Effect.flatMap(Effect.zip(ids.next, keys.current), ([jti, { key, kid }]) =>
             Effect.promise(() =>
               new SignJWT({ kind: claims.kind, ...(claims.org ? { org: claims.org } : {}) })
-                .setProtectedHeader({ alg: "HS256", typ: "JWT" })
+                .setProtectedHeader({ alg: "HS256", typ: "JWT", kid })
                 .setSubject(claims.sub)
                 .setIssuedAt(claims.iat)
                 .setNotBefore(claims.iat)
@@ -102,10 +117,12 @@ export const JoseTokensLive = (secret?: string) =>
           if (hit) {
             return hit.claims.exp > nowSeconds && hit.nbf <= nowSeconds ? Effect.succeed(hit.claims) : Effect.fail(invalid)
           }
-          return Effect.tryPromise({
-            try: () => jwtVerify(token, key, { algorithms: ["HS256"], currentDate: new Date(nowSeconds * 1000) }),
-            catch: () => invalid
-          }).pipe(
+          return verifyWith(
+            keys,
+            token,
+            (key) => jwtVerify(token, key, { algorithms: ["HS256"], currentDate: new Date(nowSeconds * 1000) }),
+            invalid
+          ).pipe(
             Effect.flatMap(({ payload }) => {
               const { aud, exp, iat, kind, org, sub } = payload as Record<string, unknown>
               if (

@@ -148,6 +148,12 @@ const jwtSecret = Config.mapOrFail(raw("JWT_SECRET"), (o) =>
     ? Either.left(invalid("JWT_SECRET", "JWT_SECRET must be at least 32 characters long"))
     : Either.right(Option.getOrUndefined(o)))
 
+/** `JWT_SECRET_PREVIOUS`: the key `JWT_SECRET` replaced, still verifying the tokens it signed. */
+const jwtSecretPrevious = Config.mapOrFail(raw("JWT_SECRET_PREVIOUS"), (o) =>
+  Option.isSome(o) && o.value.length < 32
+    ? Either.left(invalid("JWT_SECRET_PREVIOUS", "JWT_SECRET_PREVIOUS must be at least 32 characters long"))
+    : Either.right(Option.getOrUndefined(o)))
+
 /** `ENCRYPTION_KEY`: 32 bytes as 64 hex characters or base64, read as the secret box reads it. */
 export const encryptionKey = Config.mapOrFail(trimmed("ENCRYPTION_KEY"), (o) => {
   if (Option.isNone(o)) return Either.right(undefined)
@@ -343,6 +349,7 @@ export const platform: Config.Config<Omit<PlatformOptions, "store"> & { readonly
   admin,
   logLevel,
   jwtSecret,
+  jwtSecretPrevious,
   encryptionKey,
   requireExternalKeys,
   smtp,

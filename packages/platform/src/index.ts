@@ -52,6 +52,7 @@ export type { SubscribeOptions, SubscriberMethods } from "./Subscribe.js"
 export { swaggerUiAssets } from "./SwaggerUiAssets.js"
 export { verifyConsentLog } from "./VerifyLog.js"
 export { rotateReceiptSigningKey } from "./ReceiptKeys.js"
+export { rotateTokenSigningKey } from "./TokenKeys.js"
 export type { SubscriberHandler, SubscriberMessage } from "@cmp/webhooks"
 export {
   type OrganizationUserIdAuth,

@@ -55,6 +55,18 @@ describe("REQUIRE_EXTERNAL_KEYS", () => {
     ))))
 })
 
+describe("JWT_SECRET_PREVIOUS", () => {
+  it.effect("is at least 32 characters, as JWT_SECRET is", () =>
+    Effect.gen(function*() {
+      const message = yield* configFailure(
+        Platform.layerConfig({ store: memory, dispatcher: false }).pipe(
+          Layer.provide(fromEnv({ LOG_LEVEL: "None", JWT_SECRET, JWT_SECRET_PREVIOUS: "short" }))
+        )
+      )
+      assert.match(message, /JWT_SECRET_PREVIOUS must be at least 32 characters long/)
+    }))
+})
+
 describe("SMTP_URL and MAIL_FROM", () => {
   it.effect("must be set together, and SMTP_URL must be an smtp URL", () =>
     Effect.gen(function*() {
