@@ -1,9 +1,9 @@
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import { nowIso } from "../Engine/Clock.js"
+import { nowIso, nowMillis } from "../Engine/Clock.js"
 import { ChangeFeed } from "../Engine/ChangeFeed.js"
 import { Storage } from "../Engine/Ports.js"
-import { WebhooksResource } from "./Webhooks.js"
+import { overlapRuns, WebhooksResource } from "./Webhooks.js"
 import { type Endpoint, Endpoints } from "./Ports.js"
 import { SecretBox } from "../Engine/Secrets.js"
 import { WebhookTargets } from "./Targets.js"
@@ -30,12 +30,17 @@ export const EndpointsLive = Effect.gen(function*() {
       if (Option.isNone(row)) return Option.none<Endpoint>()
       const w = row.value
       const auth = w.auth
+      // Read with the row, so no message costs a second read; opened only while the overlap runs.
+      const previous = overlapRuns(w, yield* nowMillis)
+        ? { secret: yield* box.open(w.previous_secret_sealed), expiresAtMs: Date.parse(w.previous_secret_expires_at) }
+        : null
       return Option.some<Endpoint>({
         id: w.id,
         organization_id: w.organization_id,
         url: w.url,
         enabled: w.enabled === true,
         signingSecret: yield* box.open(w.signing_secret_sealed),
+        previousSigningSecret: previous,
         auth: auth && typeof w.auth_client_secret_sealed === "string"
           ? {
             token_url: auth.token_url,
