@@ -52,14 +52,23 @@ export const EndpointsLive = Effect.gen(function*() {
           : null
       })
     })
-  const forget = (id: string) => Effect.sync(() => void kept.delete(id))
+  // Counts the changes heard: a read that began before one (it may hold the row as it was
+  // before a rotation) answers its own message but is not kept for the next ones.
+  let changes = 0
+  const forget = (id: string) =>
+    Effect.sync(() => {
+      changes++
+      kept.delete(id)
+    })
   return Endpoints.of({
     get: (id) =>
       Effect.suspend(() => {
         const now = Date.now()
         const hit = kept.get(id)
         if (hit && hit.until > now) return Effect.succeed(hit.endpoint)
+        const heard = changes
         return Effect.tap(load(id), (endpoint) => {
+          if (heard !== changes) return
           if (kept.size >= 10_000) kept.clear()
           kept.set(id, { endpoint, until: now + ENDPOINT_TTL_MS })
         })
