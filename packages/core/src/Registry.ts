@@ -29,6 +29,7 @@ import {
   ReplayFailedAction,
   WebhooksResource
 } from "./Webhooks/Webhooks.js"
+import { RotateSigningSecretAction } from "./Webhooks/SecretRotation.js"
 import { AcceptInvitationAction, CreateSessionAction } from "./Sessions/Sessions.js"
 import { CreateConsentTokenAction } from "./Consents/ConsentTokens.js"
 import { AttemptsTable, SubscribersTable } from "./Webhooks/Tables.js"
@@ -88,6 +89,7 @@ const declaredActions = [
   CreateSessionAction,
   AcceptInvitationAction,
   PlatformIntegrationSessionAction,
+  RotateSigningSecretAction,
   ReplayFailedAction,
   ReplayDeliveryAction,
   DeliveryStatsAction,

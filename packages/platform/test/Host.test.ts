@@ -76,6 +76,24 @@ describe("createPlatform", () => {
     await expect(cmp.properties.get(theirs.id, { as })).rejects.toMatchObject({ code: 404, name: "NotFound" })
   })
 
+  it("rotates a webhook's signing secret through the host API, typed from the action: a new secret once, the overlap's end, another organization's webhook not found", async () => {
+    const org = await organization("Host Rotation", { webhooks: true })
+    const as = cmp.asOrganization(org.id)
+    const hook = await cmp.webhooks.create({ organization_id: org.id, url: "https://hooks.example/rotation" }, { as })
+    const rotated = await cmp.webhooks.rotateSecret(hook.id, { overlap_s: 3600 }, { as })
+    expect(rotated.signing_secret).toMatch(/^whsec_/)
+    expect(rotated.signing_secret).not.toBe(hook.signing_secret)
+    expect(Date.parse(rotated.previous_secret_expires_at!) - Date.parse(rotated.updated_at)).toBe(3_600_000)
+    const read = await cmp.webhooks.get(hook.id, { as })
+    expect(read.previous_secret_expires_at).toBe(rotated.previous_secret_expires_at)
+    expect(read.signing_secret).toBeUndefined()
+    const at_once = await cmp.webhooks.rotateSecret(hook.id, { overlap_s: 0 }, { as })
+    expect(at_once.previous_secret_expires_at).toBeNull()
+    await expect(cmp.webhooks.rotateSecret(hook.id, { overlap_s: 604_801 }, { as })).rejects.toBeInstanceOf(BadRequest)
+    const other = await organization("Host Rotation Other", { webhooks: true })
+    await expect(cmp.webhooks.rotateSecret(hook.id, {}, { as: cmp.asOrganization(other.id) })).rejects.toBeInstanceOf(NotFound)
+  })
+
   it("count quotas apply; in-process calls are not API requests", async () => {
     const org = await organization("Host D")
     const op = cmp.asOperator()

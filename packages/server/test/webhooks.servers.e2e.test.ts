@@ -1,7 +1,20 @@
 import type { RunningServer } from "@cmp/http-express"
 import { afterAll, describe, expect, it } from "vitest"
 import { useTwoPgServers } from "./api/two-pg-servers.js"
-import { as, createEvent, createHook, deliveriesOf, DISPATCHER, operatorOf, purposes, type Receiver, receiver, storeKind, type Tenant } from "./helpers.js"
+import {
+  as,
+  createEvent,
+  createHook,
+  deliveriesOf,
+  DISPATCHER,
+  operatorOf,
+  purposes,
+  type Receiver,
+  receiver,
+  storeKind,
+  type Tenant,
+  verifyAtItsTime
+} from "./helpers.js"
 
 /**
  * Two servers on one PostgreSQL database hear each other's changes (LISTEN/NOTIFY): a webhook
@@ -58,6 +71,25 @@ describe.runIf(storeKind === "postgres")("two servers hear each other's webhook 
     const event = await createEvent(t, "rung", purposes(["analytics", true]))
     const [arrived] = await hook.waitFor(1, 15_000)
     expect(JSON.parse(arrived!.body).parameters.entity.id).toBe(event.id)
+  }, 30_000)
+
+  it("a signing secret rotated through one server signs the other's next message beside the old one", async () => {
+    const [a] = servers as [RunningServer, RunningServer]
+    const t = await (await operatorOf(a.url)).tenant()
+    const hook = await track(receiver())
+    const created = await createHook(t, hook.url, events)
+    // B's dispatcher reads, and keeps, the webhook with its one secret.
+    await createEvent(t, "before", purposes(["analytics", true]))
+    const [first] = await hook.waitFor(1, 15_000)
+    expect(String(first!.headers["webhook-signature"]).split(" ")).toHaveLength(1)
+
+    const rotated = await t.call("POST", `/v1/webhooks/${created.id}/rotate-secret`, { body: { overlap_s: 600 } })
+    expect(rotated.status, rotated.text).toBe(200)
+    await createEvent(t, "after", purposes(["analytics", false]))
+    const [, second] = await hook.waitFor(2, 15_000)
+    expect(String(second!.headers["webhook-signature"]).split(" ")).toHaveLength(2)
+    expect(verifyAtItsTime(rotated.body.signing_secret, second!)).toEqual(JSON.parse(second!.body))
+    expect(verifyAtItsTime(created.signing_secret, second!)).toEqual(JSON.parse(second!.body))
   }, 30_000)
 })
 

@@ -69,6 +69,8 @@ const setup = Effect.gen(function*() {
     regulations: ["gdpr"],
     auth: null,
     signing_secret_sealed: "sealed:whsec_x",
+    previous_secret_sealed: null,
+    previous_secret_expires_at: null,
     auth_client_secret_sealed: null,
     created_at: iso(T0),
     updated_at: iso(T0),

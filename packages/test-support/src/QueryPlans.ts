@@ -145,6 +145,8 @@ const seed = Effect.gen(function*() {
     regulations: [],
     auth: null,
     signing_secret_sealed: "sealed:whsec_x",
+    previous_secret_sealed: null,
+    previous_secret_expires_at: null,
     auth_client_secret_sealed: null,
     created_at: now,
     updated_at: now,

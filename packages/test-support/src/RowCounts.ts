@@ -110,6 +110,8 @@ const hook = (id: string, organizationId: string) => ({
   regulations: [],
   auth: null,
   signing_secret_sealed: "sealed",
+  previous_secret_sealed: null,
+  previous_secret_expires_at: null,
   auth_client_secret_sealed: null,
   created_at: at(0),
   updated_at: at(0),

@@ -419,7 +419,11 @@ export const migrationSuite = (name: string, options: {
             "gpc_override"
           ]))
         yield* sql`INSERT INTO consent_events ${sql.insert(events)}`
-        yield* sql`INSERT INTO webhooks ${sql.insert(rawRow(dialect, WebhooksResource.tableDef, { id: "w1", organization_id: "o1", event_types: "[]", regulations: "[]" }))}`
+        const webhook = rawRow(dialect, WebhooksResource.tableDef, { id: "w1", organization_id: "o1", event_types: "[]", regulations: "[]" }, [
+          "previous_secret_sealed",
+          "previous_secret_expires_at"
+        ])
+        yield* sql`INSERT INTO webhooks ${sql.insert(webhook)}`
         const messages = [["m1", "pending"], ["m2", "pending"], ["m3", "delivered"], ["m4", "failed"]].map(([id, status], n) =>
           rawRow(dialect, DeliveriesTable, { id, organization_id: "o1", webhook_id: "w1", status, created_at: at(n) }))
         yield* sql`INSERT INTO webhook_deliveries ${sql.insert(messages)}`

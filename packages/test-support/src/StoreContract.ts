@@ -1506,6 +1506,8 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
         regulations: ["gdpr"],
         auth: null,
         signing_secret_sealed: "sealed",
+        previous_secret_sealed: null,
+        previous_secret_expires_at: null,
         auth_client_secret_sealed: null,
         created_at: at(0),
         updated_at: at(0),

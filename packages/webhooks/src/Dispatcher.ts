@@ -122,12 +122,17 @@ const build = (config: DispatcherConfig, subscribers: SubscribersService | undef
     const callTimeout = (leaseUntilMs: number) =>
       Effect.map(Clock.currentTimeMillis, (now) => Math.max(1, Math.min(timeoutMs, leaseUntilMs - now)))
 
-    /** Signs and sends the exact body; the signature gets this attempt's timestamp. */
+    /**
+     * Signs and sends the exact body; the signature gets this attempt's timestamp, and the
+     * secret a rotation replaced signs too while its overlap runs at this attempt's time.
+     */
     const sendSigned = (message: DeliveryRecord, endpoint: Endpoint, body: string, token: string | null, leaseUntilMs: number) =>
       Effect.gen(function*() {
         const nowMs = yield* Clock.currentTimeMillis
+        const previous = endpoint.previousSigningSecret
         const signature = yield* sign({
           secret: endpoint.signingSecret,
+          previousSecret: previous != null && nowMs < previous.expiresAtMs ? previous.secret : undefined,
           msgId: message.id,
           timestampSeconds: Math.floor(nowMs / 1000),
           body

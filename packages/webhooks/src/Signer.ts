@@ -15,32 +15,33 @@ export interface SignatureHeaders {
   readonly "webhook-id": string
   /** Unix seconds. */
   readonly "webhook-timestamp": string
-  /** `v1,<base64 HMAC-SHA256>`. */
+  /** `v1,<base64 HMAC-SHA256>`, or two of them, space-separated, during a rotation's overlap. */
   readonly "webhook-signature": string
 }
 
 /**
  * The three signature headers for one request. `msgId` is the message id, the same on every
  * retry so receivers can deduplicate; `timestampSeconds` is the time of this attempt.
- * Fails when the secret is not a usable `whsec_` / base64 key.
+ * With `previousSecret` (a rotation's overlap), `webhook-signature` holds two signatures,
+ * space-separated, the current secret's first: a receiver verifies with either secret.
+ * Fails when a secret is not a usable `whsec_` / base64 key.
  */
 export const sign = (options: {
   readonly secret: string
+  readonly previousSecret?: string | undefined
   readonly msgId: string
   readonly timestampSeconds: number
   readonly body: string
 }): Effect.Effect<SignatureHeaders, SignError> =>
   Effect.try({
     try: () => {
-      const signature = new Webhook(options.secret).sign(
-        options.msgId,
-        new Date(options.timestampSeconds * 1000),
-        options.body
-      )
+      const at = new Date(options.timestampSeconds * 1000)
+      const signatures = [options.secret, ...(options.previousSecret === undefined ? [] : [options.previousSecret])]
+        .map((secret) => new Webhook(secret).sign(options.msgId, at, options.body))
       return {
         "webhook-id": options.msgId,
         "webhook-timestamp": String(options.timestampSeconds),
-        "webhook-signature": signature
+        "webhook-signature": signatures.join(" ")
       }
     },
     catch: (e) => new SignError({ message: `signing failed: ${e instanceof Error ? e.message : String(e)}` })

@@ -31,6 +31,20 @@ describe("Signer", () => {
       assert.throws(() => new Webhook(newSecret()).verify(body, { ...headers }))
     }))
 
+  it.effect("with a previous secret: two signatures, the current one's first, each verifying with its own secret", () =>
+    Effect.gen(function*() {
+      const current = newSecret()
+      const previous = newSecret()
+      const now = Math.floor(Date.now() / 1000)
+      const headers = yield* sign({ secret: current, previousSecret: previous, msgId: "msg_1", timestampSeconds: now, body })
+      assert.match(headers["webhook-signature"], /^v1,[A-Za-z0-9+/]+=* v1,[A-Za-z0-9+/]+=*$/)
+      const alone = yield* sign({ secret: current, msgId: "msg_1", timestampSeconds: now, body })
+      assert.strictEqual(headers["webhook-signature"].split(" ")[0], alone["webhook-signature"])
+      assert.deepStrictEqual(new Webhook(current).verify(body, { ...headers }), JSON.parse(body))
+      assert.deepStrictEqual(new Webhook(previous).verify(body, { ...headers }), JSON.parse(body))
+      assert.throws(() => new Webhook(newSecret()).verify(body, { ...headers }))
+    }))
+
   it.effect("the same message signed at another time gets another signature", () =>
     Effect.gen(function*() {
       const secret = newSecret()

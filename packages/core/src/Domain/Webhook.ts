@@ -69,8 +69,13 @@ export const Webhook = Schema.Struct({
   /** Default `["gdpr"]`. */
   regulations: Schema.Array(Regulation),
   auth: opt(WebhookAuth),
-  /** `whsec_` + base64 of 32 random bytes; shown once, on creation. */
+  /** `whsec_` + base64 of 32 random bytes; shown once, on creation and on each rotation. */
   signing_secret: Schema.optional(Schema.String),
+  /**
+   * Output only: while a rotation's overlap runs, when the replaced secret stops signing
+   * messages beside the current one; null when no overlap runs.
+   */
+  previous_secret_expires_at: opt(Timestamp),
   ...Audit
 })
 export type Webhook = typeof Webhook.Type
@@ -100,6 +105,29 @@ export const WebhookUpdate = Schema.Struct({
   regulations: Schema.Array(Regulation),
   auth: opt(WebhookAuthInput)
 }).annotations({ examples: [{ ...exampleWebhook, auth: null }] })
+
+// ---------------------------------------------------------------- signing secret rotation
+
+/** The longest overlap of a rotation: a week. */
+export const MAX_SECRET_OVERLAP_S = 604_800
+/** The overlap of a rotation that names none: a day. */
+export const DEFAULT_SECRET_OVERLAP_S = 86_400
+
+const overlapMessage = () => `must be an integer from 0 to ${MAX_SECRET_OVERLAP_S} (seconds)`
+
+/**
+ * The body of a rotation of a webhook's signing secret (optional): how many seconds the replaced
+ * secret keeps signing beside the new one; 0 stops it at once.
+ */
+export const WebhookSecretRotation = Schema.Struct({
+  overlap_s: Schema.optional(
+    Schema.Number.pipe(
+      Schema.int({ message: overlapMessage }),
+      Schema.between(0, MAX_SECRET_OVERLAP_S, { message: overlapMessage })
+    )
+  )
+}).annotations({ examples: [{ overlap_s: DEFAULT_SECRET_OVERLAP_S }] })
+export type WebhookSecretRotation = typeof WebhookSecretRotation.Type
 
 // ---------------------------------------------------------------- delivery log
 

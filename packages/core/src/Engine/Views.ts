@@ -25,9 +25,17 @@ export const toOutput = <S extends Shape>(def: Declared<S>, row: S["stored"], re
   return out as S["output"]
 }
 
+/** Values shown once (a secret on its creation) are part of the answer whoever presents the row. */
+const revealed = <S extends Shape>(def: Declared<S>, output: S["output"], reveal: Row | undefined): S["output"] => {
+  if (reveal === undefined) return output
+  const shown: Row = { ...output }
+  for (const [k, v] of Object.entries(reveal)) if (Object.hasOwn(def.outputFields, k)) shown[k] = v
+  return shown as S["output"]
+}
+
 /** The output of a row in a request's view: the resource's own `present`, or its fields. */
 export const outputOf = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, row: S["stored"], view: View, reveal?: Row): S["output"] =>
-  def.hooks.present ? def.hooks.present(row, view) : toOutput(def, row, reveal)
+  def.hooks.present ? revealed(def, def.hooks.present(row, view), reveal) : toOutput(def, row, reveal)
 
 /** The outputs of rows in a request's view: the resource's own `presentAll`, else each row's `outputOf`. */
 export const outputsOf = <S extends Shape, R, C>(
@@ -40,7 +48,7 @@ export const outputsOf = <S extends Shape, R, C>(
 /** The output of one row in a request's view, through `presentAll` when the resource has it. */
 export const outputOfRow = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, row: S["stored"], view: View, reveal?: Row) =>
   def.hooks.presentAll
-    ? Effect.map(def.hooks.presentAll([row], view), (outs) => outs[0]!)
+    ? Effect.map(def.hooks.presentAll([row], view), (outs) => revealed(def, outs[0]!, reveal))
     : Effect.succeed(outputOf(def, row, view, reveal))
 
 const badView = (name: string, message: string) =>

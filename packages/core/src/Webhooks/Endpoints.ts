@@ -1,9 +1,9 @@
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import { nowIso } from "../Engine/Clock.js"
+import { nowIso, nowMillis } from "../Engine/Clock.js"
 import { ChangeFeed } from "../Engine/ChangeFeed.js"
 import { Storage } from "../Engine/Ports.js"
-import { WebhooksResource } from "./Webhooks.js"
+import { overlapRuns, WebhooksResource } from "./Webhooks.js"
 import { type Endpoint, Endpoints } from "./Ports.js"
 import { SecretBox } from "../Engine/Secrets.js"
 import { WebhookTargets } from "./Targets.js"
@@ -30,12 +30,17 @@ export const EndpointsLive = Effect.gen(function*() {
       if (Option.isNone(row)) return Option.none<Endpoint>()
       const w = row.value
       const auth = w.auth
+      // Read with the row, so no message costs a second read; opened only while the overlap runs.
+      const previous = overlapRuns(w, yield* nowMillis)
+        ? { secret: yield* box.open(w.previous_secret_sealed), expiresAtMs: Date.parse(w.previous_secret_expires_at) }
+        : null
       return Option.some<Endpoint>({
         id: w.id,
         organization_id: w.organization_id,
         url: w.url,
         enabled: w.enabled === true,
         signingSecret: yield* box.open(w.signing_secret_sealed),
+        previousSigningSecret: previous,
         auth: auth && typeof w.auth_client_secret_sealed === "string"
           ? {
             token_url: auth.token_url,
@@ -47,14 +52,23 @@ export const EndpointsLive = Effect.gen(function*() {
           : null
       })
     })
-  const forget = (id: string) => Effect.sync(() => void kept.delete(id))
+  // Counts the changes heard: a read that began before one (it may hold the row as it was
+  // before a rotation) answers its own message but is not kept for the next ones.
+  let changes = 0
+  const forget = (id: string) =>
+    Effect.sync(() => {
+      changes++
+      kept.delete(id)
+    })
   return Endpoints.of({
     get: (id) =>
       Effect.suspend(() => {
         const now = Date.now()
         const hit = kept.get(id)
         if (hit && hit.until > now) return Effect.succeed(hit.endpoint)
+        const heard = changes
         return Effect.tap(load(id), (endpoint) => {
+          if (heard !== changes) return
           if (kept.size >= 10_000) kept.clear()
           kept.set(id, { endpoint, until: now + ENDPOINT_TTL_MS })
         })

@@ -99,6 +99,11 @@ export interface Endpoint {
   readonly enabled: boolean
   /** `whsec_…`, for the Standard Webhooks signature. */
   readonly signingSecret: string
+  /**
+   * The secret a rotation replaced, while its overlap runs: messages sent before `expiresAtMs`
+   * carry its signature after the current one's.
+   */
+  readonly previousSigningSecret?: { readonly secret: string; readonly expiresAtMs: number } | null | undefined
   readonly auth: {
     readonly token_url: string
     readonly client_id: string

@@ -54,7 +54,8 @@ export const checkReceiverUrl = (url: string, fieldName: string, allowHosts: Rea
 
 // ---------------------------------------------------------------- configuration
 
-const signingSecret = () => {
+/** A new signing secret: `whsec_` + base64 of 32 random bytes. */
+export const newSigningSecret = () => {
   const bytes = new Uint8Array(32)
   globalThis.crypto.getRandomValues(bytes)
   return `whsec_${btoa(String.fromCharCode(...bytes))}`
@@ -76,9 +77,32 @@ const Webhooks = declareResource({
   transient: ["signing_secret"],
   // Every answer: receiver and token URLs often carry a credential in their path or query.
   revealsCredentials: "every",
-  privateFields: { signing_secret_sealed: field.string, auth_client_secret_sealed: field.optionalString },
+  // The secret a rotation replaced, sealed like the current one, kept while its overlap runs
+  // (`previous_secret_expires_at`); never shown.
+  privateFields: {
+    signing_secret_sealed: field.string,
+    previous_secret_sealed: field.optionalString,
+    auth_client_secret_sealed: field.optionalString
+  },
   defaults: { enabled: true, event_types: [], flatten: false, regulations: ["gdpr"], auth: null }
 })
+
+/**
+ * Whether a rotation's overlap still runs at `nowMs`: its replaced secret signs beside the
+ * current one until `previous_secret_expires_at`. The columns stay once it has passed; they are
+ * read as no overlap.
+ */
+export const overlapRuns = (
+  row: { readonly previous_secret_sealed: string | null; readonly previous_secret_expires_at: string | null },
+  nowMs: number
+): row is { readonly previous_secret_sealed: string; readonly previous_secret_expires_at: string } =>
+  row.previous_secret_sealed !== null && row.previous_secret_expires_at !== null &&
+  Date.parse(row.previous_secret_expires_at) > nowMs
+
+/** A webhook as answered: the end of an overlap only while it runs, null otherwise. */
+const presentWebhooks = (rows: ReadonlyArray<StoredRow<typeof Webhooks>>) =>
+  Effect.map(nowMillis, (nowMs) =>
+    rows.map((row) => toOutput(Webhooks, overlapRuns(row, nowMs) ? row : { ...row, previous_secret_expires_at: null })))
 
 /** Splits write-only secrets out of the input into sealed private columns. */
 const sealAuth = (row: StoredRow<typeof Webhooks>, input: { readonly auth?: WebhookAuthInput | null | undefined }) =>
@@ -100,7 +124,7 @@ export const WebhooksResource = Webhooks.with<Endpoints | WebhookTargets>({
       Effect.gen(function*() {
         const settings = yield* Settings
         yield* checkReceiverUrl(row.url, "url", settings.webhookAllowHosts)
-        const secret = signingSecret()
+        const secret = newSigningSecret()
         const sealed = yield* Effect.flatMap(SecretBox, (box) => box.seal(secret))
         const withAuth = yield* sealAuth({ ...row, signing_secret_sealed: sealed }, input)
         return { row: withAuth, reveal: { signing_secret: secret } }
@@ -114,7 +138,8 @@ export const WebhooksResource = Webhooks.with<Endpoints | WebhookTargets>({
     afterCreate: (_p, row) => announceWebhookChange(row.organization_id, row.id),
     afterUpdate: (_p, _before, after) => announceWebhookChange(after.organization_id, after.id),
     afterRemove: (_p, removed) => announceWebhookChange(removed.organization_id, removed.id),
-    afterCommit: (output) => Effect.zipRight(forgetEndpoint(output.id), forgetTargets(output.organization_id))
+    afterCommit: (output) => Effect.zipRight(forgetEndpoint(output.id), forgetTargets(output.organization_id)),
+    presentAll: (rows) => presentWebhooks(rows)
   }
 })
 

@@ -175,13 +175,18 @@ const eventToday = (old: any) => ({ ...old, delegate: null, proofs_id: [], notic
 const domainVerification = (old: any) =>
   old.usage === "cmp" ? null : { record: `_cmp-verify.${old.id}`, value: expect.stringMatching(/^[0-9a-f]{48,64}$/) }
 
-/** Organizations gained the date before which they refuse consent tokens, secrets whether they require expirations: none. */
+/**
+ * Organizations gained the date before which they refuse consent tokens, secrets whether they
+ * require expirations, webhooks the end of a rotation's overlap: none.
+ */
 const addedLater: ReadonlyArray<readonly [string, (old: any) => any]> = [
   ["/v1/organizations", (old) => ({ ...old, consent_tokens_revoked_before: null })],
   // Page hosts gained the TXT record that proves them, random per domain (a cmp domain has none),
   // and every domain the reason of a failure: none.
   ["/v1/domains", (old) => ({ ...old, verification: domainVerification(old), failure_reason: null })],
-  ["/v1/secrets", (old) => ({ ...old, require_expiration: false })]
+  ["/v1/secrets", (old) => ({ ...old, require_expiration: false })],
+  // Webhooks (not their deliveries) gained the end of a signing secret's overlap: none running.
+  ["/v1/webhooks(?!/deliveries)", (old) => ({ ...old, previous_secret_expires_at: null })]
 ]
 
 /** An old answer in today's contract: consent users changed shape, quotas and events gained a field. */

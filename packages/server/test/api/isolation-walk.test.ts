@@ -589,7 +589,18 @@ const SUB_PATH_CONTROL: Record<string, number> = {
   "GET /v1/consents/proofs/{id}/file": 200,
   "GET /v1/consents/proof-reports/{id}/pdf": 200,
   // A's message is still pending: replaying it is a conflict, which still shows the route reached it.
-  "POST /v1/webhooks/deliveries/{id}/replay": 409
+  "POST /v1/webhooks/deliveries/{id}/replay": 409,
+  // A's own webhook gets a new secret; B's (never rotated) reads back unchanged at the end.
+  "POST /v1/webhooks/{id}/rotate-secret": 200
+}
+
+/**
+ * Bodies a sub-path of an item is also walked with, beyond none: B's webhook rotated at once or
+ * with the longest overlap must be refused as an unknown id, and its row (secrets included, as
+ * its version shows) reads back unchanged.
+ */
+const SUB_PATH_BODIES: Record<string, ReadonlyArray<unknown>> = {
+  "POST /v1/webhooks/{id}/rotate-secret": [{ overlap_s: 0 }, { overlap_s: 604_800 }]
 }
 
 interface Attack {
@@ -749,6 +760,9 @@ const attacksFor = (who: Walker): Array<Attack> => {
           expect: [status],
           control: expected === undefined ? undefined : { url: urlOf(aId), expect: expected }
         })
+        for (const body of SUB_PATH_BODIES[opName] ?? []) {
+          add({ what: `B's id, ${JSON.stringify(body)}`, method: method.toUpperCase(), url: urlOf(bId), body, expect: [status] })
+        }
         continue
       }
       if (method === "get") {
