@@ -156,11 +156,11 @@ describe("actions", () => {
     expect(rotated.secret).toMatch(/^sk_/)
     expect(rotated.secret).not.toBe(key.secret)
     expect(rotated).not.toHaveProperty("previous_secret_hash")
-    const renewed = await acme.organizations.rotatePublicKey(org.id)
+    const renewed = await acme.organizations.rotatePublicKey(org.id, {})
     expect(renewed.public_api_key).not.toBe(org.public_api_key)
     expect(renewed.previous_key_expires_at).toBeTypeOf("string")
     const other = await organization("Actions R2")
-    await expect(cmp.forOrganization(other.id).keys.rotateSecret(key.id)).rejects.toBeInstanceOf(NotFound)
+    await expect(cmp.forOrganization(other.id).keys.rotateSecret(key.id, {})).rejects.toBeInstanceOf(NotFound)
   })
 
   it("answer as Effects too", async () => {
