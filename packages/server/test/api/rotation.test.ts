@@ -22,7 +22,7 @@ import { type TestTenant, useServer } from "./fixture.js"
 
 /** Public writes of a test come from one address: the rate limits have their own file. */
 const unlimited = { publicRateLimit: { perKey: 1_000_000, perAddress: 1_000_000 } }
-const { server } = useServer(unlimited)
+const { server } = useServer({ webhookAllowHosts: ["127.0.0.1"], ...unlimited })
 
 const HOUR = 3_600_000
 const DAY = 24 * HOUR
@@ -71,9 +71,9 @@ const rotatePublicKey = (t: { readonly call: TestTenant["call"] }, id: string, b
   t.call("POST", `/v1/organizations/${encodeURIComponent(id)}/rotate-public-key`, body === undefined ? {} : { body })
 
 /** A guest's choice as a page records it with the organization's public key. */
-const publicWrite = (t: TestTenant, key: string) =>
+const publicWrite = (t: TestTenant, key: string, origin?: string) =>
   call(server.url, "POST", "/v1/consents/events", {
-    headers: { "x-public-api-key": key },
+    headers: { "x-public-api-key": key, ...(origin === undefined ? {} : { origin }) },
     body: { organization_id: t.org.id, user: { id: unique("device") }, consents: { purposes: [{ id: "analytics", enabled: true }] } }
   })
 
@@ -291,6 +291,42 @@ describe("rotating an organization's public key", () => {
       expect(Object.keys(bad.body.errors)).toEqual(["previous_key_expires_at"])
     }
     expect((await t.call("GET", `/v1/organizations/${t.org.id}`)).body.public_api_key).toBe(r.body.public_api_key)
+  })
+
+  it("a write with either key queues event.created whose source is the public key, never either key's value", async () => {
+    const t = await tenant({ ...GUESTS, webhooks: true })
+    const hook = await t.call("POST", "/v1/webhooks", { body: { organization_id: t.org.id, url: "http://127.0.0.1:9/hook" } })
+    expect(hook.status, hook.text).toBe(201)
+    const old = t.org.public_api_key as string
+    const fresh = (await rotatePublicKey(t, t.org.id)).body.public_api_key as string
+    const written = []
+    for (const key of [old, fresh]) {
+      const w = await publicWrite(t, key)
+      expect(w.status, w.text).toBe(201)
+      written.push(w.body.id)
+    }
+    const log = await t.call("GET", `/v1/webhooks/deliveries?organization_id=${t.org.id}&webhook_id=${hook.body.id}&$limit=100`)
+    expect(log.status, log.text).toBe(200)
+    const created = log.body.data.filter((d: any) => d.event_type === "event.created")
+    expect(created.map((d: any) => d.payload.parameters.entity.id).sort()).toEqual(written.sort())
+    for (const d of created) expect(d.payload.parameters.source).toEqual({ type: "public-key", organization_id: t.org.id })
+    expect(log.text).not.toContain(old)
+    expect(log.text).not.toContain(fresh)
+  })
+
+  it("the old key is served from the organization's origins only, as the new one is", async () => {
+    const t = await tenant(GUESTS)
+    const shop = `https://${unique("shop")}.example.com`
+    const property = await t.call("POST", "/v1/properties", { body: { organization_id: t.org.id, name: unique("Shop"), website: shop } })
+    expect(property.status, property.text).toBe(201)
+    const old = t.org.public_api_key as string
+    const fresh = (await rotatePublicKey(t, t.org.id)).body.public_api_key as string
+    for (const key of [old, fresh]) {
+      const served = await publicWrite(t, key, shop)
+      expect(served.status, served.text).toBe(201)
+      expect(served.headers.get("access-control-allow-origin")).toBe(shop)
+      expect403(await publicWrite(t, key, `https://${unique("elsewhere")}.example.com`))
+    }
   })
 
   it("rotating again ends the key replaced before at once", async () => {
