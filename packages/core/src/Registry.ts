@@ -8,6 +8,7 @@ import { Relations } from "./Engine/Relations.js"
 import type { AnyShape, CoreServices } from "./Engine/Shape.js"
 import type { PortsOf, ResourceDef } from "./Engine/Resource.js"
 import { ApiKeysResource } from "./Accounts/ApiKeys.js"
+import { RotateKeySecretAction, RotatePublicKeyAction } from "./Accounts/CredentialRotation.js"
 import { MembersResource } from "./Accounts/Members.js"
 import { OrganizationsResource } from "./Accounts/Organizations.js"
 import { PremiumFeaturesResource, QuotasResource } from "./Accounts/Plans.js"
@@ -89,6 +90,8 @@ const declaredActions = [
   CreateSessionAction,
   AcceptInvitationAction,
   PlatformIntegrationSessionAction,
+  RotateKeySecretAction,
+  RotatePublicKeyAction,
   RotateSigningSecretAction,
   ReplayFailedAction,
   ReplayDeliveryAction,

@@ -23,6 +23,15 @@ export * from "./Engine/Relations.js"
 export { OrganizationsResource, provisionOrganization } from "./Accounts/Organizations.js"
 export { PremiumFeaturesResource, QuotasResource } from "./Accounts/Plans.js"
 export { ApiKeysResource } from "./Accounts/ApiKeys.js"
+export {
+  RotateKeySecretAction,
+  rotateKeySecret,
+  RotatePublicKeyAction,
+  rotatePublicKey,
+  RotatePublicKeyInput,
+  RotateSecretInput,
+  rotationBounds
+} from "./Accounts/CredentialRotation.js"
 export { SecretsResource } from "./Accounts/Secrets.js"
 export { findPersonByEmail, MembersResource, membershipsOf } from "./Accounts/Members.js"
 export { Tables } from "./Accounts/AccountTables.js"

@@ -147,6 +147,22 @@ describe("actions", () => {
     expect(links.data).toEqual([])
   })
 
+  it("rotate a key's secret and an organization's public key, typed from their declarations", async () => {
+    const org = await organization("Actions R")
+    const acme = cmp.forOrganization(org.id)
+    const key = await acme.keys.create({ organization_id: org.id, name: "rotated" })
+    const rotated = await acme.keys.rotateSecret(key.id, { previous_secret_expires_at: new Date(Date.now() + 3_600_000).toISOString() })
+    expectTypeOf(rotated.previous_secret_expires_at).toEqualTypeOf<string | null | undefined>()
+    expect(rotated.secret).toMatch(/^sk_/)
+    expect(rotated.secret).not.toBe(key.secret)
+    expect(rotated).not.toHaveProperty("previous_secret_hash")
+    const renewed = await acme.organizations.rotatePublicKey(org.id, {})
+    expect(renewed.public_api_key).not.toBe(org.public_api_key)
+    expect(renewed.previous_key_expires_at).toBeTypeOf("string")
+    const other = await organization("Actions R2")
+    await expect(cmp.forOrganization(other.id).keys.rotateSecret(key.id, {})).rejects.toBeInstanceOf(NotFound)
+  })
+
   it("answer as Effects too", async () => {
     const org = await organization("Actions C")
     const missing = await Effect.runPromise(Effect.either(cmp.forOrganization(org.id).effect.webhooks.deliveries.replayOne("nope")))

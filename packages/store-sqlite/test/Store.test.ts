@@ -52,6 +52,8 @@ describe("SqliteStore", () => {
     enabled: true,
     is_internal: true,
     secret_hash: "hash",
+    previous_secret_hash: null,
+    previous_secret_expires_at: null,
     created_at: "2024-01-01T00:00:00.000Z",
     updated_at: "2024-01-01T00:00:00.000Z",
     version: 1

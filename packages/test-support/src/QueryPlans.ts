@@ -467,4 +467,15 @@ export const queryPlanSuite = (name: string, makeStore: () => Layer.Layer<StoreP
           ["consent_users", "consent_events"]
         )
       }))
+
+    it.effect("a public key no organization holds is looked for as a current key, then as a replaced one, each by its index", () =>
+      Effect.gen(function*() {
+        const { dialect } = yield* Seeded
+        const { plans, result } = yield* plansOf(Effect.either(authenticatePublicKey(`pk_${"n".repeat(32)}`)), true)
+        assert.isTrue(result._tag === "Left")
+        const lookUps = plans.filter((p) => /\borganizations\b/.test(p.statement))
+        assert.deepStrictEqual(lookUps.map((p) => /previous_public_api_key/.test(p.statement)), [false, true])
+        const whole = lookUps.filter((p) => (dialect === "pg" ? /"Seq Scan"/.test(p.plan) : /\bSCAN organizations\b/.test(p.plan)))
+        assert.deepStrictEqual(whole.map((p) => `${p.statement}\n  plan ${p.plan}`), [])
+      }))
   })

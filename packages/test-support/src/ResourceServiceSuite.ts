@@ -20,7 +20,8 @@ import {
   Tables,
   type TokenClaims,
   UsageStore,
-  type DomainError
+  type DomainError,
+  rotateKeySecret
 } from "@cmp/core"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -510,7 +511,7 @@ export const resourceServiceSuite = (name: string, makeStore: () => Layer.Layer<
           expect(got).not.toHaveProperty("secret")
           expect(got).not.toHaveProperty("secret_hash")
           expect(Object.keys(got).sort()).toEqual(
-            ["created_at", "description", "enabled", "id", "is_internal", "name", "organization_id", "updated_at", "version"]
+            ["created_at", "description", "enabled", "id", "is_internal", "name", "organization_id", "previous_secret_expires_at", "updated_at", "version"]
           )
           const found = yield* RS.find(ApiKeysResource, w.clientA, { name: "new" })
           expect(found.data[0]).not.toHaveProperty("secret")
@@ -523,6 +524,24 @@ export const resourceServiceSuite = (name: string, makeStore: () => Layer.Layer<
             keyId: created.id,
             organizationId: w.orgA
           })
+        }).pipe(Effect.provide(testLayer())))
+
+      it.effect("a rotation keeps the replaced secret hashed as the current one is, until its date, and never shows either hash", () =>
+        Effect.gen(function*() {
+          const w = yield* world()
+          const created = yield* RS.create(ApiKeysResource, w.clientA, { organization_id: w.orgA, name: "rotated" })
+          const rotated = yield* rotateKeySecret(w.clientA, created.id as string, {})
+          const stored = Option.getOrThrow(yield* storedRow(Tables.keys, created.id as string))
+          expect(stored.secret_hash).toBe(`h:${rotated.secret}`)
+          expect(stored.previous_secret_hash).toBe(`h:${created.secret}`)
+          expect(stored.previous_secret_expires_at).toBe(new Date(T0 + 86_400_000).toISOString())
+          expect(rotated.previous_secret_expires_at).toBe(stored.previous_secret_expires_at)
+          expect(JSON.stringify(rotated)).not.toContain("h:")
+          for (const secret of [created.secret as string, rotated.secret as string]) {
+            expect(yield* login(created.id as string, secret)).toMatchObject({ _tag: "Client", keyId: created.id })
+          }
+          yield* TestClock.adjust("1 day")
+          expect((yield* Effect.flip(login(created.id as string, created.secret as string)))._tag).toBe("InvalidInput")
         }).pipe(Effect.provide(testLayer())))
     })
 

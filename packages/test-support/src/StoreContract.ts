@@ -1210,6 +1210,8 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
             enabled: true,
             is_internal: true,
             secret_hash: "hash-1",
+            previous_secret_hash: null,
+            previous_secret_expires_at: null,
             created_at: "2024-05-06T07:08:09.010Z",
             updated_at: "2024-05-06T07:08:09.010Z",
             version: 1
@@ -1227,6 +1229,12 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
           const dup = yield* Effect.flip(keys.create({ ...external, id: "key-3" }))
           assert.instanceOf(dup, Conflict)
           assert.deepStrictEqual(Object.keys(dup.errors ?? {}), ["name"])
+          // A rotation keeps the replaced secret's hash and its date; a later one clears them.
+          const rotated = yield* keys.patch("key-2", { secret_hash: "hash-3", previous_secret_hash: "hash-1", previous_secret_expires_at: "2024-05-07T07:08:09.010Z" }, 1)
+          assert.deepStrictEqual(rotated, { ...external, secret_hash: "hash-3", previous_secret_hash: "hash-1", previous_secret_expires_at: "2024-05-07T07:08:09.010Z", version: 2 })
+          assert.deepStrictEqual(yield* keys.get("key-2"), Option.some(rotated))
+          const ended = yield* keys.patch("key-2", { previous_secret_hash: null, previous_secret_expires_at: null }, 2)
+          assert.deepStrictEqual(ended, { ...rotated, previous_secret_hash: null, previous_secret_expires_at: null, version: 3 })
         })))
 
       it.effect("every core table is queryable with its default sort", () =>

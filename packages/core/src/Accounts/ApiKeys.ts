@@ -38,7 +38,8 @@ export const ApiKeysResource = defineResource({
   ownerField: "organization_id",
   transient: ["secret"],
   revealsCredentials: "create",
-  privateFields: { secret_hash: field.string },
+  // The secret a rotation replaced, hashed like the current one, and kept until its date.
+  privateFields: { secret_hash: field.string, previous_secret_hash: field.optionalString },
   unique: [["organization_id", "name"]],
   defaults: { enabled: true, is_internal: false },
   ports: portList<CredentialCache | ConsentTokenStates>(CredentialCache, ConsentTokenStates),

@@ -34,6 +34,8 @@ export const ensureOperatorOrganization = Effect.gen(function*() {
     iab_tcf_cmp_id: null,
     allow_chat_support: false,
     consent_tokens_revoked_before: null,
+    previous_key_expires_at: null,
+    previous_public_api_key: null,
     crm_account_id: null,
     created_by_person_id: null,
     created_at: now,
@@ -57,6 +59,8 @@ const createOperatorKeyRow = (id: string, secret: string, name: string) =>
       enabled: true,
       is_internal: true,
       secret_hash,
+      previous_secret_hash: null,
+      previous_secret_expires_at: null,
       created_at: now,
       updated_at: now,
       version: 1

@@ -10,6 +10,16 @@ import { KeptValues, readThrough } from "../Engine/KeptValues.js"
 export type CredentialTable = "api_keys" | "platform_integrations" | "public_keys"
 
 /**
+ * Whom a credential belongs to, and, for one a rotation replaced (a previous public key), the
+ * date it ends: kept with the entry so that every request compares it with the clock, and no
+ * kept copy answers past it.
+ */
+export interface CredentialHolder {
+  readonly organizationId: string
+  readonly until?: string | undefined
+}
+
+/**
  * Whether the credential behind a token still exists, kept in memory for a moment. Every request
  * with a key's token asks, so a store read each time would double the cost of a keyed read.
  *
@@ -21,12 +31,12 @@ export type CredentialTable = "api_keys" | "platform_integrations" | "public_key
  * how long another server may still serve a copy, which a moved wall clock must not stretch.
  */
 export interface CredentialCacheService {
-  /** The credential's organization while it exists, `undefined` once it is gone. */
+  /** The credential's holder while it exists, `undefined` once it is gone. */
   readonly read: <R>(
     table: CredentialTable,
     id: string,
-    load: Effect.Effect<string | undefined, never, R>
-  ) => Effect.Effect<string | undefined, never, R>
+    load: Effect.Effect<CredentialHolder | undefined, never, R>
+  ) => Effect.Effect<CredentialHolder | undefined, never, R>
   readonly forget: (table: CredentialTable, id: string) => Effect.Effect<void>
   /** Removing an organization removes its credentials in the same transaction. */
   readonly forgetOrganization: (organizationId: string) => Effect.Effect<void>
@@ -36,12 +46,12 @@ export class CredentialCache extends Context.Tag("@cmp/core/CredentialCache")<Cr
   /** `ttlMs` well under a second, so every server refuses a deleted credential's token within one. */
   static readonly layer = (ttlMs = 500, now?: () => number): Layer.Layer<CredentialCache> =>
     Layer.sync(CredentialCache, () => {
-      const kept = new KeptValues<string | undefined>(ttlMs, now)
+      const kept = new KeptValues<CredentialHolder | undefined>(ttlMs, now)
       const keyOf = (table: CredentialTable, id: string) => `${table}:${id}`
       return {
         read: (table, id, load) => readThrough(kept, keyOf(table, id), load),
         forget: (table, id) => Effect.sync(() => kept.forget(keyOf(table, id))),
-        forgetOrganization: (organizationId) => Effect.sync(() => kept.forgetWhere((owner) => owner === organizationId))
+        forgetOrganization: (organizationId) => Effect.sync(() => kept.forgetWhere((holder) => holder?.organizationId === organizationId))
       }
     })
 }

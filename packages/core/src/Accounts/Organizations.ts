@@ -27,7 +27,9 @@ export const OrganizationsResource = defineResource({
   indexes: [
     { name: "organizations_created_by_person", columns: ["created_by_person_id"] },
     // A public consent write names its organization by the public key.
-    { name: "organizations_public_api_key", columns: ["public_api_key"] }
+    { name: "organizations_public_api_key", columns: ["public_api_key"] },
+    // …or, until its date, by the key a rotation replaced.
+    { name: "organizations_previous_public_api_key", columns: ["previous_public_api_key"] }
   ],
   output: Organization,
   createInput: OrganizationCreate,
@@ -38,7 +40,12 @@ export const OrganizationsResource = defineResource({
   ownerField: "id",
   // Who created a self-registered organization: it counts against that person's limit even
   // once the person is no longer a member of it.
-  privateFields: { crm_account_id: field.optionalString, created_by_person_id: field.optionalString },
+  privateFields: {
+    crm_account_id: field.optionalString,
+    created_by_person_id: field.optionalString,
+    // The public key a rotation replaced: accepted until `previous_key_expires_at`, never shown.
+    previous_public_api_key: field.optionalString
+  },
   unique: [["name"]],
   defaults: {
     validate_purpose_id: false,

@@ -74,8 +74,10 @@ export const ApiKey = Schema.Struct({
   organization_id: Id,
   enabled: Schema.Boolean,
   is_internal: Schema.Boolean,
-  /** Shown once, in the response to the key's creation. */
+  /** Shown once, in the response to the key's creation or to a rotation of its secret. */
   secret: Schema.optional(Schema.String),
+  /** Until when the secret replaced by the last rotation still opens sessions; `null`: none is kept. */
+  previous_secret_expires_at: opt(Timestamp),
   ...Audit
 })
 export type ApiKey = typeof ApiKey.Type
@@ -122,6 +124,8 @@ export const Organization = Schema.Struct({
   allow_chat_support: Schema.Boolean,
   /** Consent tokens issued before this date are refused; `null`: none. */
   consent_tokens_revoked_before: opt(Timestamp),
+  /** Until when the public key replaced by the last rotation is still accepted; `null`: none is kept. */
+  previous_key_expires_at: opt(Timestamp),
   ...Audit
 })
 export type Organization = typeof Organization.Type

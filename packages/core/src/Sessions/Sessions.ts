@@ -1,7 +1,7 @@
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
-import { nowIso, nowSeconds } from "../Engine/Clock.js"
+import { nowIso, nowMillis, nowSeconds } from "../Engine/Clock.js"
 import { answers, defineAction } from "../Engine/Action.js"
 import { InvitationAcceptInput, Session, SessionInput } from "../Domain/Account.js"
 import { InvalidInput, NotAuthenticated } from "../Domain/Errors.js"
@@ -51,7 +51,7 @@ const authenticateCredentials = (input: SessionInput) =>
       const hash = Option.match(key, { onNone: () => undefined, onSome: (k) => k.secret_hash })
       const ok = hash === undefined
         ? yield* Effect.as(hasher.hash(input.secret), false)
-        : yield* hasher.verify(input.secret, hash)
+        : (yield* hasher.verify(input.secret, hash)) || (yield* matchesPreviousSecret(key, input.secret))
       if (!ok || Option.isNone(key) || key.value.enabled !== true) return yield* Effect.fail(invalidLogin())
       const k = key.value
       const kind = k.is_internal === true && k.organization_id === settings.operatorOrganizationId ? "operator" : "client"
@@ -67,6 +67,21 @@ const authenticateCredentials = (input: SessionInput) =>
     if (!ok || Option.isNone(person)) return yield* Effect.fail(invalidLogin())
     const access_token = yield* tokens.issue({ sub: person.value.id, kind: "member", iat, exp })
     return { type: "email", key: person.value.email, access_token } satisfies Session
+  })
+
+/**
+ * Whether the secret is the one the key's last rotation replaced, still before its date. Read
+ * from the row the login already loaded, so a key without one costs no more than before.
+ */
+const matchesPreviousSecret = (
+  key: Option.Option<{ readonly previous_secret_hash: string | null; readonly previous_secret_expires_at: string | null }>,
+  secret: string
+) =>
+  Effect.gen(function*() {
+    if (Option.isNone(key)) return false
+    const { previous_secret_expires_at: until, previous_secret_hash: hash } = key.value
+    if (hash === null || until === null || Date.parse(until) <= (yield* nowMillis)) return false
+    return yield* Effect.flatMap(SecretHasher, (hasher) => hasher.verify(secret, hash))
   })
 
 const credentialTables: Record<Exclude<CredentialTable, "public_keys">, TableDef> = {
@@ -89,11 +104,11 @@ const requireCredential = (organizationId: string, tables: ReadonlyArray<keyof t
         id,
         Effect.suspend(() =>
           Effect.map(storage.repository(credentialTables[table]).get(id), (row) =>
-            Option.getOrUndefined(Option.map(row, (r) => r.organization_id as string)))
+            Option.getOrUndefined(Option.map(row, (r) => ({ organizationId: r.organization_id as string }))))
         )
       )
       if (owner !== undefined) {
-        if (owner === organizationId) return table
+        if (owner.organizationId === organizationId) return table
         break
       }
     }

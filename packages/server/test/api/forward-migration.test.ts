@@ -177,10 +177,11 @@ const domainVerification = (old: any) =>
 
 /**
  * Organizations gained the date before which they refuse consent tokens, secrets whether they
- * require expirations, webhooks the end of a rotation's overlap: none.
+ * require expirations, keys and organizations the date their replaced credential ends, webhooks the end of a rotation's overlap: none.
  */
 const addedLater: ReadonlyArray<readonly [string, (old: any) => any]> = [
-  ["/v1/organizations", (old) => ({ ...old, consent_tokens_revoked_before: null })],
+  ["/v1/organizations", (old) => ({ ...old, consent_tokens_revoked_before: null, previous_key_expires_at: null })],
+  ["/v1/keys", (old) => ({ ...old, previous_secret_expires_at: null })],
   // Page hosts gained the TXT record that proves them, random per domain (a cmp domain has none),
   // and every domain the reason of a failure: none.
   ["/v1/domains", (old) => ({ ...old, verification: domainVerification(old), failure_reason: null })],

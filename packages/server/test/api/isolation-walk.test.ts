@@ -564,6 +564,37 @@ const ACTIONS: Record<string, Action> = {
     why: "the platform's public keys of consent receipts, the same for every caller and open without a credential: no organization scope",
     attacks: { get: () => [{ what: "read", method: "GET", url: "/v1/consents/receipts/jwks", expect: [200] }] }
   },
+  "/v1/keys/{id}/rotate-secret": {
+    why: "an action on one key, whose new secret it shows: tried on B's keys (the seeded one, and the one B signs in with), " +
+      "with and without a date, naming A in the query",
+    attacks: {
+      post: () => {
+        const url = (id: string) => `/v1/keys/${encodeURIComponent(id)}/rotate-secret`
+        const later = { previous_secret_expires_at: "2026-11-23T10:00:00.000Z" }
+        return [
+          { what: "B's key", method: "POST", url: url(B.objs["/v1/keys"].id), expect: [404], control: { url: url(A.objs["/v1/keys"].id), expect: 200 } },
+          { what: "B's key, with a date", method: "POST", url: url(B.objs["/v1/keys"].id), body: later, expect: [404] },
+          { what: "B's signed-in key", method: "POST", url: url(B.key.id), body: later, expect: [404] },
+          { what: "B's key, naming A", method: "POST", url: `${url(B.key.id)}?organization_id=${encodeURIComponent(A.org.id)}`, expect: [404] }
+        ]
+      }
+    }
+  },
+  "/v1/organizations/{id}/rotate-public-key": {
+    // The control rotates A's own public key once: the walks of A's public key that follow use
+    // the replaced key, accepted for 30 days by default.
+    why: "an action on one organization, giving it a new public key: tried on B, with and without a date, naming A in the query",
+    attacks: {
+      post: () => {
+        const url = (id: string) => `/v1/organizations/${encodeURIComponent(id)}/rotate-public-key`
+        return [
+          { what: "B", method: "POST", url: url(B.org.id), expect: [404], control: { url: url(A.org.id), expect: 200 } },
+          { what: "B, with a date", method: "POST", url: url(B.org.id), body: { previous_key_expires_at: "2026-11-23T10:00:00.000Z" }, expect: [404] },
+          { what: "B, naming A", method: "POST", url: `${url(B.org.id)}?organization_id=${encodeURIComponent(A.org.id)}`, expect: [404] }
+        ]
+      }
+    }
+  },
   "/v1/webhooks/deliveries/replay": {
     why: "an action on the deliveries of one webhook, named by its body",
     attacks: {
@@ -1226,6 +1257,14 @@ describe("tenant isolation, walked from the OpenAPI document", () => {
     // Nothing was written in B's name: its consent log has the same entries and head, and still verifies.
     const log = await B.call("GET", "/v1/consents/log/verify")
     if (JSON.stringify(log.body) !== JSON.stringify(logOfB)) changed.push(`B's log: ${JSON.stringify(logOfB)} -> ${log.text}`)
+    // No rotation reached B's credentials: the key B signs in with is as made, and its secret opens sessions.
+    const { secret: _, ...keyOfB } = B.key
+    const keyNow = await B.call("GET", `/v1/keys/${encodeURIComponent(B.key.id)}`)
+    if (JSON.stringify(keyNow.body) !== JSON.stringify(keyOfB)) changed.push(`B's key: ${JSON.stringify(keyOfB)} -> ${keyNow.text}`)
+    const session = await call(server.url, "POST", "/v1/sessions", { body: { type: "api-key", key: B.key.id, secret: B.secret } })
+    if (session.status !== 201) changed.push(`B's secret: ${session.status} ${session.text.slice(0, 200)}`)
+    const orgNow = (await B.call("GET", `/v1/organizations/${encodeURIComponent(B.org.id)}`)).body
+    if (orgNow.public_api_key !== B.org.public_api_key || orgNow.previous_key_expires_at !== null) changed.push(`B's public key: ${JSON.stringify(orgNow)}`)
     expect(changed).toEqual([])
   })
 

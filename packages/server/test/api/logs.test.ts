@@ -60,4 +60,22 @@ describe("logs", () => {
     }
     expect(lines.join("\n")).not.toContain("ada.lovelace")
   })
+
+  it("a rotation is one request line by its route; neither secret nor either public key is logged", async () => {
+    const { call, login } = client(server.url)
+    const token = await login(ADMIN.key, ADMIN.secret)
+    const org = (await call("POST", "/v1/organizations", { token, body: { name: "Rotated in the logs" } })).body
+    const key = (await call("POST", "/v1/keys", { token, body: { organization_id: org.id, name: "rotated" } })).body
+    const rotated = await call("POST", `/v1/keys/${key.id}/rotate-secret`, { token, body: {}, headers: { "x-request-id": "rotate-secret" } })
+    expect(rotated.status, rotated.text).toBe(200)
+    const renewed = await call("POST", `/v1/organizations/${org.id}/rotate-public-key`, { token, headers: { "x-request-id": "rotate-public-key" } })
+    expect(renewed.status, renewed.text).toBe(200)
+    expect((await login(key.id, key.secret)).length).toBeGreaterThan(0)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    const parsed = lines.map((l) => JSON.parse(l) as { message: unknown; annotations: Record<string, unknown> })
+    expect(parsed.find((p) => p.annotations?.requestId === "rotate-secret")?.annotations.route).toBe("/v1/keys/:id/rotate-secret")
+    expect(parsed.find((p) => p.annotations?.requestId === "rotate-public-key")?.annotations.route).toBe("/v1/organizations/:id/rotate-public-key")
+    const all = lines.join("\n")
+    for (const value of [key.secret, rotated.body.secret, org.public_api_key, renewed.body.public_api_key]) expect(all).not.toContain(value)
+  })
 })

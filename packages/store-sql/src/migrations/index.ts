@@ -23,6 +23,7 @@ import consentPolicies from "./0022_consent_policies.js"
 import consentGpc from "./0023_consent_gpc.js"
 import consentStateFilter from "./0024_consent_state_filter.js"
 import provenDomains from "./0026_proven_domains.js"
+import credentialRotation from "./0027_credential_rotation.js"
 import webhookSecretRotation from "./0028_webhook_secret_rotation.js"
 
 /**
@@ -55,5 +56,6 @@ export const migrations = {
   "0023_consent_gpc": consentGpc,
   "0024_consent_state_filter": consentStateFilter,
   "0026_proven_domains": provenDomains,
+  "0027_credential_rotation": credentialRotation,
   "0028_webhook_secret_rotation": webhookSecretRotation
 }
