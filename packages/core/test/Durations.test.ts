@@ -31,10 +31,19 @@ describe("adding months", () => {
     expect(iso(addDuration(ms("2025-03-29T12:00:00.000Z"), { amount: 90, unit: "seconds" }))).toBe("2025-03-29T12:01:30.000Z")
   })
 
-  it("is monotone: a later start never ends earlier", () => {
+  it("is monotone: a later start never ends on an earlier day (nor earlier at all, in days or seconds)", () => {
+    const dayOf = (t: number) => Math.floor(t / 86_400_000)
     fc.assert(fc.property(fc.oneof(instant, monthEnd), fc.integer({ min: 0, max: 40 * 86_400_000 }), duration, (t, dt, d) => {
-      expect(addDuration(t + dt, d)).toBeGreaterThanOrEqual(addDuration(t, d))
+      // Months keep the time of day and clamp to a shorter month's last day: 30 January 23:00 and
+      // 31 January 01:00 both end on 28 February, the later start at the earlier hour.
+      if (d.unit === "months") expect(dayOf(addDuration(t + dt, d))).toBeGreaterThanOrEqual(dayOf(addDuration(t, d)))
+      else expect(addDuration(t + dt, d)).toBeGreaterThanOrEqual(addDuration(t, d))
     }))
+  })
+
+  it("a month from 30 January 23:00 and from 31 January 01:00 ends on the last day of February, each at its own hour", () => {
+    expect(iso(addMonths(ms("2025-01-30T23:00:00.000Z"), 1))).toBe("2025-02-28T23:00:00.000Z")
+    expect(iso(addMonths(ms("2025-01-31T01:00:00.000Z"), 1))).toBe("2025-02-28T01:00:00.000Z")
   })
 
   it("lands on the start's day of month, or on the last day of a shorter month, at the same time of day", () => {

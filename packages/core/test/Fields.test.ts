@@ -11,8 +11,8 @@ describe("fieldsOf(ApiKey)", () => {
 
   it("lists exactly the struct's properties", () => {
     expect(Object.keys(f).sort()).toEqual(
-      ["created_at", "description", "enabled", "id", "is_internal", "name", "organization_id", "secret", "updated_at",
-        "version"].sort()
+      ["created_at", "description", "enabled", "id", "is_internal", "name", "organization_id", "previous_secret_expires_at", "secret",
+        "updated_at", "version"].sort()
     )
   })
 
@@ -25,6 +25,7 @@ describe("fieldsOf(ApiKey)", () => {
       enabled: { kind: "boolean", nullable: false },
       is_internal: { kind: "boolean", nullable: false },
       secret: { kind: "string", nullable: true },
+      previous_secret_expires_at: { kind: "timestamp", nullable: true },
       created_at: { kind: "timestamp", nullable: false },
       updated_at: { kind: "timestamp", nullable: false },
       version: { kind: "number", nullable: false }
@@ -74,8 +75,8 @@ describe("fieldsOf(Organization)", () => {
     expect(f.consent_tokens_revoked_before).toEqual({ kind: "timestamp", nullable: true })
   })
 
-  it("has 21 fields", () => {
-    expect(Object.keys(f)).toHaveLength(21)
+  it("has 22 fields", () => {
+    expect(Object.keys(f)).toHaveLength(22)
   })
 })
 

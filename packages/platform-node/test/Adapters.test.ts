@@ -76,7 +76,7 @@ describe("access tokens", () => {
       const second = yield* Effect.provide(TokenIssuer, JoseTokensLive().pipe(Layer.provide(Layer.succeedContext(storeContext))))
       const token = yield* first.issue(claims(now()))
       assert.strictEqual((yield* second.verify(token, now())).sub, "key-1")
-      const settings = yield* Effect.provide(Effect.flatMap(Storage, (s) => s.repository({ table: "settings", fields: {}, key: ["id"], unique: [], indexes: [], references: [], defaultSort: [] }).get("jwt_secret")), storeContext)
+      const settings = yield* Effect.provide(Effect.flatMap(Storage, (s) => s.repository({ table: "settings", fields: {}, key: ["id"], unique: [], indexes: [], references: [], defaultSort: [] }).get("jwt_signing_keys")), storeContext)
       assert.isTrue(Option.isSome(settings))
     }).pipe(Effect.scoped))
 
