@@ -1,3 +1,5 @@
+import type { PageContent } from "./Content.js"
+
 /**
  * What the renderer is given: plain data, shaped like the platform's resources so that a stored
  * privacy center (`PrivacyCenter` of `@cmp/core`) can be handed in as it is, but asking only for
@@ -68,4 +70,9 @@ export interface PrivacyCenterPageInput {
    * cache for this version of the center; rendered here when absent.
    */
   readonly policyHtml?: string
+  /**
+   * `readContent(center.content)`, when the server already read it to choose the language; read
+   * here when absent.
+   */
+  readonly content?: PageContent
 }

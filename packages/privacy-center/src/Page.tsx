@@ -237,7 +237,7 @@ const textsFor = (content: PageContent, lang: string) => {
 export const renderPrivacyCenter = (input: PrivacyCenterPageInput): RenderedPage => {
   const { center, lang } = input
   const words = wordsFor(lang)
-  const content = readContent(center.content)
+  const content = input.content ?? readContent(center.content)
   const texts = textsFor(content, lang)
   const logo = httpsUrl(center.customization?.logo)
   const title = texts?.title ?? center.name

@@ -82,6 +82,9 @@ const pageHeaders = (lang: string, imageOrigins: ReadonlyArray<string>, cache: s
   "cache-control": cache
 })
 
+/** Where a file of `/privacy/assets/` is, under the pages' mount. */
+const assetUrl = (request: PageRequest, name: string) => `${request.base}${PREFIX}${ASSETS}${name}`
+
 const year = 31_536_000
 
 const asset = (contentType: string, body: string, cache: string, route: string): PageResponse => ({
@@ -108,8 +111,8 @@ export const makePrivacyCenterPages = Effect.gen(function*() {
   const notFound = (request: PageRequest, route: string): PageResponse => {
     const page = renderNotFound({
       acceptLanguage: request.acceptLanguage,
-      stylesheet: `${request.base}${PREFIX}${ASSETS}${notFoundStylesheet}`,
-      icon: `${request.base}${PREFIX}${ASSETS}${iconName}`
+      stylesheet: assetUrl(request, notFoundStylesheet),
+      icon: assetUrl(request, iconName)
     })
     return { status: 404, headers: { ...pageHeaders(page.lang, [], "no-store"), "x-robots-tag": "noindex" }, body: page.html, route }
   }
@@ -120,11 +123,12 @@ export const makePrivacyCenterPages = Effect.gen(function*() {
       const display = center.display_cookies ?? "none"
       const cookies = display === "list" ? yield* publishedCookies(center.organization_id) : []
       const publicKey = display === "choices" ? yield* guestPublicKey(center) : undefined
+      const content = readContent(center.content)
       const lang = chooseLanguage({
         query: queryParam(request.query, "lang"),
         acceptLanguage: request.acceptLanguage,
         languages: center.languages,
-        withTexts: readContent(center.content).languages
+        withTexts: content.languages
       })
       const rendered = renderPrivacyCenter({
         center,
@@ -132,12 +136,13 @@ export const makePrivacyCenterPages = Effect.gen(function*() {
         lang,
         assets: {
           stylesheet: `${request.base}${PREFIX}${encodeURIComponent(center.id)}/style.css?v=${center.version}`,
-          script: `${request.base}${PREFIX}${ASSETS}${preferencesScriptName}`,
-          icon: `${request.base}${PREFIX}${ASSETS}${iconName}`
+          script: assetUrl(request, preferencesScriptName),
+          icon: assetUrl(request, iconName)
         },
         apiBase: request.apiBase,
         publicKey: publicKey ?? null,
-        policyHtml: policyOf(center)
+        policyHtml: policyOf(center),
+        content
       })
       return {
         status: 200,
