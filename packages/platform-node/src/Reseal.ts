@@ -116,6 +116,8 @@ const resealTable = (box: Box, table: TableDef<Row>, columns: ReadonlyArray<stri
         if (outcome === "written") add(work[i]!.counts)
         if (outcome === "changed") yield* again(keyOf(table, work[i]!.row))
       }
+      // Progress, for a long table: what a run stopped midway had done.
+      if (work.length > 0) yield* Effect.logInfo("re-sealed a batch").pipe(Effect.annotateLogs({ table: table.table, rows: work.length }))
       if (page.data.length < RESEAL_BATCH) break
     }
     return { ...counter } satisfies ResealCounts

@@ -1,5 +1,6 @@
 import { PlatformConfig, resealSecrets } from "@cmp/platform"
 import * as Effect from "effect/Effect"
+import * as Logger from "effect/Logger"
 import * as StoreConfig from "./StoreConfig.js"
 
 /**
@@ -20,7 +21,8 @@ export const resealSecretsCommand = async (args: ReadonlyArray<string>) => {
     const encryptionKey = yield* PlatformConfig.encryptionKey
     const encryptionKeyPrevious = yield* PlatformConfig.encryptionKeyPrevious
     return yield* resealSecrets(store, { encryptionKey, encryptionKeyPrevious })
-  })))
+    // Progress on stderr, as JSON lines: stdout holds the counts alone.
+  }).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, Logger.withConsoleError(Logger.jsonLogger))))))
   process.stdout.write(`${JSON.stringify(report)}\n`)
   if (report.unopened > 0) {
     console.error(`${report.unopened} sealed value(s) opened with none of the keys given: keep the key that sealed them`)
