@@ -27,6 +27,11 @@ export interface NodeAdaptersOptions {
   readonly jwtSecretPrevious?: string | undefined
   /** AES-256 key (`ENCRYPTION_KEY`, base64 or hex); generated and kept in the database when absent. */
   readonly encryptionKey?: string | undefined
+  /**
+   * The key `encryptionKey` replaced (`ENCRYPTION_KEY_PREVIOUS`, same format): still opens what
+   * it sealed, seals nothing. Dropped once a re-seal (`resealSecrets`) ran.
+   */
+  readonly encryptionKeyPrevious?: string | undefined
   /** HMAC key of signed dashboard URLs (`URL_SIGNING_KEY`); generated and kept in the database when absent. */
   readonly urlSigningKey?: string | undefined
   readonly provisioner?: ProvisionerOption | undefined
@@ -73,4 +78,4 @@ export const layer = (options: NodeAdaptersOptions = {}): Layer.Layer<NodeAdapte
     DigestsLive,
     MediaTypesLive,
     ReportPdfLive
-  ).pipe(Layer.provideMerge(AesSecretBoxLive(options.encryptionKey)))
+  ).pipe(Layer.provideMerge(AesSecretBoxLive(options.encryptionKey, options.encryptionKeyPrevious)))

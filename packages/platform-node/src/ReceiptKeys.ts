@@ -84,6 +84,35 @@ export const rotateReceiptKey: Effect.Effect<{ readonly kid: string; readonly re
     }
   })
 
+/**
+ * Re-seals the ring's private keys with `reseal` (what it answers `undefined` for stays as it
+ * is), written only over the ring read (its version): a rotation at once elsewhere is never
+ * written over, and the ring is read again. Answers the sealed values of the ring it re-sealed.
+ */
+export const resealReceiptKeys = (reseal: (sealed: string) => string | undefined): Effect.Effect<ReadonlyArray<string>, never, Storage> =>
+  Effect.gen(function*() {
+    const repo = (yield* Storage).repository(Tables.settings)
+    for (;;) {
+      const row = yield* repo.get(RING_SETTING)
+      if (Option.isNone(row)) return []
+      const ring = parseRing(row.value.value)
+      const sealed = ring.keys.flatMap((k) => (k.sealed === undefined ? [] : [k.sealed]))
+      let changed = false
+      const keys = ring.keys.map((k) => {
+        const next = k.sealed === undefined ? undefined : reseal(k.sealed)
+        if (next === undefined) return k
+        changed = true
+        return { ...k, sealed: next }
+      })
+      if (!changed) return sealed
+      const done = yield* repo.patch(RING_SETTING, { value: JSON.stringify({ ...ring, keys }), updated_at: yield* nowIso }, row.value.version).pipe(
+        Effect.as(true),
+        Effect.catchAll(() => Effect.succeed(false))
+      )
+      if (done) return sealed
+    }
+  })
+
 const publicOf = (k: KeptReceiptKey): ReceiptKey => ({ ...k.jwk, kid: k.kid, alg: "EdDSA", use: "sig" })
 
 /** The ring's current key, ready to sign, and every public key. */

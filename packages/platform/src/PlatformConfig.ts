@@ -163,6 +163,15 @@ export const encryptionKey = Config.mapOrFail(trimmed("ENCRYPTION_KEY"), (o) => 
     : Either.left(invalid("ENCRYPTION_KEY", "ENCRYPTION_KEY must be 32 bytes, as base64 or 64 hex characters (openssl rand -base64 32)"))
 })
 
+/** `ENCRYPTION_KEY_PREVIOUS`: the key `ENCRYPTION_KEY` replaced, still opening what it sealed. */
+export const encryptionKeyPrevious = Config.mapOrFail(trimmed("ENCRYPTION_KEY_PREVIOUS"), (o) => {
+  if (Option.isNone(o)) return Either.right(undefined)
+  const bytes = /^[0-9a-f]{64}$/i.test(o.value) ? Buffer.from(o.value, "hex") : Buffer.from(o.value, "base64")
+  return bytes.length === 32
+    ? Either.right(o.value)
+    : Either.left(invalid("ENCRYPTION_KEY_PREVIOUS", "ENCRYPTION_KEY_PREVIOUS must be 32 bytes, as base64 or 64 hex characters, as ENCRYPTION_KEY"))
+})
+
 /** Why `requireExternalKeys` refuses a start without these keys. */
 export const externalKeysMissing = (missing: ReadonlyArray<string>) =>
   `REQUIRE_EXTERNAL_KEYS is true but ${missing.join(" and ")} ${missing.length > 1 ? "are" : "is"} not set: ` +
@@ -351,6 +360,7 @@ export const platform: Config.Config<Omit<PlatformOptions, "store"> & { readonly
   jwtSecret,
   jwtSecretPrevious,
   encryptionKey,
+  encryptionKeyPrevious,
   requireExternalKeys,
   smtp,
   urlSigningKey,

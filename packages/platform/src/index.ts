@@ -53,6 +53,8 @@ export { swaggerUiAssets } from "./SwaggerUiAssets.js"
 export { verifyConsentLog } from "./VerifyLog.js"
 export { rotateReceiptSigningKey } from "./ReceiptKeys.js"
 export { rotateTokenSigningKey } from "./TokenKeys.js"
+export { resealSecrets } from "./Reseal.js"
+export type { ResealCounts, ResealReport } from "@cmp/platform-node"
 export type { SubscriberHandler, SubscriberMessage } from "@cmp/webhooks"
 export {
   type OrganizationUserIdAuth,

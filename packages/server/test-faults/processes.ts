@@ -153,7 +153,10 @@ const spawnMain = <A>(args: Array<string>, env: NodeJS.ProcessEnv, ready: (out: 
       out += String(d)
       check()
     })
-    child.stderr!.on("data", (d) => (out += String(d)))
+    child.stderr!.on("data", (d) => {
+      out += String(d)
+      check()
+    })
     child.once("exit", (code, signal) => {
       running.delete(handle)
       if (done) return
@@ -172,6 +175,10 @@ export const startServer = async (env: NodeJS.ProcessEnv): Promise<ServerChild> 
 /** `main.ts worker`: resolves once it logs that it delivers webhooks. */
 export const startWorker = (env: NodeJS.ProcessEnv): Promise<Child> =>
   spawnMain(["worker"], env, (out) => (/"message":"delivering webhooks"/.test(out) ? true : undefined), "worker")
+
+/** `main.ts <command>`: resolves once its output (stdout or stderr) matches `ready`. */
+export const startCommand = (args: Array<string>, env: NodeJS.ProcessEnv, ready: RegExp): Promise<Child> =>
+  spawnMain(args, env, (out) => (ready.test(out) ? true : undefined), args[0] ?? "command")
 
 // ---------------------------------------------------------------- HTTP
 
@@ -243,6 +250,7 @@ export interface Arrival {
   readonly at: number
   /** The status the receiver answered. */
   readonly status: number
+  readonly headers: http.IncomingHttpHeaders
 }
 
 export interface Receiver {
@@ -264,7 +272,7 @@ export const receiver = async (answer: (webhookId: string, body: string) => numb
       const webhookId = String(req.headers["webhook-id"] ?? "")
       const body = Buffer.concat(chunks).toString("utf8")
       const status = answer(webhookId, body)
-      arrivals.push({ webhookId, body, at: Date.now(), status })
+      arrivals.push({ webhookId, body, at: Date.now(), status, headers: req.headers })
       res.statusCode = status
       res.end()
     })

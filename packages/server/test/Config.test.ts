@@ -82,6 +82,7 @@ describe("configuration from the environment", () => {
       WEBHOOK_CONCURRENCY: "4",
       EXPORTS_ROOT: "/srv/exports",
       ENCRYPTION_KEY: "a".repeat(64),
+      ENCRYPTION_KEY_PREVIOUS: Buffer.alloc(32, 7).toString("base64"),
       LOG_LEVEL: "Warning"
     })
     fs.rmSync(dir, { recursive: true, force: true })
@@ -96,6 +97,7 @@ describe("configuration from the environment", () => {
     expect(p.admin).toEqual({ key: "admin", secret: "a-long-enough-secret" })
     expect(p.jwtSecret).toBe("x".repeat(40))
     expect(p.encryptionKey).toBe("a".repeat(64))
+    expect(p.encryptionKeyPrevious).toBe(Buffer.alloc(32, 7).toString("base64"))
     expect(p.exportsRoot).toBe("/srv/exports")
     expect(p.webhookAllowHosts).toEqual(["receiver.local", "127.0.0.1"])
     expect(p.webhookLocalAddress).toBe("127.0.0.1")
@@ -155,6 +157,7 @@ describe("configuration from the environment", () => {
     [{ JWT_SECRET: "short" }, /^JWT_SECRET must be at least 32 characters long$/],
     [{ ENCRYPTION_KEY: "abc" }, /^ENCRYPTION_KEY must be 32 bytes, as base64 or 64 hex characters/],
     [{ ENCRYPTION_KEY: "a".repeat(63) }, /^ENCRYPTION_KEY must be 32 bytes/],
+    [{ ENCRYPTION_KEY_PREVIOUS: "abc" }, /^ENCRYPTION_KEY_PREVIOUS must be 32 bytes, as base64 or 64 hex characters/],
     [{ REQUIRE_EXTERNAL_KEYS: "true", JWT_SECRET: "j".repeat(32) }, /^REQUIRE_EXTERNAL_KEYS is true but ENCRYPTION_KEY is not set/],
     [{ REQUIRE_EXTERNAL_KEYS: "true" }, /^REQUIRE_EXTERNAL_KEYS is true but JWT_SECRET and ENCRYPTION_KEY are not set/],
     [{ TLS_CERT: "/c.pem" }, /TLS_CERT/],
