@@ -47,7 +47,8 @@ afterAll(async () => {
   killLeftovers()
   for (const db of databases) await db.close()
   for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true })
-})
+  // Dropping the test's databases waits on PostgreSQL, slow on a busy machine.
+}, 60_000)
 
 /** The settings every server of this file runs with, on the database `store` names. */
 const serverEnv = (store: Record<string, string>) =>
