@@ -2,7 +2,7 @@
 import { describeFailure } from "./Failure.js"
 
 /**
- * `serve` (the default), `worker`, `bootstrap`, `verify-log`, `rotate-receipt-key`, `rotate-token-key`, `reseal-secrets` or `verify-receipt`. Each command is loaded only when asked for, so
+ * `serve` (the default), `worker`, `bootstrap`, `verify-log`, `rotate-receipt-key`, `rotate-token-key`, `reseal-secrets`, `verify-receipt` or `backup`. Each command is loaded only when asked for, so
  * a worker or a bootstrap never loads the HTTP layer or Express.
  */
 const commands: Record<string, () => Promise<void>> = {
@@ -13,13 +13,14 @@ const commands: Record<string, () => Promise<void>> = {
   "rotate-receipt-key": () => import("./RotateReceiptKey.js").then((m) => m.rotateReceiptKeyCommand(process.argv.slice(3))),
   "rotate-token-key": () => import("./RotateTokenKey.js").then((m) => m.rotateTokenKeyCommand(process.argv.slice(3))),
   "reseal-secrets": () => import("./ResealSecrets.js").then((m) => m.resealSecretsCommand(process.argv.slice(3))),
-  "verify-receipt": () => import("./VerifyReceipt.js").then((m) => m.verifyReceiptCommand(process.argv.slice(3)))
+  "verify-receipt": () => import("./VerifyReceipt.js").then((m) => m.verifyReceiptCommand(process.argv.slice(3))),
+  backup: () => import("./Backup.js").then((m) => m.backupCommand(process.argv.slice(3)))
 }
 
 const command = process.argv[2] ?? "serve"
 const run = commands[command]
 if (run === undefined) {
-  console.error(`Unknown command '${command}'; use 'serve', 'worker', 'bootstrap', 'verify-log', 'rotate-receipt-key', 'rotate-token-key', 'reseal-secrets' or 'verify-receipt'`)
+  console.error(`Unknown command '${command}'; use 'serve', 'worker', 'bootstrap', 'verify-log', 'rotate-receipt-key', 'rotate-token-key', 'reseal-secrets', 'verify-receipt' or 'backup'`)
   process.exit(1)
 }
 run().catch((error) => {

@@ -1,2 +1,3 @@
+export * as SqliteBackup from "./SqliteBackup.js"
 export * as SqliteStore from "./SqliteStore.js"
 export { sqlite } from "./SqliteStore.js"
