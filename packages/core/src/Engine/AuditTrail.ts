@@ -122,3 +122,10 @@ export const recordChange = (
     // Read nothing back: the entry is the change's, and the change's answer does not show it.
     yield* Effect.orDie((yield* Storage).repository(AuditLogsTable).insert([entry]))
   })
+
+/**
+ * An operator's command on the store itself (a signing key's rotation), run without the
+ * platform: an operator-wide entry naming the command as the host's, with ids of its own.
+ */
+export const recordOperatorCommand = (resource: string, id: string, command: string, fields: Iterable<string>) =>
+  Effect.provide(recordChange({ path: resource }, hostPrincipal(command), "rotate", { id }, fields), Ids.Live)
