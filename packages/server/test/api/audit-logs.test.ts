@@ -305,6 +305,20 @@ describe("principals and addresses", () => {
   })
 })
 
+describe("changes a write makes beside its record", () => {
+  it("a new default notice text clears the previous one's `default`: a patch of that text, by the same principal", async () => {
+    const t = await tenant()
+    const text = (name: string) => t.call("POST", "/v1/widgets/notices/texts", { body: { organization_id: t.org.id, name, platforms: ["web"], default: true } })
+    const first = await text("first")
+    expect(first.status, first.text).toBe(201)
+    const address = nextAddress()
+    const second = await write(t.call, address, "POST", "/v1/widgets/notices/texts", { organization_id: t.org.id, name: "second", platforms: ["web"], default: true })
+    expect(second.status, second.text).toBe(201)
+    const cleared = (await entriesOf("widgets/notices/texts", first.body.id, t.call)).filter((e) => e.action === "patch")
+    expect(cleared).toEqual([expect.objectContaining({ fields: ["default"], address, principal: { kind: "api_key", id: t.key.id } })])
+  })
+})
+
 describe("rotations and failed writes", () => {
   it("each rotation is a `rotate` entry naming the credential's field", async () => {
     const t = await tenant(ALL_FEATURES)
