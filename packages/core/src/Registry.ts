@@ -52,6 +52,7 @@ import {
 } from "./Notices/Notices.js"
 import { TcStringAction } from "./Consents/TcStrings.js"
 import { ExecuteExportAction, ExportConfigsResource, ExportRunsResource } from "./Exports/Exports.js"
+import { AuditLogsResource } from "./Operations/AuditLogs.js"
 
 const declared = [
   OrganizationsResource,
@@ -82,7 +83,8 @@ const declared = [
   OrganizationSourceSystemsResource,
   PlatformIntegrationsResource,
   DashboardsResource,
-  DashboardUrlsResource
+  DashboardUrlsResource,
+  AuditLogsResource
 ] as const
 
 /** The operations that are not a resource's generic methods, in the order they are documented. */

@@ -6,6 +6,7 @@ import {
   endUserCredentialOf,
   endUserWriteLimits,
   Forbidden,
+  fromAddress,
   isEndUser,
   isDomainError,
   isFileAnswer,
@@ -303,7 +304,7 @@ export const makeHandler = async (runtime: PlatformRuntime, options: HandlerOpti
       const open = found.admit === undefined
         ? Effect.flatMap(readBody(request, found), (body) => found.run({ ...context, body }))
         : Effect.flatMap(found.admit(context), (next) => Effect.flatMap(readBody(request, found), next))
-      return respond(open, found.status, requestId, span)
+      return respond(fromAddress(address)(open), found.status, requestId, span)
     }
     const token = bearer(request)
     // Without a bearer, the organization's public key may stand in where a route takes it.
@@ -352,7 +353,8 @@ export const makeHandler = async (runtime: PlatformRuntime, options: HandlerOpti
       }
       return yield* found.run(context, principal)
     })
-    const response = await respond(effect, found.status, requestId, span)
+    // What the request changes is recorded in the audit trail with the address it came from.
+    const response = await respond(fromAddress(address)(effect), found.status, requestId, span)
     return readableAt === undefined ? response : allowOrigin(response, readableAt)
   }
 

@@ -1,4 +1,4 @@
-import { type ConsentReceipt, nowIso, type ReceiptKey, ReceiptSigner, SecretBox, Storage, Tables } from "@cmp/core"
+import { type ConsentReceipt, nowIso, type ReceiptKey, ReceiptSigner, recordOperatorCommand, SecretBox, Storage, Tables } from "@cmp/core"
 import canonicalize from "canonicalize"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
@@ -80,7 +80,10 @@ export const rotateReceiptKey: Effect.Effect<{ readonly kid: string; readonly re
         Effect.as(true),
         Effect.catchAll(() => Effect.succeed(false))
       )
-      if (done) return { kid: next.kid, retired: retired.map((k) => k.kid) }
+      if (done) {
+        yield* recordOperatorCommand("receipt-signing-keys", next.kid, "rotate-receipt-key", ["key"])
+        return { kid: next.kid, retired: retired.map((k) => k.kid) }
+      }
     }
   })
 

@@ -1,4 +1,4 @@
-import { nowIso, Storage, Tables } from "@cmp/core"
+import { nowIso, recordOperatorCommand, Storage, Tables } from "@cmp/core"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -120,7 +120,10 @@ export const rotateTokenKey: Effect.Effect<{ readonly kid: string; readonly veri
         Effect.as(true),
         Effect.catchAll(() => Effect.succeed(false))
       )
-      if (done) return { kid: next.kid, verifying: kept.map((k) => k.kid) }
+      if (done) {
+        yield* recordOperatorCommand("token-signing-keys", next.kid, "rotate-token-key", ["key"])
+        return { kid: next.kid, verifying: kept.map((k) => k.kid) }
+      }
     }
   }
 )

@@ -1,11 +1,16 @@
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import { hostPrincipal, recordChange } from "../Engine/AuditTrail.js"
 import { nowIso } from "../Engine/Clock.js"
 import { Ids, SecretHasher, Storage, UnitOfWork } from "../Engine/Ports.js"
 import { randomToken } from "../Engine/Random.js"
-import { provisionOrganization } from "./Organizations.js"
+import { OrganizationsResource, provisionOrganization } from "./Organizations.js"
+import { ApiKeysResource } from "./ApiKeys.js"
 import { Tables } from "./AccountTables.js"
 import { Settings } from "../Engine/Settings.js"
+
+/** Who the audit trail says made what the first start and `pnpm bootstrap` make. */
+const BOOTSTRAP = hostPrincipal("bootstrap")
 
 /** Creates the operator organization (with its quota and features) when it is missing. */
 export const ensureOperatorOrganization = Effect.gen(function*() {
@@ -15,7 +20,7 @@ export const ensureOperatorOrganization = Effect.gen(function*() {
   const existing = yield* orgs.get(settings.operatorOrganizationId)
   if (Option.isSome(existing)) return
   const now = yield* nowIso
-  yield* Effect.orDie(orgs.create({
+  const org = yield* Effect.orDie(orgs.create({
     id: settings.operatorOrganizationId,
     name: "Operator",
     website: null,
@@ -42,7 +47,8 @@ export const ensureOperatorOrganization = Effect.gen(function*() {
     updated_at: now,
     version: 1
   }))
-  yield* provisionOrganization(settings.operatorOrganizationId)
+  yield* recordChange(OrganizationsResource, BOOTSTRAP, "create", org, ["name"])
+  yield* provisionOrganization(settings.operatorOrganizationId, BOOTSTRAP)
 })
 
 const createOperatorKeyRow = (id: string, secret: string, name: string) =>
@@ -51,7 +57,7 @@ const createOperatorKeyRow = (id: string, secret: string, name: string) =>
     const settings = yield* Settings
     const now = yield* nowIso
     const secret_hash = yield* Effect.flatMap(SecretHasher, (h) => h.hash(secret))
-    return yield* Effect.orDie(storage.repository(Tables.keys).create({
+    const key = yield* Effect.orDie(storage.repository(Tables.keys).create({
       id,
       name,
       description: "Operator key created at bootstrap",
@@ -65,6 +71,8 @@ const createOperatorKeyRow = (id: string, secret: string, name: string) =>
       updated_at: now,
       version: 1
     }))
+    yield* recordChange(ApiKeysResource, BOOTSTRAP, "create", key, ["name", "description", "organization_id", "enabled", "is_internal"])
+    return key
   })
 
 /**

@@ -4,6 +4,7 @@ import * as Schema from "effect/Schema"
 import { Timestamp } from "../Domain/Common.js"
 import { InvalidInput } from "../Domain/Errors.js"
 import { answers, defineAction } from "../Engine/Action.js"
+import { recordChange } from "../Engine/AuditTrail.js"
 import { decode, ensureMethod } from "../Engine/Bodies.js"
 import { nowMillis } from "../Engine/Clock.js"
 import { keyOf, SecretHasher, Storage, UnitOfWork } from "../Engine/Ports.js"
@@ -85,6 +86,7 @@ export const rotateKeySecret = (principal: Principal, id: string, body: unknown)
         previous_secret_expires_at: until,
         updated_at: new Date(now).toISOString()
       }, key.version)
+      yield* recordChange(ApiKeysResource, principal, "rotate", stored, ["secret"])
       return toOutput(ApiKeysResource, stored, { secret })
     }))
   })
@@ -110,6 +112,7 @@ export const rotatePublicKey = (principal: Principal, id: string, body: unknown)
         previous_key_expires_at: until,
         updated_at: new Date(now).toISOString()
       }, org.version)
+      yield* recordChange(OrganizationsResource, principal, "rotate", stored, ["public_api_key"])
       return toOutput(OrganizationsResource, stored)
     })).pipe(
       // This process's copies of the old key (kept as current, with no date) go now; other

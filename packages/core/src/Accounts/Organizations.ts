@@ -9,7 +9,9 @@ import {
   PremiumFeatureUpdate
 } from "../Domain/Account.js"
 import { Forbidden, QuotaExceeded } from "../Domain/Errors.js"
+import { type AuditPrincipal, recordChange } from "../Engine/AuditTrail.js"
 import { Ids, Storage, UnitOfWork } from "../Engine/Ports.js"
+import type { Principal } from "../Engine/Principal.js"
 import { eq } from "../Engine/Query.js"
 import { randomToken } from "../Engine/Random.js"
 import { defineResource, portList } from "../Engine/Resource.js"
@@ -77,7 +79,7 @@ export const OrganizationsResource = defineResource({
       }),
     afterCreate: (principal, org) =>
       Effect.gen(function*() {
-        yield* provisionOrganization(org.id)
+        yield* provisionOrganization(org.id, principal)
         if (principal._tag === "Member") yield* addMembership(principal.personId, org.id)
       }),
     remove: (_principal, org) =>
@@ -137,17 +139,24 @@ const baseRow = (organizationId: string) =>
     return { id, organization_id: organizationId, created_at: now, updated_at: now, version: 1 }
   })
 
-/** Every organization gets its quota and premium-feature rows in the creating transaction. */
-export const provisionOrganization = (organizationId: string) =>
+/**
+ * Every organization gets its quota and premium-feature rows in the creating transaction, each
+ * recorded in the audit trail as made by whoever created the organization.
+ */
+export const provisionOrganization = (organizationId: string, by: Principal | AuditPrincipal) =>
   Effect.gen(function*() {
     const storage = yield* Storage
     const settings = yield* Settings
     // One entry per flag, keyed by the flags' type (`Object.fromEntries` would lose the keys).
     const flags = Record.map(PremiumFeatureUpdate.fields, (_, f) => settings.defaultPremiumFeatures.includes(f))
-    yield* Effect.orDie(
+    const quotas = yield* Effect.orDie(
       storage.repository(QuotasResource.tableDef).create({ ...(yield* baseRow(organizationId)), ...settings.defaultQuotas })
     )
-    yield* Effect.orDie(storage.repository(PremiumFeaturesResource.tableDef).create({ ...(yield* baseRow(organizationId)), ...flags }))
+    yield* recordChange(QuotasResource, by, "create", quotas, ["organization_id", ...Object.keys(settings.defaultQuotas)])
+    const features = yield* Effect.orDie(
+      storage.repository(PremiumFeaturesResource.tableDef).create({ ...(yield* baseRow(organizationId)), ...flags })
+    )
+    yield* recordChange(PremiumFeaturesResource, by, "create", features, ["organization_id", ...Object.keys(flags)])
   })
 
 /**
@@ -158,11 +167,12 @@ export const provisionOrganization = (organizationId: string) =>
 const addMembership = (personId: string, organizationId: string) =>
   Effect.gen(function*() {
     const storage = yield* Storage
-    yield* storage.repository(Members.tableDef).create({
+    const member = yield* storage.repository(Members.tableDef).create({
       ...(yield* baseRow(organizationId)),
       user_id: personId,
       role_id: null,
       authentication_method: "email_password",
       saml_active: false
     })
+    yield* recordChange(Members, { kind: "member", id: personId }, "create", member, ["organization_id", "user_id", "authentication_method", "saml_active"])
   })

@@ -41,6 +41,8 @@ export const DashboardsResource = defineResource({
 export const DashboardUrlsResource = defineResource({
   name: "dashboard",
   path: "analytics/dashboards-urls",
+  // Signed links handed out, not configuration.
+  audited: false,
   ownActions: true,
   table: "dashboards",
   indexes: [{ name: "dashboards_organization", columns: ["organization_id", "created_at"] }],

@@ -58,6 +58,9 @@ export const Events = declareResource({
 
   name: "consent event",
   path: "consents/events",
+  // The consent log records every consent write: the audit trail is for configuration, and the
+  // consent path's speed is not spent on it.
+  audited: false,
   table: "consent_events",
   indexes: [
     { name: "consent_events_organization", columns: ["organization_id", "created_at"] },
@@ -111,6 +114,8 @@ export const Users = declareResource({
 
   name: "consent user",
   path: "consents/users",
+  // Recorded by the consent log, as the events are.
+  audited: false,
   table: "consent_users",
   indexes: [
     { name: "consent_users_organization", columns: ["organization_id", "created_at"] },

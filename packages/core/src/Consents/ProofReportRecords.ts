@@ -17,6 +17,8 @@ import { defineTable, field } from "../Engine/Tables.js"
 export const Reports = declareResource({
   name: "proof report",
   path: "consents/proof-reports",
+  // Consent records, in the consent log: no configuration.
+  audited: false,
   table: "consent_proof_reports",
   indexes: [
     { name: "consent_proof_reports_organization", columns: ["organization_id", "created_at"] },

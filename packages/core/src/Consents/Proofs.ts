@@ -28,6 +28,8 @@ export const FILE_BODY_LIMIT = 16 * 1024 * 1024
 const Proofs = declareResource({
   name: "proof",
   path: "consents/proofs",
+  // Consent records, in the consent log: no configuration.
+  audited: false,
   table: "consent_proofs",
   indexes: [
     { name: "consent_proofs_organization", columns: ["organization_id", "created_at"] },

@@ -72,6 +72,17 @@ export interface ResourceData<
   readonly operatorOnly?: ReadonlyArray<Method>
   /** Column naming the owning organization; `undefined` for an operator-wide registry. */
   readonly ownerField?: string | undefined
+  /**
+   * Rows stay when their organization is removed (the audit trail, which the operator still
+   * reads): an `organization_id` owner field is then no reference that cascades.
+   */
+  readonly outlivesOwner?: boolean
+  /**
+   * Whether the generic writes record each change in the audit trail (`Engine/AuditTrail`): they
+   * do unless the declaration says `false`, which consent records (the consent log is theirs) and
+   * what is no configuration (runs, deliveries, links) say.
+   */
+  readonly audited?: boolean
   /** Output fields that are never stored (values shown once). */
   readonly transient?: ReadonlyArray<T>
   /**
@@ -247,7 +258,7 @@ const declare = <S extends Shape, Path extends string, Own extends boolean>(
     unique: options.unique ?? [],
     indexes: options.indexes ?? [],
     references: [
-      ...(options.ownerField === "organization_id" ? [ownedByOrganization] : []),
+      ...(options.ownerField === "organization_id" && options.outlivesOwner !== true ? [ownedByOrganization] : []),
       ...(options.references ?? [])
     ],
     defaultSort: "created_at" in columns ? [{ field: "created_at", direction: 1 }] : []

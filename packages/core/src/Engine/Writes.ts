@@ -12,6 +12,7 @@ import { isPlainObject, methodNotAllowed, ensureMethod, decodeBody } from "./Bod
 import { pick, outputOfRow, resolveView, repoOf } from "./Views.js"
 import { loadVisible, notFoundError } from "./Reads.js"
 import { requireFeature, requireFeatureBeforeBody, checkQuota, requireExistingOrganization } from "./Gates.js"
+import { recordChange } from "./AuditTrail.js"
 
 /**
  * The generic use-cases every resource shares: organization scope, output-only fields,
@@ -29,6 +30,18 @@ const replacedFields = (def: AnyResource): Row => {
   const out = nullsFor(def.updateFields, def)
   for (const f of def.updateFields) if (Object.hasOwn(def.defaults, f)) out[f] = def.defaults[f]
   return out
+}
+
+/**
+ * The fields an update or patch changed, as the API names them: stored columns whose value
+ * changed that are output or input fields (a private column, a hash or a sealed value, is never
+ * named), and input fields given with a value other than the stored one (a webhook's `auth`
+ * whose secret is sealed into a private column is named although its stored part is the same).
+ */
+const changedFields = (def: AnyResource, before: Row, changes: Row, input: Row): ReadonlyArray<string> => {
+  const named = Object.keys(changes).filter((k) => Object.hasOwn(def.outputFields, k) || def.updateFields.has(k))
+  const given = Object.keys(input).filter((k) => JSON.stringify(input[k]) !== JSON.stringify(before[k]))
+  return [...named, ...given]
 }
 
 /** After a write's commit: wake the webhook dispatcher, and let the resource drop cached copies. */
@@ -84,6 +97,7 @@ export const create = <S extends Shape, R, C>(
         const repo = yield* repoOf(def)
         const stored = yield* repo.create(prepared.row)
         if (def.hooks.afterCreate) yield* def.hooks.afterCreate(principal, stored, prepared.carry)
+        if (def.audited !== false) yield* recordChange(def, principal, "create", stored, Object.keys(decoded.input))
         return yield* outputOfRow(def, stored, view, prepared.reveal)
       })
     ).pipe(
@@ -136,6 +150,7 @@ export const write = <S extends Shape, R, C>(
           ? yield* repo.update(key, after, expected)
           : yield* repo.patch(key, changes, expected)
         if (def.hooks.afterUpdate) yield* def.hooks.afterUpdate(principal, before, stored, input, carry)
+        if (def.audited !== false) yield* recordChange(def, principal, method, stored, changedFields(def, before, changes, input))
         return yield* outputOfRow(def, stored, view)
       })
     ).pipe(Effect.tap((out) => committed(def, out)))
@@ -161,6 +176,7 @@ export const remove = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, princip
         if (Option.isNone(removed)) return yield* Effect.fail(notFoundError(def, id))
         yield* cascade(def.tableDef, removed.value)
         if (def.hooks.afterRemove) yield* def.hooks.afterRemove(principal, removed.value)
+        if (def.audited !== false) yield* recordChange(def, principal, "remove", removed.value, [])
         return yield* outputOfRow(def, removed.value, view)
       })
     ).pipe(Effect.tap((out) => committed(def, out)))

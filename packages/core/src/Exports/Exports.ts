@@ -119,6 +119,8 @@ export const ExportConfigsResource = ExportConfigs.with({
 export const ExportRunsResource = defineResource({
   name: "export run",
   path: "exports/runs",
+  // A run is work done, not configuration (its config is audited).
+  audited: false,
   table: "export_runs",
   indexes: [{ name: "export_runs_organization", columns: ["organization_id", "created_at"] }],
   output: ExportRun,

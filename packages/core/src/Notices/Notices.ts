@@ -2,6 +2,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { answers, defineAction } from "../Engine/Action.js"
+import { recordChange } from "../Engine/AuditTrail.js"
 import { Conflict, InvalidInput } from "../Domain/Errors.js"
 import type { EventConsents } from "../Domain/Consent.js"
 import {
@@ -50,7 +51,7 @@ const failOn = (errors: Record<string, string>) =>
  * `default` on every other default text of the organization sharing one of its platforms, in
  * the same transaction, serialised on `notice-default:<org>`.
  */
-const clearOtherDefaults = (row: StoredRow<typeof Texts>) =>
+const clearOtherDefaults = (principal: Principal, row: StoredRow<typeof Texts>) =>
   Effect.gen(function*() {
     if (row.default !== true) return
     const org = row.organization_id
@@ -68,7 +69,8 @@ const clearOtherDefaults = (row: StoredRow<typeof Texts>) =>
       for (const other of page.data) {
         if (other.id === row.id) continue
         if (!other.platforms.some((p) => platforms.has(p))) continue
-        yield* repo.patch(other.id, { default: false, updated_at: row.updated_at }, other.version)
+        const cleared = yield* repo.patch(other.id, { default: false, updated_at: row.updated_at }, other.version)
+        yield* recordChange(Texts, principal, "patch", cleared, ["default"])
       }
       if (page.data.length < 500) break
     }
@@ -89,8 +91,8 @@ const Texts = declareResource({
 
 export const NoticeTextsResource = Texts.with({
   hooks: {
-    create: (_p, row) => Effect.as(clearOtherDefaults(row), { row }),
-    update: (_p, _before, after) => Effect.as(clearOtherDefaults(after), after)
+    create: (p, row) => Effect.as(clearOtherDefaults(p, row), { row }),
+    update: (p, _before, after) => Effect.as(clearOtherDefaults(p, after), after)
   }
 })
 

@@ -1,6 +1,7 @@
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { answers, defineAction } from "../Engine/Action.js"
+import { recordChange } from "../Engine/AuditTrail.js"
 import { decode, ensureMethod } from "../Engine/Bodies.js"
 import { nowMillis } from "../Engine/Clock.js"
 import { requireFeatureBeforeBody } from "../Engine/Gates.js"
@@ -51,6 +52,7 @@ export const rotateSigningSecret = (principal: Principal, id: string, body: unkn
         }, before.version)
         // Other servers drop their copy of the webhook (and its opened secrets) as this commits.
         yield* announceWebhookChange(stored.organization_id, stored.id)
+        yield* recordChange(WebhooksResource, principal, "rotate", stored, ["signing_secret"])
         return yield* outputOfRow(WebhooksResource, stored, {}, { signing_secret: secret })
       })
     )

@@ -149,6 +149,8 @@ export const WebhooksResource = Webhooks.with<Endpoints | WebhookTargets>({
 export const DeliveriesResource = defineResource({
   name: "webhook delivery",
   path: "webhooks/deliveries",
+  // Messages on their way, not configuration.
+  audited: false,
   table: DeliveriesTable.table,
   indexes: DeliveryIndexes,
   output: WebhookDelivery,

@@ -404,6 +404,16 @@ const FIXTURES: Record<string, Fixture> = {
       expect(r.body.total).toBe(1)
       return r.body.data[0]
     }
+  },
+  "/v1/audit-logs": {
+    // The trail of the organization's own changes: the entry of its property's creation.
+    seed: async (o) => {
+      const property = encodeURIComponent(o.objs["/v1/properties"].id)
+      const r = await o.call("GET", `/v1/audit-logs?resource=properties&resource_id=${property}&action=create`)
+      expect(r.status, r.text).toBe(200)
+      expect(r.body.total).toBe(1)
+      return r.body.data[0]
+    }
   }
 }
 

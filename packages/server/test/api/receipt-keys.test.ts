@@ -26,7 +26,7 @@ const storeLayer = (): StoreLayer =>
     ? SqliteStore.layer({ filename: path.join(dir, "consent.db") })
     : PgStore.layer({ url: database.url, maxConnections: 1 })
 
-const { server, tenant } = useServer(() => ({ store: storeLayer() }))
+const { server, op, tenant } = useServer(() => ({ store: storeLayer() }))
 
 afterAll(async () => {
   await database?.close()
@@ -64,6 +64,16 @@ describe("rotating the receipt signing key", () => {
     const rotated = await Effect.runPromise(rotateReceiptSigningKey(storeLayer()))
     expect(rotated.retired).toEqual([oldKid])
     expect(rotated.kid).not.toBe(oldKid)
+    // The operator's command is in the audit trail, operator-wide, with the new key's id only.
+    const trail = await op.call("GET", `/v1/audit-logs?resource=receipt-signing-keys&resource_id=${rotated.kid}`)
+    expect(trail.status, trail.text).toBe(200)
+    expect(trail.body.data).toEqual([expect.objectContaining({
+      organization_id: null,
+      action: "rotate",
+      principal: { kind: "host", id: "rotate-receipt-key" },
+      fields: ["key"],
+      address: null
+    })])
 
     // Within the minute the server keeps the ring it read, it still signs with the old key.
     expect(decodeProtectedHeader((await receipt()).jws).kid).toBe(oldKid)
