@@ -49,7 +49,15 @@ export const make = Effect.gen(function*() {
           : Option.some(decodeValue(dialect, field.timestamp, row.t) as string)
       ),
       Unavailable.orDie
-    )
+    ),
+    // Each status read by the index of finished mails; concurrent purgers skip each other's rows.
+    purgeDone: ({ before, limit }) =>
+      sql<{ id: unknown }>`DELETE FROM mail_outbox WHERE id IN (
+          SELECT id FROM mail_outbox WHERE status = 'sent' AND updated_at < ${before} LIMIT ${limit} ${skipLocked}
+        ) OR id IN (
+          SELECT id FROM mail_outbox WHERE status = 'failed' AND updated_at < ${before} LIMIT ${limit} ${skipLocked}
+        )
+        RETURNING id`.pipe(Effect.map((rows) => rows.length), Unavailable.orDie)
   })
 })
 

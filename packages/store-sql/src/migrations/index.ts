@@ -25,6 +25,7 @@ import consentStateFilter from "./0024_consent_state_filter.js"
 import provenDomains from "./0026_proven_domains.js"
 import credentialRotation from "./0027_credential_rotation.js"
 import webhookSecretRotation from "./0028_webhook_secret_rotation.js"
+import retention from "./0029_retention.js"
 
 /**
  * Versioned migrations of both stores: a new change is a new entry, never an edit of an old
@@ -57,5 +58,6 @@ export const migrations = {
   "0024_consent_state_filter": consentStateFilter,
   "0026_proven_domains": provenDomains,
   "0027_credential_rotation": credentialRotation,
-  "0028_webhook_secret_rotation": webhookSecretRotation
+  "0028_webhook_secret_rotation": webhookSecretRotation,
+  "0029_retention": retention
 }
