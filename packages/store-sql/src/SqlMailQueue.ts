@@ -50,14 +50,22 @@ export const make = Effect.gen(function*() {
       ),
       Unavailable.orDie
     ),
-    // Each status read by the index of finished mails; concurrent purgers skip each other's rows.
+    // One statement per status, each reading the index of finished mails (one over both would
+    // scan the table); concurrent purgers skip each other's rows.
     purgeDone: ({ before, limit }) =>
-      sql<{ id: unknown }>`DELETE FROM mail_outbox WHERE id IN (
-          SELECT id FROM mail_outbox WHERE status = 'sent' AND updated_at < ${before} LIMIT ${limit} ${skipLocked}
-        ) OR id IN (
-          SELECT id FROM mail_outbox WHERE status = 'failed' AND updated_at < ${before} LIMIT ${limit} ${skipLocked}
-        )
-        RETURNING id`.pipe(Effect.map((rows) => rows.length), Unavailable.orDie)
+      Effect.gen(function*() {
+        let removed = 0
+        for (const status of ["sent", "failed"] as const) {
+          if (removed >= limit) break
+          const rows = yield* sql<{ id: unknown }>`DELETE FROM mail_outbox WHERE id IN (
+              SELECT id FROM mail_outbox WHERE status = ${status} AND updated_at < ${before}
+              ORDER BY updated_at ASC LIMIT ${limit - removed} ${skipLocked}
+            )
+            RETURNING id`
+          removed += rows.length
+        }
+        return removed
+      }).pipe(Unavailable.orDie)
   })
 })
 
