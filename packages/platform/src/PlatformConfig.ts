@@ -386,10 +386,12 @@ export const platform: Config.Config<Omit<PlatformOptions, "store"> & { readonly
   invitationsPerHour: integer("INVITATIONS_PER_HOUR", Settings.defaults.invitationsPerHour, 1),
   publicRateLimit,
   retentionDeliveredDays,
+  retentionIntervalMs: integer("RETENTION_INTERVAL_MS", 3_600_000, 100, 86_400_000),
   tracing
-}).pipe(Config.map(({ apiRequestsPeriod, dashboardUrlTtlSeconds, defaultPremiumFeatures, defaultQuotas, invitationsPerHour, languages, managedZone, organizationsPerPerson, retentionDeliveredDays, ...rest }) => ({
+}).pipe(Config.map(({ apiRequestsPeriod, dashboardUrlTtlSeconds, defaultPremiumFeatures, defaultQuotas, invitationsPerHour, languages, managedZone, organizationsPerPerson, retentionDeliveredDays, retentionIntervalMs, ...rest }) => ({
   ...rest,
-  retention: { deliveredDays: retentionDeliveredDays },
+  // The first run a minute after start, or sooner when runs are more frequent.
+  retention: { deliveredDays: retentionDeliveredDays, everyMs: retentionIntervalMs, firstAfterMs: Math.min(60_000, retentionIntervalMs) },
   settings: { defaultQuotas, defaultPremiumFeatures, apiRequestsPeriod, managedZone, languages, dashboardUrlTtlSeconds, organizationsPerPerson, invitationsPerHour }
 })))
 
