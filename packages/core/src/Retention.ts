@@ -22,8 +22,8 @@ import { DeliveryQueue } from "./Webhooks/Ports.js"
 export interface RetentionOptions {
   /**
    * Days a delivered webhook message (with its attempts) and a finished invitation mail are kept
-   * after they were delivered, sent or given up (`RETENTION_DELIVERED_DAYS`, default 30); `null`:
-   * forever.
+   * after they were delivered, sent or given up (`RETENTION_DELIVERED_DAYS`, default 30); `null`
+   * (or 0): forever.
    */
   readonly deliveredDays?: number | null | undefined
   /** Time between two runs (default an hour); the first runs `firstAfterMs` after start (default a minute). */
@@ -92,7 +92,7 @@ export const consentEvents: Purge = { name: "consent events of inactive users", 
 export const purges = (options: RetentionOptions): ReadonlyArray<Purge> => {
   const deliveredDays = options.deliveredDays === undefined ? DEFAULT_DELIVERED_DAYS : options.deliveredDays
   return [
-    ...(deliveredDays === null ? [] : [deliveredMessages(deliveredDays), finishedMails(deliveredDays)]),
+    ...(deliveredDays === null || deliveredDays <= 0 ? [] : [deliveredMessages(deliveredDays), finishedMails(deliveredDays)]),
     consentEvents
     // The audit trail (`RETENTION_AUDIT_DAYS`) goes here.
   ]

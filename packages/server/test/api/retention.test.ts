@@ -319,6 +319,11 @@ describe(`retention of consent events (${storeKind})`, () => {
       const set = await c("PATCH", `/v1/organizations/${t.org.id}`, { body: { consent_retention_days: 90 } })
       expect(set.status, set.text).toBe(200)
       expect(set.body.consent_retention_days).toBe(90)
+      // An update (PUT) that leaves it out clears it, as it clears the other optional settings: kept forever.
+      const put = await c("PUT", `/v1/organizations/${t.org.id}`, { body: { name: set.body.name } })
+      expect(put.status, put.text).toBe(200)
+      expect(put.body.consent_retention_days).toBe(null)
+      await c("PATCH", `/v1/organizations/${t.org.id}`, { body: { consent_retention_days: 90 } })
       const cleared = await c("PATCH", `/v1/organizations/${t.org.id}`, { body: { consent_retention_days: null } })
       expect(cleared.body.consent_retention_days).toBe(null)
       const made = await op.call("POST", "/v1/organizations", { body: { name: unique("org"), consent_retention_days: 365 } })
