@@ -2,7 +2,7 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { keyOf, type Row, Storage, type TableDef, UnitOfWork } from "../Engine/Ports.js"
-import { eq, gte, lt } from "../Engine/Query.js"
+import { type Condition, eq, gte, lt } from "../Engine/Query.js"
 import { cascade } from "../Engine/Relations.js"
 import { ownedByOrganization } from "../Engine/Resource.js"
 import { defineTable, field } from "../Engine/Tables.js"
@@ -54,7 +54,12 @@ export interface PurgePace {
 }
 
 /** Removes the rows of `table` matching `where`, at most `CONSENT_BATCH` per transaction, each as a removal the log records. */
-const removeAll = (table: TableDef, where: ReadonlyArray<ReturnType<typeof eq>>, pace: PurgePace, after?: (row: Row) => Effect.Effect<void, never, ProofFiles>) =>
+const removeAll = (
+  table: TableDef,
+  where: ReadonlyArray<Condition>,
+  pace: PurgePace,
+  after?: (row: Row) => Effect.Effect<void, never, ProofFiles>
+) =>
   Effect.gen(function*() {
     const storage = yield* Storage
     const uow = yield* UnitOfWork
