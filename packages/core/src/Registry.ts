@@ -4,6 +4,7 @@ import { ApiUsageTable, InvitationsTable, PersonsTable, SettingsTable } from "./
 import { ConsentUserErasuresTable } from "./Consents/UserErasures.js"
 import type { TableDef } from "./Engine/Ports.js"
 import { MailOutboxTable } from "./Accounts/MailOutbox.js"
+import { RetentionMarksTable } from "./Consents/ConsentRetention.js"
 import { Relations } from "./Engine/Relations.js"
 import type { AnyShape, CoreServices } from "./Engine/Shape.js"
 import type { PortsOf, ResourceDef } from "./Engine/Resource.js"
@@ -147,7 +148,8 @@ export const tables: ReadonlyArray<TableDef<any>> = [
       ConsentLogTable,
       ConsentLogHeadsTable,
       ConsentUserErasuresTable,
-      UserStatesTable
+      UserStatesTable,
+      RetentionMarksTable
     ]
       .map((t) => [t.table, t] as const)
   ).values()

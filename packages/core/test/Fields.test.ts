@@ -63,6 +63,7 @@ describe("fieldsOf(Organization)", () => {
   it("an array is json, an optional positive int is a nullable number", () => {
     expect(f.auth_message_priority).toEqual({ kind: "json", nullable: false })
     expect(f.iab_tcf_cmp_id).toEqual({ kind: "number", nullable: true })
+    expect(f.consent_retention_days).toEqual({ kind: "number", nullable: true })
   })
 
   it("audit fields", () => {
@@ -75,8 +76,8 @@ describe("fieldsOf(Organization)", () => {
     expect(f.consent_tokens_revoked_before).toEqual({ kind: "timestamp", nullable: true })
   })
 
-  it("has 22 fields", () => {
-    expect(Object.keys(f)).toHaveLength(22)
+  it("has 23 fields", () => {
+    expect(Object.keys(f)).toHaveLength(23)
   })
 })
 

@@ -1,4 +1,4 @@
-import type { HostMigration, ServedAction, ServedResource, SettingsShape, StorePorts } from "@cmp/core"
+import type { HostMigration, Retention, ServedAction, ServedResource, SettingsShape, StorePorts } from "@cmp/core"
 import type { NodeAdaptersOptions } from "@cmp/platform-node"
 import type { DispatcherConfig } from "@cmp/webhooks"
 import type * as Clock from "effect/Clock"
@@ -75,6 +75,15 @@ export interface PlatformOptions extends HostDeclarations, Omit<NodeAdaptersOpti
    * every process of the platform. `false` runs none in this process.
    */
   readonly domainRelease?: false | { readonly everyMs?: number | undefined } | undefined
+  /**
+   * Where webhooks are delivered, the retention purges (see `Retention`): delivered webhook
+   * messages and finished invitation mails `deliveredDays` after they finished
+   * (`RETENTION_DELIVERED_DAYS`, default 30; `null` keeps them forever), and the consent events of
+   * inactive users of organizations that set `consent_retention_days`. They run `firstAfterMs`
+   * after start (default a minute), then every `everyMs` (default an hour). `false` runs none in
+   * this process.
+   */
+  readonly retention?: false | Retention.RetentionOptions | undefined
   /**
    * Where webhooks are delivered, the time between two sweeps for lapsed consents
    * (`CONSENT_EXPIRY_SWEEP_MS`, default 5000): a `user.consent_expired` message is written

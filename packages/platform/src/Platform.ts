@@ -12,6 +12,7 @@ import {
   Ids,
   OutboxSignal,
   MailDispatcher,
+  Retention,
   MailSignal,
   type PlatformRuntime,
   type PlatformServices,
@@ -88,7 +89,13 @@ export const layer = (options: PlatformOptions): Layer.Layer<PlatformServices, u
   // and so does the sweep that announces lapsed consents (`ExpirySweep`).
   // A process that delivers is woken by its own commits and by the rings of those that deliver nothing.
   const delivering: Layer.Layer<PlatformServices, unknown> = dispatcher
-    ? Layer.mergeAll(ReadinessLive.delivering, wakeOnOtherOutboxes, ExpirySweep.layer({ intervalMs: options.expirySweepIntervalMs })).pipe(
+    ? Layer.mergeAll(
+      ReadinessLive.delivering,
+      wakeOnOtherOutboxes,
+      ExpirySweep.layer({ intervalMs: options.expirySweepIntervalMs }),
+      // What is kept only for a while is purged where it is delivered (`Retention`).
+      options.retention === false ? Layer.empty : Retention.layer(options.retention ?? {})
+    ).pipe(
       Layer.provideMerge(Dispatcher.layer({ allowHosts, localAddress: options.webhookLocalAddress, ...dispatcher })),
       Layer.provideMerge(Layer.merge(withEndpoints, MailDispatcher.layer({ workerId: dispatcher.workerId }).pipe(Layer.provide(withEndpoints))))
     )

@@ -321,6 +321,21 @@ const publicRateLimit = parsed("PUBLIC_RATE_LIMIT", Settings.defaults.publicRate
     : problem(`PUBLIC_RATE_LIMIT must be two positive integers KEY,ADDRESS (writes a minute per public key and per address), got '${v}'`)
 })
 
+// ---------------------------------------------------------------- retention
+
+/**
+ * `RETENTION_DELIVERED_DAYS`: days delivered webhook messages and finished invitation mails are
+ * kept (default 30); `0` or `off` keeps them forever.
+ */
+const retentionDeliveredDays = parsed<number | null>("RETENTION_DELIVERED_DAYS", 30, (v) => {
+  if (v.toLowerCase() === "off") return null
+  const n = Number(v)
+  if (!Number.isInteger(n) || n < 0 || n > 36_500) {
+    return problem("RETENTION_DELIVERED_DAYS must be a number of days from 0 to 36500 (0 or off: keep forever)")
+  }
+  return n === 0 ? null : n
+})
+
 // ---------------------------------------------------------------- traces
 
 /**
@@ -380,9 +395,13 @@ export const platform: Config.Config<Omit<PlatformOptions, "store"> & { readonly
   organizationsPerPerson: integer("ORGANIZATIONS_PER_PERSON", Settings.defaults.organizationsPerPerson),
   invitationsPerHour: integer("INVITATIONS_PER_HOUR", Settings.defaults.invitationsPerHour, 1),
   publicRateLimit,
+  retentionDeliveredDays,
+  retentionIntervalMs: integer("RETENTION_INTERVAL_MS", 3_600_000, 100, 86_400_000),
   tracing
-}).pipe(Config.map(({ apiRequestsPeriod, dashboardUrlTtlSeconds, defaultPremiumFeatures, defaultQuotas, invitationsPerHour, languages, managedZone, organizationsPerPerson, ...rest }) => ({
+}).pipe(Config.map(({ apiRequestsPeriod, dashboardUrlTtlSeconds, defaultPremiumFeatures, defaultQuotas, invitationsPerHour, languages, managedZone, organizationsPerPerson, retentionDeliveredDays, retentionIntervalMs, ...rest }) => ({
   ...rest,
+  // The first run a minute after start, or sooner when runs are more frequent.
+  retention: { deliveredDays: retentionDeliveredDays, everyMs: retentionIntervalMs, firstAfterMs: Math.min(60_000, retentionIntervalMs) },
   settings: { defaultQuotas, defaultPremiumFeatures, apiRequestsPeriod, managedZone, languages, dashboardUrlTtlSeconds, organizationsPerPerson, invitationsPerHour }
 })))
 

@@ -150,7 +150,26 @@ export const make = Effect.gen(function*() {
           .sort()
         return Option.fromNullable(due[0])
       }).pipe(Unavailable.orDie)
-    }
+    },
+    /**
+     * One batch in one transaction: the messages are picked by the index of finished messages
+     * and, on PostgreSQL, locked (another purger skips them; a replay waits for the commit), then
+     * their attempts and they go. The delete repeats the conditions, so a row that moved since
+     * stays.
+     */
+    purgeDelivered: ({ before, limit }) =>
+      unitOfWork.transaction(Effect.gen(function*() {
+        const picked = yield* sql<{ id: string }>`SELECT id FROM webhook_deliveries
+          WHERE status = 'delivered' AND updated_at < ${before}
+          ORDER BY updated_at ASC LIMIT ${limit} ${skipLocked}`
+        if (picked.length === 0) return 0
+        const ids = picked.map((r) => r.id)
+        yield* sql`DELETE FROM webhook_attempts WHERE delivery_id IN ${sql.in(ids)}`
+        const gone = yield* sql<{ id: unknown }>`DELETE FROM webhook_deliveries
+          WHERE id IN ${sql.in(ids)} AND status = 'delivered' AND updated_at < ${before}
+          RETURNING id`
+        return gone.length
+      }).pipe(Unavailable.orDie))
   })
 })
 

@@ -49,7 +49,23 @@ export const make = Effect.gen(function*() {
           : Option.some(decodeValue(dialect, field.timestamp, row.t) as string)
       ),
       Unavailable.orDie
-    )
+    ),
+    // One statement per status, each reading the index of finished mails (one over both would
+    // scan the table); concurrent purgers skip each other's rows.
+    purgeDone: ({ before, limit }) =>
+      Effect.gen(function*() {
+        let removed = 0
+        for (const status of ["sent", "failed"] as const) {
+          if (removed >= limit) break
+          const rows = yield* sql<{ id: unknown }>`DELETE FROM mail_outbox WHERE id IN (
+              SELECT id FROM mail_outbox WHERE status = ${status} AND updated_at < ${before}
+              ORDER BY updated_at ASC LIMIT ${limit - removed} ${skipLocked}
+            )
+            RETURNING id`
+          removed += rows.length
+        }
+        return removed
+      }).pipe(Unavailable.orDie)
   })
 })
 

@@ -25,6 +25,8 @@ import {
   eq,
   ExpiryAnnouncements,
   type FieldInfo,
+  MailQueue,
+  purgeConsentEventsOf,
   OrganizationsResource,
   PremiumFeaturesResource,
   type Principal,
@@ -49,7 +51,7 @@ import { engineLayer } from "./EngineServices.js"
 const ROWS = 20_000
 
 /** The tables that grow with traffic: a plan may seek into them, never read them whole. */
-const big = new Set(["consent_users", "consent_user_states", "consent_events", "webhook_deliveries", "webhook_attempts"])
+const big = new Set(["consent_users", "consent_user_states", "consent_events", "webhook_deliveries", "webhook_attempts", "mail_outbox"])
 
 type Dialect = "sqlite" | "pg"
 
@@ -478,4 +480,26 @@ export const queryPlanSuite = (name: string, makeStore: () => Layer.Layer<StoreP
         const whole = lookUps.filter((p) => (dialect === "pg" ? /"Seq Scan"/.test(p.plan) : /\bSCAN organizations\b/.test(p.plan)))
         assert.deepStrictEqual(whole.map((p) => `${p.statement}\n  plan ${p.plan}`), [])
       }))
+
+    // Last: it removes seeded rows.
+    it.effect("the retention purges: a batch of delivered messages with their attempts, finished mails, an organization's inactive users' events", () =>
+      Effect.gen(function*() {
+        const { organizationId } = yield* Seeded
+        const at = (second: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, second)).toISOString()
+        const queue = yield* DeliveryQueue
+        // Messages finished a second apart: of the first thousand, 970 are delivered. PostgreSQL
+        // plans with sequential scans off: 500 look-ups may cost more than a scan of this seeded
+        // table, never of a table grown large; what must not be left is a scan no index replaces.
+        const purged = yield* usesIndexes(queue.purgeDelivered({ before: at(1000), limit: 500 }), ["webhook_deliveries", "webhook_attempts"], true)
+        assert.strictEqual(purged, 500)
+        yield* usesIndexes(Effect.flatMap(MailQueue, (mails) => mails.purgeDone({ before: at(1000), limit: 500 })), ["mail_outbox"], true)
+        // Users last changed a second apart: 149 are inactive for 30 days at this time, each with one event.
+        yield* TestClock.setTime(Date.parse(at(150)) + 30 * 24 * 3600_000)
+        const removed = yield* usesIndexes(
+          purgeConsentEventsOf(organizationId, 30, { pause: Effect.void }),
+          ["consent_users", "consent_events"],
+          true
+        )
+        assert.strictEqual(removed, 149)
+      }), 120_000)
   })

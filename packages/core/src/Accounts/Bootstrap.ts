@@ -40,6 +40,7 @@ export const ensureOperatorOrganization = Effect.gen(function*() {
     allow_chat_support: false,
     consent_tokens_revoked_before: null,
     previous_key_expires_at: null,
+    consent_retention_days: null,
     previous_public_api_key: null,
     crm_account_id: null,
     created_by_person_id: null,

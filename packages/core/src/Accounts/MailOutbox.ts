@@ -40,7 +40,11 @@ const mailFields = {
 } as const
 
 export const MailOutboxTable = defineTable("mail_outbox", mailFields, {
-  indexes: [{ name: "mail_outbox_due", columns: ["status", "next_attempt_at"] }],
+  indexes: [
+    { name: "mail_outbox_due", columns: ["status", "next_attempt_at"] },
+    // The retention purge finds finished mails by when they finished.
+    { name: "mail_outbox_finished", columns: ["status", "updated_at"] }
+  ],
   references: [ownedByOrganization]
 })
 
@@ -81,6 +85,11 @@ export class MailQueue extends Context.Tag("@cmp/core/MailQueue")<
     }) => Effect.Effect<boolean>
     /** When the earliest mail `claim` would take is due, so an idle dispatcher knows how long to sleep. */
     readonly nextDueAt: Effect.Effect<Option.Option<string>>
+    /**
+     * Deletes up to `limit` finished mails (`sent`, or `failed`: given up) finished (`updated_at`)
+     * before `before`, in one statement; answers how many went. Pending and sending mails stay.
+     */
+    readonly purgeDone: (options: { readonly before: string; readonly limit: number }) => Effect.Effect<number>
   }
 >() {}
 

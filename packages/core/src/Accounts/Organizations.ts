@@ -57,7 +57,8 @@ export const OrganizationsResource = defineResource({
     auth_message_priority: [],
     allow_tcf_with_custom_text: false,
     allow_chat_support: false,
-    consent_tokens_revoked_before: null
+    consent_tokens_revoked_before: null,
+    consent_retention_days: null
   },
   ports: portList<CredentialCache | ConsentTokenStates>(CredentialCache, ConsentTokenStates),
   hooks: {

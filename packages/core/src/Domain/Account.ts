@@ -103,6 +103,14 @@ export const TcfCmpId = Schema.Int.pipe(
   Schema.between(1, 4095, { message: () => "must be an integer from 1 to 4095 (a TCF CMP id has 12 bits)" })
 )
 
+/**
+ * How many days the consent events of an organization's inactive users are kept (see
+ * `ConsentRetention`); `null`: forever.
+ */
+export const ConsentRetentionDays = Schema.Int.pipe(
+  Schema.between(1, 36_500, { message: () => "must be an integer from 1 to 36500 (days), or null to keep consent events forever" })
+)
+
 export const Organization = Schema.Struct({
   id: Id,
   name: Name,
@@ -126,6 +134,8 @@ export const Organization = Schema.Struct({
   consent_tokens_revoked_before: opt(Timestamp),
   /** Until when the public key replaced by the last rotation is still accepted; `null`: none is kept. */
   previous_key_expires_at: opt(Timestamp),
+  /** Days the consent events of inactive users are kept before they are purged; `null`: forever. */
+  consent_retention_days: opt(ConsentRetentionDays),
   ...Audit
 })
 export type Organization = typeof Organization.Type
@@ -139,6 +149,7 @@ const organizationInputFields = {
   auth_allow_user_creation: Schema.optional(Schema.Boolean),
   auth_message_priority: Schema.optional(Schema.Array(Schema.String.pipe(Schema.maxLength(64)))),
   organization_group_id: opt(Id),
+  consent_retention_days: opt(ConsentRetentionDays),
   /** Input only: the CRM account of the organization's group. */
   crm_account_id: opt(Id)
 }

@@ -88,6 +88,12 @@ export class DeliveryQueue extends Context.Tag("@cmp/core/DeliveryQueue")<
     readonly nextDueAt: (options?: {
       readonly subscribers?: ReadonlyArray<string> | undefined
     }) => Effect.Effect<Option.Option<string>>
+    /**
+     * Deletes, in one transaction, up to `limit` `delivered` messages delivered (their last move,
+     * `updated_at`) before `before`, with their attempts; answers how many messages went. Other
+     * statuses are never touched. Concurrent purgers take different rows or find them gone.
+     */
+    readonly purgeDelivered: (options: { readonly before: string; readonly limit: number }) => Effect.Effect<number>
   }
 >() {}
 

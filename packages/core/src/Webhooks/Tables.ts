@@ -30,7 +30,9 @@ export const DeliveryTraceFields = {
 export const DeliveryIndexes = [
   { name: "webhook_deliveries_due", columns: ["status", "next_attempt_at"] },
   { name: "webhook_deliveries_organization", columns: ["organization_id", "created_at"] },
-  { name: "webhook_deliveries_webhook", columns: ["webhook_id", "status", "created_at"] }
+  { name: "webhook_deliveries_webhook", columns: ["webhook_id", "status", "created_at"] },
+  // The retention purge finds delivered messages by when they were delivered (their last move).
+  { name: "webhook_deliveries_finished", columns: ["status", "updated_at"] }
 ] as const
 
 /** An outbox row: a delivery as the API shows it, less its attempts (read from their log), plus its lease. */

@@ -76,6 +76,8 @@ const open = (store: FixtureStore, overrides: Partial<ServerOptions> = {}): Prom
     dispatcher: false,
     // The fixture's page host was made on a day that real time leaves behind: kept, to be read back.
     domainRelease: false,
+    // Its messages were delivered on a day real time leaves behind: kept too, to be read back.
+    retention: false,
     // The TXT records this test publishes, and none else: no look-up leaves the machine.
     dns: { resolveTxt: async (name) => published[name] ?? [] },
     logLevel: (process.env.TEST_LOG_LEVEL as ServerOptions["logLevel"]) ?? "None",
@@ -178,9 +180,10 @@ const domainVerification = (old: any) =>
 /**
  * Organizations gained the date before which they refuse consent tokens, secrets whether they
  * require expirations, keys and organizations the date their replaced credential ends, webhooks the end of a rotation's overlap: none.
+ * Organizations also gained how long their inactive users' consent events are kept: forever.
  */
 const addedLater: ReadonlyArray<readonly [string, (old: any) => any]> = [
-  ["/v1/organizations", (old) => ({ ...old, consent_tokens_revoked_before: null, previous_key_expires_at: null })],
+  ["/v1/organizations", (old) => ({ ...old, consent_tokens_revoked_before: null, previous_key_expires_at: null, consent_retention_days: null })],
   ["/v1/keys", (old) => ({ ...old, previous_secret_expires_at: null })],
   // Page hosts gained the TXT record that proves them, random per domain (a cmp domain has none),
   // and every domain the reason of a failure: none.

@@ -84,6 +84,8 @@ export const start = async (overrides: Partial<ServerOptions> = {}): Promise<Tes
     admin: ADMIN,
     // Nothing delivers unless a suite asks for a dispatcher (the webhook suites do).
     dispatcher: false,
+    // Nor is anything purged unless a suite asks (the retention suite does): suites move the clock by days.
+    retention: false,
     // No page host's proof is looked up outside the machine: no TXT record anywhere, unless a
     // suite hands in its own resolver (the domains suite does).
     dns: { resolveTxt: async () => [] },

@@ -25,6 +25,7 @@ import consentStateFilter from "./0024_consent_state_filter.js"
 import provenDomains from "./0026_proven_domains.js"
 import credentialRotation from "./0027_credential_rotation.js"
 import webhookSecretRotation from "./0028_webhook_secret_rotation.js"
+import retention from "./0029_retention.js"
 import auditLogs from "./0030_audit_logs.js"
 
 /**
@@ -59,5 +60,6 @@ export const migrations = {
   "0026_proven_domains": provenDomains,
   "0027_credential_rotation": credentialRotation,
   "0028_webhook_secret_rotation": webhookSecretRotation,
+  "0029_retention": retention,
   "0030_audit_logs": auditLogs
 }
