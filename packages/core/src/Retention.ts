@@ -6,7 +6,9 @@ import * as Schedule from "effect/Schedule"
 import { MailQueue } from "./Accounts/MailOutbox.js"
 import { purgeConsentEvents, type PurgePace } from "./Consents/ConsentRetention.js"
 import type { ProofFiles } from "./Consents/ProofPorts.js"
-import type { Storage, UnitOfWork } from "./Engine/Ports.js"
+import { AuditLogsTable } from "./Engine/AuditTrail.js"
+import { Storage, UnitOfWork } from "./Engine/Ports.js"
+import { lt } from "./Engine/Query.js"
 import type { Relations } from "./Engine/Relations.js"
 import { DeliveryQueue } from "./Webhooks/Ports.js"
 
@@ -26,6 +28,8 @@ export interface RetentionOptions {
    * (or 0): forever.
    */
   readonly deliveredDays?: number | null | undefined
+  /** Days an entry of the audit trail is kept (`RETENTION_AUDIT_DAYS`, default 400); `null` (or 0): forever. */
+  readonly auditDays?: number | null | undefined
   /** Time between two runs (default an hour); the first runs `firstAfterMs` after start (default a minute). */
   readonly everyMs?: number | undefined
   readonly firstAfterMs?: number | undefined
@@ -34,6 +38,8 @@ export interface RetentionOptions {
 }
 
 export const DEFAULT_DELIVERED_DAYS = 30
+
+export const DEFAULT_AUDIT_DAYS = 400
 
 /** Rows a purge removes per transaction. */
 export const BATCH = 500
@@ -85,16 +91,44 @@ export const finishedMails = (days: number): Purge => ({
     })
 })
 
+/**
+ * Entries of the audit trail older than `days`, oldest first. Configuration changes are few, so
+ * the entries of a batch are removed one by one through the repository (by the `created_at`
+ * index), with no port of their own; an entry another process removed first is simply gone.
+ */
+export const auditEntries = (days: number): Purge => ({
+  name: "audit trail entries",
+  run: (pace) =>
+    Effect.gen(function*() {
+      const repo = (yield* Storage).repository(AuditLogsTable)
+      const uow = yield* UnitOfWork
+      const before = yield* cutoffOf(days)
+      const batch = uow.transaction(Effect.gen(function*() {
+        const page = yield* repo.find({
+          where: [lt("created_at", before)],
+          sort: [{ field: "created_at", direction: 1 }],
+          limit: BATCH,
+          skip: 0,
+          count: false
+        })
+        for (const entry of page.data) yield* Effect.orDie(repo.remove(entry.id))
+        return page.data.length
+      }))
+      return yield* inBatches(pace, batch)
+    })
+})
+
 /** The consent events of inactive users, for the organizations that set `consent_retention_days`. */
 export const consentEvents: Purge = { name: "consent events of inactive users", run: purgeConsentEvents }
 
 /** Every retention a process runs, in order. */
 export const purges = (options: RetentionOptions): ReadonlyArray<Purge> => {
   const deliveredDays = options.deliveredDays === undefined ? DEFAULT_DELIVERED_DAYS : options.deliveredDays
+  const auditDays = options.auditDays === undefined ? DEFAULT_AUDIT_DAYS : options.auditDays
   return [
     ...(deliveredDays === null || deliveredDays <= 0 ? [] : [deliveredMessages(deliveredDays), finishedMails(deliveredDays)]),
-    consentEvents
-    // The audit trail (`RETENTION_AUDIT_DAYS`) goes here.
+    consentEvents,
+    ...(auditDays === null || auditDays <= 0 ? [] : [auditEntries(auditDays)])
   ]
 }
 

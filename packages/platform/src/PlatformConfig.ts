@@ -327,14 +327,20 @@ const publicRateLimit = parsed("PUBLIC_RATE_LIMIT", Settings.defaults.publicRate
  * `RETENTION_DELIVERED_DAYS`: days delivered webhook messages and finished invitation mails are
  * kept (default 30); `0` or `off` keeps them forever.
  */
-const retentionDeliveredDays = parsed<number | null>("RETENTION_DELIVERED_DAYS", 30, (v) => {
-  if (v.toLowerCase() === "off") return null
-  const n = Number(v)
-  if (!Number.isInteger(n) || n < 0 || n > 36_500) {
-    return problem("RETENTION_DELIVERED_DAYS must be a number of days from 0 to 36500 (0 or off: keep forever)")
-  }
-  return n === 0 ? null : n
-})
+const retentionDays = (name: string, fallback: number) =>
+  parsed<number | null>(name, fallback, (v) => {
+    if (v.toLowerCase() === "off") return null
+    const n = Number(v)
+    if (!Number.isInteger(n) || n < 0 || n > 36_500) {
+      return problem(`${name} must be a number of days from 0 to 36500 (0 or off: keep forever)`)
+    }
+    return n === 0 ? null : n
+  })
+
+const retentionDeliveredDays = retentionDays("RETENTION_DELIVERED_DAYS", 30)
+
+/** `RETENTION_AUDIT_DAYS`: days the audit trail's entries are kept (default 400); `0` or `off` keeps them forever. */
+const retentionAuditDays = retentionDays("RETENTION_AUDIT_DAYS", 400)
 
 // ---------------------------------------------------------------- traces
 
@@ -396,12 +402,13 @@ export const platform: Config.Config<Omit<PlatformOptions, "store"> & { readonly
   invitationsPerHour: integer("INVITATIONS_PER_HOUR", Settings.defaults.invitationsPerHour, 1),
   publicRateLimit,
   retentionDeliveredDays,
+  retentionAuditDays,
   retentionIntervalMs: integer("RETENTION_INTERVAL_MS", 3_600_000, 100, 86_400_000),
   tracing
-}).pipe(Config.map(({ apiRequestsPeriod, dashboardUrlTtlSeconds, defaultPremiumFeatures, defaultQuotas, invitationsPerHour, languages, managedZone, organizationsPerPerson, retentionDeliveredDays, retentionIntervalMs, ...rest }) => ({
+}).pipe(Config.map(({ apiRequestsPeriod, dashboardUrlTtlSeconds, defaultPremiumFeatures, defaultQuotas, invitationsPerHour, languages, managedZone, organizationsPerPerson, retentionAuditDays, retentionDeliveredDays, retentionIntervalMs, ...rest }) => ({
   ...rest,
   // The first run a minute after start, or sooner when runs are more frequent.
-  retention: { deliveredDays: retentionDeliveredDays, everyMs: retentionIntervalMs, firstAfterMs: Math.min(60_000, retentionIntervalMs) },
+  retention: { deliveredDays: retentionDeliveredDays, auditDays: retentionAuditDays, everyMs: retentionIntervalMs, firstAfterMs: Math.min(60_000, retentionIntervalMs) },
   settings: { defaultQuotas, defaultPremiumFeatures, apiRequestsPeriod, managedZone, languages, dashboardUrlTtlSeconds, organizationsPerPerson, invitationsPerHour }
 })))
 

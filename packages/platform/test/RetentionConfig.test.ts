@@ -15,19 +15,22 @@ const retentionOf = (env: Record<string, string>) => {
   return r.right.retention
 }
 
-describe("RETENTION_DELIVERED_DAYS and RETENTION_INTERVAL_MS", () => {
-  it("default to 30 days and an hour, the first run a minute after start", () => {
-    expect(retentionOf({})).toEqual({ deliveredDays: 30, everyMs: 3_600_000, firstAfterMs: 60_000 })
+describe("RETENTION_DELIVERED_DAYS, RETENTION_AUDIT_DAYS and RETENTION_INTERVAL_MS", () => {
+  it("default to 30 days, 400 days and an hour, the first run a minute after start", () => {
+    expect(retentionOf({})).toEqual({ deliveredDays: 30, auditDays: 400, everyMs: 3_600_000, firstAfterMs: 60_000 })
   })
 
   it("0 or off keeps delivered messages forever; a shorter interval starts sooner", () => {
     expect(retentionOf({ RETENTION_DELIVERED_DAYS: "0" })).toMatchObject({ deliveredDays: null })
     expect(retentionOf({ RETENTION_DELIVERED_DAYS: "OFF" })).toMatchObject({ deliveredDays: null })
-    expect(retentionOf({ RETENTION_DELIVERED_DAYS: "7", RETENTION_INTERVAL_MS: "500" })).toEqual({ deliveredDays: 7, everyMs: 500, firstAfterMs: 500 })
+    expect(retentionOf({ RETENTION_DELIVERED_DAYS: "7", RETENTION_INTERVAL_MS: "500" })).toEqual({ deliveredDays: 7, auditDays: 400, everyMs: 500, firstAfterMs: 500 })
+    expect(retentionOf({ RETENTION_AUDIT_DAYS: "off" })).toMatchObject({ auditDays: null, deliveredDays: 30 })
+    expect(retentionOf({ RETENTION_AUDIT_DAYS: "0" })).toMatchObject({ auditDays: null })
+    expect(retentionOf({ RETENTION_AUDIT_DAYS: "730" })).toMatchObject({ auditDays: 730 })
   })
 
   it("anything else stops the start, naming the variable", () => {
-    for (const [name, value] of [["RETENTION_DELIVERED_DAYS", "-1"], ["RETENTION_DELIVERED_DAYS", "1.5"], ["RETENTION_DELIVERED_DAYS", "never"], ["RETENTION_INTERVAL_MS", "10"], ["RETENTION_INTERVAL_MS", "hourly"]]) {
+    for (const [name, value] of [["RETENTION_DELIVERED_DAYS", "-1"], ["RETENTION_DELIVERED_DAYS", "1.5"], ["RETENTION_DELIVERED_DAYS", "never"], ["RETENTION_AUDIT_DAYS", "-3"], ["RETENTION_AUDIT_DAYS", "a year"], ["RETENTION_INTERVAL_MS", "10"], ["RETENTION_INTERVAL_MS", "hourly"]]) {
       const bad = read({ [name]: value })
       expect(Either.isLeft(bad) && PlatformConfig.describe(bad.left), value).toMatch(new RegExp(name))
     }

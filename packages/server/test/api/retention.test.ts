@@ -396,3 +396,41 @@ describe(`retention of consent events (${storeKind})`, () => {
     }
   }, 30_000)
 })
+
+describe(`retention of the audit trail (${storeKind})`, () => {
+  it("entries older than RETENTION_AUDIT_DAYS (400 by default) go, younger ones stay; 0 keeps every entry", async () => {
+    const purging = await start({ retention: QUICK })
+    const keeping = await start({ retention: { ...QUICK, auditDays: null } })
+    try {
+      const entriesOf = async (s: TestServer, organizationId: string) => {
+        const op = await operatorOf(s.url)
+        const r = await op.call("GET", `/v1/audit-logs?organization_id=${organizationId}&$limit=100`)
+        expect(r.status, r.text).toBe(200)
+        return r.body.data as ReadonlyArray<{ readonly resource: string; readonly resource_id: string; readonly created_at: string }>
+      }
+      const made = await Promise.all([purging, keeping].map(async (s) => {
+        const op = await operatorOf(s.url)
+        const t = await op.tenant()
+        const old = await op.call("POST", "/v1/properties", { body: { organization_id: t.org.id, name: unique("old") } })
+        expect(old.status, old.text).toBe(201)
+        s.clock.advance(401 * DAY)
+        const op2 = await operatorOf(s.url)
+        const young = await op2.call("POST", "/v1/properties", { body: { organization_id: t.org.id, name: unique("young") } })
+        expect(young.status, young.text).toBe(201)
+        return { t, old: old.body.id as string, young: young.body.id as string }
+      }))
+      const [p, k] = made as [typeof made[0], typeof made[0]]
+      await eventually(async () => !(await entriesOf(purging, p.t.org.id)).some((e) => e.resource_id === p.old), "the old entries purged")
+      const left = await entriesOf(purging, p.t.org.id)
+      expect(left.map((e) => e.resource_id)).toContain(p.young)
+      const cutoff = purging.clock.millis - 400 * DAY
+      expect(left.every((e) => Date.parse(e.created_at) >= cutoff)).toBe(true)
+      // The keeping server's purges ran too (its delivered messages'), yet its old entries stay.
+      await new Promise((resolve) => setTimeout(resolve, 200))
+      expect((await entriesOf(keeping, k.t.org.id)).map((e) => e.resource_id)).toEqual(expect.arrayContaining([k.old, k.young]))
+    } finally {
+      await purging.close()
+      await keeping.close()
+    }
+  })
+})
