@@ -432,5 +432,5 @@ describe(`retention of the audit trail (${storeKind})`, () => {
       await purging.close()
       await keeping.close()
     }
-  })
+  }, 60_000)
 })
