@@ -1,13 +1,13 @@
 import * as Cause from "effect/Cause"
-import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
 import { MailQueue } from "./Accounts/MailOutbox.js"
-import { purgeConsentEvents, type PurgePace } from "./Consents/ConsentRetention.js"
+import { purgeConsentEvents } from "./Consents/ConsentRetention.js"
 import type { ProofFiles } from "./Consents/ProofPorts.js"
 import { AuditLogsTable } from "./Engine/AuditTrail.js"
-import { Storage, UnitOfWork } from "./Engine/Ports.js"
+import type { Storage, UnitOfWork } from "./Engine/Ports.js"
+import { daysAgo, inBatches, PURGE_BATCH, type PurgePace, removeMatching } from "./Engine/Purging.js"
 import { lt } from "./Engine/Query.js"
 import type { Relations } from "./Engine/Relations.js"
 import { DeliveryQueue } from "./Webhooks/Ports.js"
@@ -41,11 +41,6 @@ export const DEFAULT_DELIVERED_DAYS = 30
 
 export const DEFAULT_AUDIT_DAYS = 400
 
-/** Rows a purge removes per transaction. */
-export const BATCH = 500
-
-const DAY_MS = 24 * 60 * 60 * 1000
-
 /** What a purge may use: the store's ports. */
 export type PurgeServices = Storage | UnitOfWork | Relations | DeliveryQueue | MailQueue | ProofFiles
 
@@ -55,28 +50,14 @@ export interface Purge {
   readonly run: (pace: PurgePace) => Effect.Effect<number, never, PurgeServices>
 }
 
-/** Calls `batch` until it removes fewer than a batch, pausing between two. */
-const inBatches = (pace: PurgePace, batch: Effect.Effect<number>) =>
-  Effect.gen(function*() {
-    let removed = 0
-    for (;;) {
-      const n = yield* batch
-      removed += n
-      if (n < BATCH) return removed
-      yield* pace.pause
-    }
-  })
-
-const cutoffOf = (days: number) => Effect.map(Clock.currentTimeMillis, (now) => new Date(now - days * DAY_MS).toISOString())
-
 /** Delivered webhook messages (with their attempts), by when they were delivered. `failed` ones stay until replayed or removed. */
 export const deliveredMessages = (days: number): Purge => ({
   name: "delivered webhook messages",
   run: (pace) =>
     Effect.gen(function*() {
       const queue = yield* DeliveryQueue
-      const before = yield* cutoffOf(days)
-      return yield* inBatches(pace, queue.purgeDelivered({ before, limit: BATCH }))
+      const before = yield* daysAgo(days)
+      return yield* inBatches(pace, queue.purgeDelivered({ before, limit: PURGE_BATCH }))
     })
 })
 
@@ -86,36 +67,21 @@ export const finishedMails = (days: number): Purge => ({
   run: (pace) =>
     Effect.gen(function*() {
       const queue = yield* MailQueue
-      const before = yield* cutoffOf(days)
-      return yield* inBatches(pace, queue.purgeDone({ before, limit: BATCH }))
+      const before = yield* daysAgo(days)
+      return yield* inBatches(pace, queue.purgeDone({ before, limit: PURGE_BATCH }))
     })
 })
 
 /**
- * Entries of the audit trail older than `days`, oldest first. Configuration changes are few, so
- * the entries of a batch are removed one by one through the repository (by the `created_at`
- * index), with no port of their own; an entry another process removed first is simply gone.
+ * Entries of the audit trail older than `days`, oldest first, read by the `created_at` index.
+ * Configuration changes are few, so a batch removes its entries one by one through the
+ * repository, with no port of its own; an entry another purger took first is simply gone.
  */
 export const auditEntries = (days: number): Purge => ({
   name: "audit trail entries",
   run: (pace) =>
-    Effect.gen(function*() {
-      const repo = (yield* Storage).repository(AuditLogsTable)
-      const uow = yield* UnitOfWork
-      const before = yield* cutoffOf(days)
-      const batch = uow.transaction(Effect.gen(function*() {
-        const page = yield* repo.find({
-          where: [lt("created_at", before)],
-          sort: [{ field: "created_at", direction: 1 }],
-          limit: BATCH,
-          skip: 0,
-          count: false
-        })
-        for (const entry of page.data) yield* Effect.orDie(repo.remove(entry.id))
-        return page.data.length
-      }))
-      return yield* inBatches(pace, batch)
-    })
+    Effect.flatMap(daysAgo(days), (before) =>
+      removeMatching(AuditLogsTable, [lt("created_at", before)], pace, { sort: [{ field: "created_at", direction: 1 }] }))
 })
 
 /** The consent events of inactive users, for the organizations that set `consent_retention_days`. */

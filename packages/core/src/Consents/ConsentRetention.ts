@@ -1,9 +1,9 @@
-import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import { keyOf, type Row, Storage, type TableDef, UnitOfWork } from "../Engine/Ports.js"
-import { type Condition, eq, gte, lt } from "../Engine/Query.js"
-import { cascade } from "../Engine/Relations.js"
+import { nowIso } from "../Engine/Clock.js"
+import { Storage } from "../Engine/Ports.js"
+import { daysAgo, type PurgePace, removeMatching } from "../Engine/Purging.js"
+import { eq, gte, lt } from "../Engine/Query.js"
 import { ownedByOrganization } from "../Engine/Resource.js"
 import { defineTable, field } from "../Engine/Tables.js"
 import { OrganizationsResource } from "../Accounts/Organizations.js"
@@ -40,48 +40,8 @@ export const RetentionMarksTable = defineTable("retention_marks", {
 
 const MARK = "consent-events"
 
-const DAY_MS = 24 * 60 * 60 * 1000
-
 /** Users read per page of the walk. */
 const USERS_PAGE = 100
-
-/** Rows removed per transaction. */
-export const CONSENT_BATCH = 500
-
-/** What runs between two batches: a short pause, so a purge never holds writers off for long. */
-export interface PurgePace {
-  readonly pause: Effect.Effect<void>
-}
-
-/** Removes the rows of `table` matching `where`, at most `CONSENT_BATCH` per transaction, each as a removal the log records. */
-const removeAll = (
-  table: TableDef,
-  where: ReadonlyArray<Condition>,
-  pace: PurgePace,
-  after?: (row: Row) => Effect.Effect<void, never, ProofFiles>
-) =>
-  Effect.gen(function*() {
-    const storage = yield* Storage
-    const uow = yield* UnitOfWork
-    const repo = storage.repository(table)
-    let removed = 0
-    for (;;) {
-      const n = yield* uow.transaction(Effect.gen(function*() {
-        const page = yield* repo.find({ count: false, where, sort: [], ordered: false, limit: CONSENT_BATCH, skip: 0 })
-        for (const row of page.data) {
-          const gone = yield* Effect.orDie(repo.remove(keyOf(table, row)))
-          if (Option.isNone(gone)) continue
-          // Links of an event to its proofs go with it, as with an erasure.
-          yield* cascade(table, gone.value)
-          if (after) yield* after(gone.value)
-        }
-        return page.data.length
-      }))
-      removed += n
-      if (n < CONSENT_BATCH) return removed
-      yield* pace.pause
-    }
-  })
 
 /**
  * One inactive user's events and the proofs sent with them, older than `cutoff`. A user with an
@@ -100,14 +60,11 @@ const purgeUser = (user: UserRow, cutoff: string, pace: PurgePace) =>
       skip: 0
     })
     if (newer.data.length > 0) return 0
-    const events = yield* removeAll(Events.tableDef, [...of, lt("created_at", cutoff)], pace)
+    const events = yield* removeMatching(Events.tableDef, [...of, lt("created_at", cutoff)], pace)
     const files = yield* ProofFiles
-    const proofs = yield* removeAll(
-      ProofsResource.tableDef,
-      [...of, lt("created_at", cutoff)],
-      pace,
-      (row) => files.remove({ organization_id: String(row.organization_id), id: String(row.id) })
-    )
+    const proofs = yield* removeMatching(ProofsResource.tableDef, [...of, lt("created_at", cutoff)], pace, {
+      after: (row) => files.remove({ organization_id: String(row.organization_id), id: String(row.id) })
+    })
     return events + proofs
   })
 
@@ -115,7 +72,7 @@ const purgeUser = (user: UserRow, cutoff: string, pace: PurgePace) =>
 const advanceMark = (organizationId: string, at: string, id: string) =>
   Effect.gen(function*() {
     const repo = (yield* Storage).repository(RetentionMarksTable)
-    const now = new Date(yield* Clock.currentTimeMillis).toISOString()
+    const now = yield* nowIso
     const current = yield* repo.get({ organization_id: organizationId, id: MARK })
     if (Option.isNone(current)) {
       yield* repo.create({ organization_id: organizationId, id: MARK, mark_at: at, mark_id: id, updated_at: now, version: 1 })
@@ -133,7 +90,7 @@ const advanceMark = (organizationId: string, at: string, id: string) =>
 export const purgeConsentEventsOf = (organizationId: string, days: number, pace: PurgePace) =>
   Effect.gen(function*() {
     const storage = yield* Storage
-    const cutoff = new Date((yield* Clock.currentTimeMillis) - days * DAY_MS).toISOString()
+    const cutoff = yield* daysAgo(days)
     const mark = yield* storage.repository(RetentionMarksTable).get({ organization_id: organizationId, id: MARK })
     let after: ReadonlyArray<string> | undefined = Option.isSome(mark) ? [mark.value.mark_at, mark.value.mark_id] : undefined
     let removed = 0
