@@ -1,23 +1,55 @@
 import * as SqlClient from "@effect/sql/SqlClient"
-import type { SqlError } from "@effect/sql/SqlError"
+import { SqlError } from "@effect/sql/SqlError"
+import type { Connection } from "@effect/sql/SqlConnection"
 import type * as Statement from "@effect/sql/Statement"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as FiberRef from "effect/FiberRef"
 
 /**
- * Runs a statement. Inside a transaction, with tracing off, it goes straight to the
- * transaction's connection: run as an Effect of its own, a statement opens a span, a scope and a
- * lease of a connection, which together cost several times what SQLite takes to run it (about
- * 25 µs against a few on these machines, ten times per consent event). Inside a transaction
- * the connection is held already, and with tracing off the span goes nowhere. With tracing on,
- * every statement keeps its span.
+ * A store's one connection, when its driver runs statements synchronously (SQLite): a statement
+ * run on it at once is atomic to every other fiber, so it needs no lease of the connection while
+ * no transaction of another fiber holds it open.
+ */
+export interface DirectStatements {
+  /** Runs a prepared statement: its rows when it returns rows, nothing otherwise. Throws the driver's error. */
+  readonly run: (sql: string, params: ReadonlyArray<unknown>) => ReadonlyArray<any>
+  /** Whether a transaction is open on the connection (a fiber holds it between its statements). */
+  readonly inTransaction: () => boolean
+}
+
+export class Direct extends Context.Tag("@cmp/store-sql/Execute/Direct")<Direct, DirectStatements>() {}
+
+const runDirect = <A>(direct: DirectStatements, statement: Statement.Statement<A>): Effect.Effect<ReadonlyArray<A>, SqlError> => {
+  const [text, params] = statement.compile()
+  try {
+    return Effect.succeed(direct.run(text, params) as ReadonlyArray<A>)
+  } catch (cause) {
+    return Effect.fail(new SqlError({ cause, message: "Failed to execute statement" }))
+  }
+}
+
+/**
+ * Runs a statement. With tracing off, it goes straight to the connection where it can: run as
+ * an Effect of its own, a statement opens a span, a scope and a lease of a connection, which
+ * together cost several times what SQLite takes to run it (about 25 µs against a few on these
+ * machines, ten times per consent event, and one keyed read). Inside a transaction the
+ * connection is held already; outside one, a synchronous driver's connection that no
+ * transaction holds is free between two turns of any fiber. Otherwise, and with tracing on
+ * (every statement keeps its span), it runs as the client runs it.
  */
 export const execute = <A>(statement: Statement.Statement<A>): Effect.Effect<ReadonlyArray<A>, SqlError> =>
   Effect.withFiberRuntime((fiber) => {
     if (fiber.getFiberRef(FiberRef.currentTracerEnabled)) return statement
-    const transaction = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)
-    if (transaction._tag === "None") return statement
+    const context = fiber.currentContext
+    const direct = context.unsafeMap.get(Direct.key) as DirectStatements | undefined
+    const transaction = context.unsafeMap.get(SqlClient.TransactionConnection.key) as
+      | readonly [Connection, number]
+      | undefined
+    if (transaction === undefined) {
+      return direct !== undefined && !direct.inTransaction() ? runDirect(direct, statement) : statement
+    }
+    if (direct !== undefined) return runDirect(direct, statement)
     const [text, params] = statement.compile()
-    return transaction.value[0].execute(text, params, undefined) as Effect.Effect<ReadonlyArray<A>, SqlError>
+    return transaction[0].execute(text, params, undefined) as Effect.Effect<ReadonlyArray<A>, SqlError>
   })

@@ -2,11 +2,11 @@ import type { StorePorts } from "@cmp/core"
 import { migrations, SqlStorage } from "@cmp/store-sql"
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
-import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import * as SqliteConnection from "./SqliteConnection.js"
 
 /** The migrations both stores share (`@cmp/store-sql`), rendered for this dialect when run. */
 export { migrations }
@@ -50,11 +50,11 @@ const createPrivately = (filename: string) => {
   }
 }
 
-/** The SQLite client alone (WAL mode is the client's default). */
+/** The SQLite client alone, in WAL mode. */
 export const clientLayer = (options: SqliteStoreOptions) => {
   // An empty file is an empty database to SQLite.
   if (options.filename !== ":memory:") createPrivately(options.filename)
-  return SqliteClient.layer({ filename: options.filename })
+  return SqliteConnection.layer(options.filename)
 }
 
 /** A file made before, or copied in, may be readable by others: said at start, since it holds keys. */
