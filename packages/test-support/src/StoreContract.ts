@@ -49,7 +49,9 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, expect, it } from "@effect/vitest"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Deferred from "effect/Deferred"
 import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import * as FiberRef from "effect/FiberRef"
 import type * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -194,9 +196,12 @@ const snapshot = Effect.flatMap(items, (repo) => repo.find(query({ sort: [asc("i
 
 export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>) =>
   describe(`store contract: ${name}`, () => {
-    /** Runs a test against a fresh store with `contract_items` created. */
+    /**
+     * Runs a test against a fresh store with `contract_items` created, with tracing off as a
+     * server runs by default: statements then take the store's direct paths (`Execute`).
+     */
     const run = <A, E>(effect: Effect.Effect<A, E, StoreServices>) =>
-      Effect.provide(Effect.zipRight(createItemsTable, effect), makeLayer())
+      Effect.provide(Effect.zipRight(createItemsTable, effect), makeLayer()).pipe(Effect.withTracerEnabled(false))
 
     describe("repository", () => {
       it.effect("create returns the stored row; get finds it; get of a missing id is none", () =>
@@ -951,6 +956,30 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
           })
           assert.strictEqual(results.filter((r) => r === "created").length, 2)
           assert.strictEqual(yield* repo.count([eq("organization_id", "org-a")]), 2)
+        })))
+
+      it.effect("a read outside a transaction never sees the writes of one still open: rolled back, they were never there", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          const uow = yield* UnitOfWork
+          const written = yield* Deferred.make<void>()
+          const release = yield* Deferred.make<void>()
+          const writer = yield* Effect.fork(Effect.exit(uow.transaction(Effect.gen(function*() {
+            yield* repo.create(item("open1"))
+            yield* Deferred.succeed(written, undefined)
+            yield* Deferred.await(release)
+            return yield* Effect.fail("rolled back" as const)
+          }))))
+          yield* Deferred.await(written)
+          // Read while the transaction is open: it waits for the connection (SQLite's one) or reads what was committed (PostgreSQL's pool).
+          const reader = yield* Effect.fork(Effect.all([repo.get("open1"), repo.count([eq("id", "open1")])]))
+          for (let i = 0; i < 10; i++) yield* Effect.yieldNow()
+          yield* Deferred.succeed(release, undefined)
+          assert.isTrue(Exit.isFailure(yield* Fiber.join(writer)))
+          const [row, count] = yield* Fiber.join(reader)
+          assert.isTrue(Option.isNone(row))
+          assert.strictEqual(count, 0)
+          assert.isTrue(Option.isNone(yield* repo.get("open1")))
         })))
 
       it.effect("a successful transaction commits every write", () =>
