@@ -393,10 +393,10 @@ export const makeHandler = async (runtime: PlatformRuntime, options: HandlerOpti
       const open = [...new Set([...(def ? endUserMethodsOf(def, id !== undefined) : []), ...endUserActionMethods(actionRoutes, segments)])]
       if (open.length > 0) return preflight(open, header(request.headers, "origin"))
     }
-    const found = def && resourceRoute(def, method, id)
+    const found = def && resourceRoute(def, method, id !== undefined)
     if (found) {
       seen.metric = found.metric
-      return run(request, found, [], rawQuery, requestId, seen)
+      return run(request, found, id === undefined ? [] : [id], rawQuery, requestId, seen)
     }
     // A public key opens only the operations declared to take it: with it, anything else is unauthenticated, whatever the path.
     if (bearer(request) === undefined && method !== "OPTIONS" && publicKeyOf(request.headers, rawQuery) !== undefined) {
@@ -493,10 +493,10 @@ export const makeHandler = async (runtime: PlatformRuntime, options: HandlerOpti
     const action = actionMethods(actionRoutes, segments).map((m) => matchRoute(actionRoutes, segments, m)).find((a) => a !== undefined)
     if (action) return { route: template(base, action.route) }
     const def = byPath.get(trimmed)
-    if (def) return { route: `${base}/v1/${trimmed}`, metric: resourceRoute(def, method, undefined)?.metric }
+    if (def) return { route: `${base}/v1/${trimmed}`, metric: resourceRoute(def, method, false)?.metric }
     const slash = trimmed.lastIndexOf("/")
     const parent = slash > 0 ? byPath.get(trimmed.slice(0, slash)) : undefined
-    return parent ? { route: `${base}/v1/${parent.path}/:id`, metric: resourceRoute(parent, method, trimmed.slice(slash + 1))?.metric } : { route: unknownRoute }
+    return parent ? { route: `${base}/v1/${parent.path}/:id`, metric: resourceRoute(parent, method, true)?.metric } : { route: unknownRoute }
   }
 
   const handle = async (request: ApiRequest): Promise<ApiResponse> => {

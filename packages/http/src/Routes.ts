@@ -236,17 +236,19 @@ const withHeaderFields = (def: ServedResource, c: Context): unknown => {
   return body
 }
 
-/** The generic method of a resource, or undefined when the resource does not have it. */
-export const resourceRoute = (def: ServedResource, method: string, id: string | undefined): BearerRoute | undefined => {
+/** The route of a generic method, made once per resource, method and whether an id is named. */
+const makeResourceRoute = (def: ServedResource, method: string, byId: boolean): BearerRoute | undefined => {
   const m = operationsOf(def)
   const credentials = def.revealsCredentials
-  const verbs: Record<string, Method> = id === undefined ? { GET: "find", POST: "create" } : { GET: "get", PUT: "update", PATCH: "patch", DELETE: "remove" }
+  const verbs: Record<string, Method> = byId ? { GET: "get", PUT: "update", PATCH: "patch", DELETE: "remove" } : { GET: "find", POST: "create" }
+  // The id is the request's one parameter.
+  const idOf = (c: Context) => c.params[0]!
   const r = (verb: string, run: BearerRoute["run"], status = 200): BearerRoute => ({
     ...routeData(verb, def.path, {
       status,
       bodyLimit: def.bodyLimit,
-      noStore: credentials === "every" || (credentials === "create" && id === undefined && verb === "POST"),
-      target: id === undefined ? undefined : () => ({ def, id }),
+      noStore: credentials === "every" || (credentials === "create" && !byId && verb === "POST"),
+      target: byId ? (c) => ({ def, id: idOf(c) }) : undefined,
       countsApiRequests: def.countsApiRequests,
       metric: def.metrics?.[verbs[verb]!]
     }),
@@ -254,7 +256,7 @@ export const resourceRoute = (def: ServedResource, method: string, id: string | 
     endUsers: def.endUsers?.methods[verbs[verb]!] ?? [],
     run
   })
-  if (id === undefined) {
+  if (!byId) {
     if (method === "GET" && m.includes("find")) {
       return r("GET", (c, p) => withQuery(c, (q) => ResourceService.findAsRequested(def, p, q)))
     }
@@ -264,16 +266,33 @@ export const resourceRoute = (def: ServedResource, method: string, id: string | 
     return undefined
   }
   if (method === "GET" && m.includes("get")) {
-    return r("GET", (c, p) => withLookUp(c, (at) => ResourceService.getAsRequested(def, p, id, at)))
+    return r("GET", (c, p) => withLookUp(c, (at) => ResourceService.getAsRequested(def, p, idOf(c), at)))
   }
   if (method === "PUT" && m.includes("update")) {
-    return r("PUT", (c, p) => withLookUp(c, (at) => ResourceService.update(def, p, id, c.body, at)))
+    return r("PUT", (c, p) => withLookUp(c, (at) => ResourceService.update(def, p, idOf(c), c.body, at)))
   }
   if (method === "PATCH" && m.includes("patch")) {
-    return r("PATCH", (c, p) => withLookUp(c, (at) => ResourceService.patch(def, p, id, c.body, at)))
+    return r("PATCH", (c, p) => withLookUp(c, (at) => ResourceService.patch(def, p, idOf(c), c.body, at)))
   }
   if (method === "DELETE" && m.includes("remove")) {
-    return r("DELETE", (c, p) => withLookUp(c, (at) => ResourceService.remove(def, p, id, at)))
+    return r("DELETE", (c, p) => withLookUp(c, (at) => ResourceService.remove(def, p, idOf(c), at)))
   }
   return undefined
+}
+
+const resourceRoutes = new WeakMap<ServedResource, Map<string, BearerRoute | undefined>>()
+
+/**
+ * The generic method of a resource, or undefined when the resource does not have it. Its run
+ * takes the id (when `byId`) as the request's one parameter. Made once: routing a request builds
+ * nothing.
+ */
+export const resourceRoute = (def: ServedResource, method: string, byId: boolean): BearerRoute | undefined => {
+  let made = resourceRoutes.get(def)
+  if (made === undefined) resourceRoutes.set(def, made = new Map())
+  const key = byId ? `${method} :id` : method
+  if (made.has(key)) return made.get(key)
+  const route = makeResourceRoute(def, method, byId)
+  made.set(key, route)
+  return route
 }
