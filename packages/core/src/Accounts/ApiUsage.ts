@@ -80,24 +80,38 @@ export class ApiUsage extends Context.Tag("@cmp/core/ApiUsage")<
         return c
       })
 
+    /** Counts on the counters, or fails when one is exhausted: refused, it counts nowhere. */
+    const countOn = (ids: ReadonlyArray<string>, cs: ReadonlyArray<Counter>, endsAt: number, now: number): Effect.Effect<void, TooManyRequests> => {
+      const exhausted = cs.find((c) => c.stored + c.pending >= c.limit)
+      if (exhausted) {
+        return Effect.fail(
+          new TooManyRequests({
+            message: `Quota 'api_requests' of ${exhausted.limit} requests per period is exhausted`,
+            retryAfterSeconds: Math.max(1, Math.ceil((endsAt - now) / 1000))
+          })
+        )
+      }
+      // Reading a counter may yield: count on the one the map holds now, not a replaced copy.
+      ids.forEach((id, i) => (counters.get(id) ?? cs[i]!).pending++)
+      return Effect.void
+    }
+
     const hit = (organizationIds: string | ReadonlyArray<string>) =>
-      Effect.gen(function*() {
-        const now = yield* nowMillis
+      Effect.flatMap(nowMillis, (now) => {
         const { endsAt, key } = periodOf(settings.apiRequestsPeriod, now)
         const ids = typeof organizationIds === "string" ? [organizationIds] : [...new Set(organizationIds)]
-        const cs: Array<Counter> = []
-        for (const id of ids) cs.push(yield* counterOf(id, key, now))
-        const exhausted = cs.find((c) => c.stored + c.pending >= c.limit)
-        if (exhausted) {
-          return yield* Effect.fail(
-            new TooManyRequests({
-              message: `Quota 'api_requests' of ${exhausted.limit} requests per period is exhausted`,
-              retryAfterSeconds: Math.max(1, Math.ceil((endsAt - now) / 1000))
-            })
-          )
+        // Asked on every request: while each counter is fresh, nothing is read and no step taken.
+        const fresh: Array<Counter> = []
+        for (const id of ids) {
+          const c = counters.get(id)
+          if (!c || c.period !== key || now - c.refreshedAt > REFRESH_MS) break
+          fresh.push(c)
         }
-        // Reading a counter may yield: count on the one the map holds now, not a replaced copy.
-        ids.forEach((id, i) => (counters.get(id) ?? cs[i]!).pending++)
+        if (fresh.length === ids.length) return countOn(ids, fresh, endsAt, now)
+        return Effect.flatMap(
+          Effect.forEach(ids, (id) => counterOf(id, key, now)),
+          (cs) => countOn(ids, cs, endsAt, now)
+        )
       })
 
     const flush = Effect.suspend(() =>

@@ -23,11 +23,10 @@ export const requireFlag = (flag: PremiumFeatureFlag, organizationId: string) =>
   Effect.flatMap(hasFlag(flag, organizationId), (on) => (on ? Effect.void : Effect.fail(flagOff(flag))))
 
 /** A gated service answers 403 to an organization without its premium feature (the operator is never gated). */
-export const requireFeature = (def: AnyResource, principal: Principal, organizationId: unknown) =>
-  Effect.gen(function*() {
-    if (!def.premiumFeature || isOperator(principal) || typeof organizationId !== "string") return
-    if (!(yield* hasFeature(def, organizationId))) return yield* Effect.fail(featureOff(def))
-  })
+export const requireFeature = (def: AnyResource, principal: Principal, organizationId: unknown): Effect.Effect<void, Forbidden, OrganizationLimits> =>
+  !def.premiumFeature || isOperator(principal) || typeof organizationId !== "string"
+    ? Effect.void
+    : Effect.flatMap(hasFeature(def, organizationId), (on) => (on ? Effect.void : Effect.fail(featureOff(def))))
 
 /**
  * The premium-feature gate of a write, before its body is validated: an organization without

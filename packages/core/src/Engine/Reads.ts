@@ -14,6 +14,7 @@ import { type CoreServices, type LookUp, type Shape } from "./Shape.js"
 import { ensureMethod } from "./Bodies.js"
 import { outputOfRow, outputsOf, resolveView, selectFields, repoOf } from "./Views.js"
 import { featureOff, hasFeature, requireFeature } from "./Gates.js"
+import type { OrganizationLimits } from "./OrganizationLimits.js"
 
 /**
  * The row whose `field` holds `value` among the organizations the principal sees (or the one
@@ -50,28 +51,41 @@ export const findWithin = <S extends Shape>(
   })
 
 /** The row with this id among the organizations the principal sees, or none. */
-const findById = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, principal: Principal, given: string, at: LookUp) =>
-  Effect.gen(function*() {
-    const id = def.normalizeId ? def.normalizeId(given) : given
-    if (def.tableDef.key.length > 1) return yield* findWithin(def, principal, "id", id, at)
-    if (at.organizationId !== undefined && !canAccess(principal, at.organizationId)) return Option.none<S["stored"]>()
-    const row = yield* (yield* repoOf(def)).get(id)
-    const owner = Option.isSome(row) && def.ownerField !== undefined ? row.value[def.ownerField] : undefined
-    return at.organizationId !== undefined && def.ownerField !== undefined && owner !== at.organizationId
+const findById = <S extends Shape, R, C>(
+  def: ResourceDef<S, R, C>,
+  principal: Principal,
+  given: string,
+  at: LookUp
+): Effect.Effect<Option.Option<S["stored"]>, InvalidInput, Storage> => {
+  const id = def.normalizeId ? def.normalizeId(given) : given
+  if (def.tableDef.key.length > 1) return findWithin(def, principal, "id", id, at)
+  if (at.organizationId !== undefined && !canAccess(principal, at.organizationId)) return Effect.succeed(Option.none<S["stored"]>())
+  const owner = def.ownerField
+  return Effect.map(
+    Effect.flatMap(repoOf(def), (repo) => repo.get(id)),
+    (row) => at.organizationId !== undefined && owner !== undefined && Option.isSome(row) && row.value[owner] !== at.organizationId
       ? Option.none<S["stored"]>()
       : row
-  })
+  )
+}
 
-/** Loads a row the principal may see, or fails with NotFound (never revealing existence). */
-export const loadVisible = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, principal: Principal, id: string, at: LookUp = {}) =>
-  Effect.gen(function*() {
-    const row = yield* findById(def, principal, id, at)
-    if (Option.isNone(row)) return yield* Effect.fail(notFoundError(def, id))
+/**
+ * Loads a row the principal may see, or fails with NotFound (never revealing existence). Every
+ * keyed read and write takes this path: written with plain combinators, it allocates no
+ * generator per step.
+ */
+export const loadVisible = <S extends Shape, R, C>(
+  def: ResourceDef<S, R, C>,
+  principal: Principal,
+  id: string,
+  at: LookUp = {}
+): Effect.Effect<S["stored"], InvalidInput | NotFound | Forbidden, Storage | OrganizationLimits> =>
+  Effect.flatMap(findById(def, principal, id, at), (row): Effect.Effect<S["stored"], NotFound | Forbidden, OrganizationLimits> => {
+    if (Option.isNone(row)) return Effect.fail(notFoundError(def, id))
     const owner = def.ownerField === undefined ? undefined : row.value[def.ownerField]
-    if (def.ownerField !== undefined && !canAccess(principal, owner)) return yield* Effect.fail(notFoundError(def, id))
-    if (def.hooks.visible && !def.hooks.visible(principal, row.value)) return yield* Effect.fail(notFoundError(def, id))
-    yield* requireFeature(def, principal, owner)
-    return row.value
+    if (def.ownerField !== undefined && !canAccess(principal, owner)) return Effect.fail(notFoundError(def, id))
+    if (def.hooks.visible && !def.hooks.visible(principal, row.value)) return Effect.fail(notFoundError(def, id))
+    return Effect.as(requireFeature(def, principal, owner), row.value)
   })
 
 export const notFoundError = (def: AnyResource, id: string) => new NotFound({ message: `No ${def.name} found for id '${id}'` })
@@ -186,13 +200,12 @@ export const findAsRequested = <S extends Shape, R, C>(
   def.cursorPaging && Object.hasOwn(rawQuery, "$cursor") ? findByCursor(def, principal, rawQuery) : find(def, principal, rawQuery)
 
 export const get = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, principal: Principal, id: string, at: LookUp = {}) =>
-  Effect.gen(function*() {
-    yield* ensureMethod(def, principal, "get")
-    const view = yield* resolveView(def, at.query)
-    const row = yield* loadVisible(def, principal, id, at)
-    const output = yield* outputOfRow(def, row, view)
-    return def.hooks.expand ? yield* def.hooks.expand(principal, row, output) : output
-  })
+  Effect.zipRight(
+    ensureMethod(def, principal, "get"),
+    Effect.flatMap(resolveView(def, at.query), (view) =>
+      Effect.flatMap(loadVisible(def, principal, id, at), (row) =>
+        Effect.flatMap(outputOfRow(def, row, view), (output) => def.hooks.expand ? def.hooks.expand(principal, row, output) : Effect.succeed(output))))
+  )
 
 /**
  * A `get` as its request asks: by id, or by the declaration's other key when the query's
