@@ -4,6 +4,7 @@ import {
   authenticatePublicKey,
   Declarations,
   endUserCredentialOf,
+  type EndUserPrincipal,
   endUserWriteLimits,
   Forbidden,
   fromAddress,
@@ -315,13 +316,9 @@ export const makeHandler = async (runtime: PlatformRuntime, options: HandlerOpti
     const query = keyed?.fromQuery === true ? withoutPublicKey(rawQuery) : rawQuery
     // The page origin an end user's request was checked against: its answers, errors too, may be read there.
     let readableAt: string | undefined
-    const effect = Effect.gen(function*() {
-      const principal = keyed !== undefined ? yield* authenticatePublicKey(keyed.key) : yield* authenticate(token)
-      seen.principal = principal._tag
-      if ("organizationId" in principal) seen.organizationId = principal.organizationId
-      const endUser = isEndUser(principal)
-      const credential = endUserCredentialOf(principal)
-      if (endUser && credential !== undefined) {
+    /** An end user's credential: the operation must take it, and its page's origin its organization's. */
+    const endUserChecks = (principal: EndUserPrincipal, credential: NonNullable<ReturnType<typeof endUserCredentialOf>>) =>
+      Effect.gen(function*() {
         if (!found.endUsers.includes(credential)) return yield* Effect.fail(new Forbidden({ message: refusal(credential) }))
         const origin = header(request.headers, "origin")
         if (origin !== undefined) {
@@ -340,19 +337,28 @@ export const makeHandler = async (runtime: PlatformRuntime, options: HandlerOpti
             Effect.tapError(() => Effect.flatMap(Metrics, (m) => m.publicRateLimited))
           )
         }
-      }
-      const body = yield* readBody(request, found, endUser)
-      const context: Context = { request, params, rawQuery: query, body, address }
-      if (found.countsApiRequests) {
-        const organizations = yield* countedOrganizations(principal, found, context)
-        if (organizations.length > 0) {
-          yield* Effect.flatMap(ApiUsage, (usage) => usage.hit(organizations)).pipe(
-            Effect.tapError(() => Effect.flatMap(Metrics, (m) => m.quotaRejected))
-          )
-        }
-      }
-      return yield* found.run(context, principal)
-    })
+      })
+    // Every request of a bearer or a key goes this way: plain combinators, no generator per step.
+    const afterPrincipal = (principal: Principal) => {
+      seen.principal = principal._tag
+      if ("organizationId" in principal) seen.organizationId = principal.organizationId
+      const endUser = isEndUser(principal)
+      const credential = endUserCredentialOf(principal)
+      const checked = isEndUser(principal) && credential !== undefined ? endUserChecks(principal, credential) : Effect.void
+      return Effect.zipRight(
+        checked,
+        Effect.flatMap(readBody(request, found, endUser), (body) => {
+          const context: Context = { request, params, rawQuery: query, body, address }
+          if (!found.countsApiRequests) return found.run(context, principal)
+          const counted = Effect.flatMap(countedOrganizations(principal, found, context), (organizations) =>
+            organizations.length === 0 ? Effect.void : Effect.flatMap(ApiUsage, (usage) => usage.hit(organizations)).pipe(
+              Effect.tapError(() => Effect.flatMap(Metrics, (m) => m.quotaRejected))
+            ))
+          return Effect.zipRight(counted, found.run(context, principal))
+        })
+      )
+    }
+    const effect = Effect.flatMap(keyed !== undefined ? authenticatePublicKey(keyed.key) : authenticate(token), afterPrincipal)
     // What the request changes is recorded in the audit trail with the address it came from.
     const response = await respond(fromAddress(address)(effect), found.status, requestId, span)
     return readableAt === undefined ? response : allowOrigin(response, readableAt)

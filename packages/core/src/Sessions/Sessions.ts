@@ -6,7 +6,7 @@ import { answers, defineAction } from "../Engine/Action.js"
 import { InvitationAcceptInput, Session, SessionInput } from "../Domain/Account.js"
 import { InvalidInput, NotAuthenticated } from "../Domain/Errors.js"
 import { CredentialCache, type CredentialTable } from "../Accounts/CredentialCache.js"
-import { Ids, SecretHasher, Storage, type TableDef, TokenIssuer, UnitOfWork } from "../Engine/Ports.js"
+import { Ids, SecretHasher, Storage, type TableDef, type TokenClaims, TokenIssuer, UnitOfWork } from "../Engine/Ports.js"
 import type { Principal } from "../Engine/Principal.js"
 import { findPersonByEmail, membershipsOf } from "../Accounts/Members.js"
 import { Tables } from "../Accounts/AccountTables.js"
@@ -95,69 +95,78 @@ const credentialTables: Record<Exclude<CredentialTable, "public_keys">, TableDef
  * Answers the table the credential was found in.
  */
 const requireCredential = (organizationId: string, tables: ReadonlyArray<keyof typeof credentialTables>, id: string) =>
-  Effect.gen(function*() {
-    const cache = yield* CredentialCache
-    const storage = yield* Storage
-    for (const table of tables) {
-      const owner = yield* cache.read(
-        table,
-        id,
-        Effect.suspend(() =>
-          Effect.map(storage.repository(credentialTables[table]).get(id), (row) =>
-            Option.getOrUndefined(Option.map(row, (r) => ({ organizationId: r.organization_id as string }))))
-        )
+  Effect.flatMap(Effect.zip(CredentialCache, Storage), ([cache, storage]) => {
+    // Built only when failing: an error captures a stack trace.
+    const gone = Effect.failSync(() => new NotAuthenticated({ message: "The credential of this token no longer exists" }))
+    // Asked on every request: the tables in turn, without a generator.
+    const inTable = (i: number): Effect.Effect<keyof typeof credentialTables, NotAuthenticated> => {
+      const table = tables[i]
+      if (table === undefined) return gone
+      return Effect.flatMap(
+        cache.read(
+          table,
+          id,
+          Effect.suspend(() =>
+            Effect.map(storage.repository(credentialTables[table]).get(id), (row) =>
+              Option.getOrUndefined(Option.map(row, (r) => ({ organizationId: r.organization_id as string }))))
+          )
+        ),
+        (owner) => owner === undefined ? inTable(i + 1) : owner.organizationId === organizationId ? Effect.succeed(table) : gone
       )
-      if (owner !== undefined) {
-        if (owner.organizationId === organizationId) return table
-        break
-      }
     }
-    return yield* Effect.fail(new NotAuthenticated({ message: "The credential of this token no longer exists" }))
+    return inTable(0)
   })
 
-/** Verifies a bearer token and builds the principal it stands for. */
-export const authenticate = (token: string | undefined) =>
-  Effect.gen(function*() {
-    if (!token) return yield* Effect.fail(new NotAuthenticated({ message: "No access token was sent" }))
-    const tokens = yield* TokenIssuer
-    const now = yield* nowSeconds
-    const access = yield* Effect.either(tokens.verify(token, now))
-    if (Either.isLeft(access)) {
+const notHere = () => Effect.fail(new NotAuthenticated({ message: "This token cannot be used here" }))
+
+/** The principal of a verified access token's claims, its credential still there. */
+const principalOf = (claims: TokenClaims): Effect.Effect<Principal, NotAuthenticated, Storage | CredentialCache> => {
+  switch (claims.kind) {
+    case "operator": {
+      const org = claims.org
+      if (!org) return notHere()
+      return Effect.as(requireCredential(org, ["api_keys"], claims.sub), { _tag: "Operator", keyId: claims.sub, organizationId: org } satisfies Principal)
+    }
+    case "client": {
+      const org = claims.org
+      if (!org) return notHere()
+      // Integration tokens issued before they had their own kind said `client` too.
+      return Effect.map(requireCredential(org, ["api_keys", "platform_integrations"], claims.sub), (table): Principal =>
+        table === "api_keys"
+          ? { _tag: "Client", keyId: claims.sub, organizationId: org } satisfies Principal
+          : { _tag: "Client", keyId: claims.sub, organizationId: org, via: "integration" } satisfies Principal)
+    }
+    case "integration": {
+      const org = claims.org
+      if (!org) return notHere()
+      return Effect.as(
+        requireCredential(org, ["platform_integrations"], claims.sub),
+        { _tag: "Client", keyId: claims.sub, organizationId: org, via: "integration" } satisfies Principal
+      )
+    }
+    case "member":
+      return Effect.map(membershipsOf(claims.sub), (organizationIds): Principal => ({ _tag: "Member", personId: claims.sub, organizationIds }))
+  }
+  return notHere()
+}
+
+/**
+ * Verifies a bearer token and builds the principal it stands for. Asked on every request: written
+ * with plain combinators, it allocates no generator per step.
+ */
+export const authenticate = (token: string | undefined) => {
+  if (!token) return Effect.fail(new NotAuthenticated({ message: "No access token was sent" }))
+  return Effect.flatMap(Effect.zip(TokenIssuer, nowSeconds), ([tokens, now]) =>
+    Effect.matchEffect(tokens.verify(token, now), {
       // Not an access token: perhaps an end user's consent token, which reaches only its own consent.
-      const consent = yield* Effect.either(tokens.verifyConsent(token, now))
-      if (Either.isRight(consent)) {
-        yield* requireLiveConsentToken(consent.right)
-        return consentTokenPrincipal(consent.right)
-      }
-      return yield* Effect.fail(access.left)
-    }
-    const claims = access.right
-    switch (claims.kind) {
-      case "operator":
-        if (!claims.org) break
-        yield* requireCredential(claims.org, ["api_keys"], claims.sub)
-        return { _tag: "Operator", keyId: claims.sub, organizationId: claims.org } satisfies Principal
-      case "client": {
-        if (!claims.org) break
-        // Integration tokens issued before they had their own kind said `client` too.
-        const table = yield* requireCredential(claims.org, ["api_keys", "platform_integrations"], claims.sub)
-        return table === "api_keys"
-          ? { _tag: "Client", keyId: claims.sub, organizationId: claims.org } satisfies Principal
-          : { _tag: "Client", keyId: claims.sub, organizationId: claims.org, via: "integration" } satisfies Principal
-      }
-      case "integration":
-        if (!claims.org) break
-        yield* requireCredential(claims.org, ["platform_integrations"], claims.sub)
-        return { _tag: "Client", keyId: claims.sub, organizationId: claims.org, via: "integration" } satisfies Principal
-      case "member":
-        return {
-          _tag: "Member",
-          personId: claims.sub,
-          organizationIds: yield* membershipsOf(claims.sub)
-        } satisfies Principal
-    }
-    return yield* Effect.fail(new NotAuthenticated({ message: "This token cannot be used here" }))
-  })
+      onFailure: (invalid) =>
+        Effect.matchEffect(tokens.verifyConsent(token, now), {
+          onFailure: () => Effect.fail(invalid),
+          onSuccess: (consent) => Effect.as(requireLiveConsentToken(consent), consentTokenPrincipal(consent))
+        }),
+      onSuccess: principalOf
+    }))
+}
 
 /** Creates or updates a person's password (used by invitations and the CLI). */
 export const setPersonPassword = (input: { email: string; name: string; password: string }) =>
