@@ -37,9 +37,10 @@ const holderBy = (field: "public_api_key" | "previous_public_api_key", key: stri
  */
 export const authenticatePublicKey = (key: string) =>
   Effect.gen(function*() {
-    const unknown = new NotAuthenticated({ message: "Unknown public key" })
+    // Built only when failing: an error captures a stack trace, and every public write comes here.
+    const unknown = () => new NotAuthenticated({ message: "Unknown public key" })
     // Keys are `pk_` and random letters; anything else is no key, and never reaches the store.
-    if (!/^pk_[A-Za-z0-9_-]{8,128}$/.test(key)) return yield* Effect.fail(unknown)
+    if (!/^pk_[A-Za-z0-9_-]{8,128}$/.test(key)) return yield* Effect.fail(unknown())
     const holder = yield* Effect.flatMap(CredentialCache, (cache) =>
       cache.read(
         "public_keys",
@@ -47,7 +48,7 @@ export const authenticatePublicKey = (key: string) =>
         Effect.flatMap(holderBy("public_api_key", key), (current) =>
           current !== undefined ? Effect.succeed(current) : holderBy("previous_public_api_key", key)).pipe(Effect.orDie)
       ))
-    if (holder === undefined) return yield* Effect.fail(unknown)
-    if (holder.until !== undefined && Date.parse(holder.until) <= (yield* nowMillis)) return yield* Effect.fail(unknown)
+    if (holder === undefined) return yield* Effect.fail(unknown())
+    if (holder.until !== undefined && Date.parse(holder.until) <= (yield* nowMillis)) return yield* Effect.fail(unknown())
     return { _tag: "PublicKey", organizationId: holder.organizationId } satisfies Principal
   })
