@@ -36,8 +36,7 @@ export const requireFeature = (def: AnyResource, principal: Principal, organizat
  * the feature, no body could succeed. The operator is never gated.
  */
 export const requireFeatureBeforeBody = (def: AnyResource, principal: Principal, body: unknown, ownerKey: string | undefined) =>
-  Effect.gen(function*() {
-    if (!def.premiumFeature || isOperator(principal)) return
+  !def.premiumFeature || isOperator(principal) ? Effect.void : Effect.gen(function*() {
     const named = ownerKey !== undefined && isPlainObject(body) ? body[ownerKey] : undefined
     if (typeof named === "string" && named !== "") {
       yield* requireOrganization(principal, named)
@@ -55,7 +54,7 @@ export const checkQuota = (
   organizationId: string,
   extra: ReadonlyArray<Condition> = []
 ) =>
-  Effect.gen(function*() {
+  !def.quota || def.ownerField === undefined ? Effect.void : Effect.gen(function*() {
     const quota = def.quota
     if (!quota || def.ownerField === undefined) return
     const name = typeof quota === "string" ? quota : quota.name
@@ -79,13 +78,11 @@ export const checkQuota = (
 
 /** An organization named in an input must exist (the operator can name any id). */
 export const requireExistingOrganization = (organizationId: string) =>
-  Effect.gen(function*() {
-    if (!(yield* Effect.flatMap(OrganizationLimits, (limits) => limits.exists(organizationId)))) {
-      return yield* Effect.fail(
+  Effect.flatMap(OrganizationLimits, (limits) =>
+    Effect.flatMap(limits.exists(organizationId), (exists) =>
+      exists ? Effect.void : Effect.fail(
         new InvalidInput({
           message: `Invalid organization_id: no organization '${organizationId}'`,
           errors: { organization_id: "is not an existing organization" }
         })
-      )
-    }
-  })
+      )))
