@@ -59,7 +59,13 @@ const isWordCompoundFile = (CFB: typeof import("cfb"), bytes: Uint8Array): boole
  * that never reads a file does not hold their code.
  */
 let readers: Promise<readonly [typeof import("file-type"), typeof import("cfb"), typeof import("fflate")]> | undefined
-const loadReaders = () => (readers ??= Promise.all([import("file-type"), import("cfb"), import("fflate")]))
+const loadReaders = () =>
+  (readers ??= Promise.all([
+    import("file-type"),
+    // cfb is CommonJS: its `module.exports` is the namespace's default, in Node and in the bundle alike.
+    import("cfb").then((m) => m.default),
+    import("fflate")
+  ]))
 
 const detect = async (bytes: Uint8Array): Promise<ProofMediaType | undefined> => {
   const [{ fileTypeFromBuffer }, cfb, fflate] = await loadReaders()
