@@ -371,7 +371,10 @@ const pgDatabase = async (base: string, name: string) => {
  */
 const buildWithoutLog = async () => {
   const options: string = "../packages/server/bundle.mjs"
-  const { bundleOptions } = (await import(options)) as { bundleOptions: (outdir: string) => esbuild.BuildOptions }
+  const { asciiOutputs, bundleOptions } = (await import(options)) as {
+    asciiOutputs: (outdir: string) => void
+    bundleOptions: (outdir: string) => esbuild.BuildOptions
+  }
   const outdir = path.join(root, path.dirname(SERVER_WITHOUT_LOG))
   fs.rmSync(outdir, { recursive: true, force: true })
   await esbuild.build({
@@ -393,6 +396,7 @@ export const layer = Layer.effectContext(Effect.context<Storage | UnitOfWork>())
         })
     }]
   })
+  asciiOutputs(outdir)
 }
 
 /**

@@ -12,7 +12,7 @@
 import { build } from "esbuild"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { bundleOptions } from "./bundle.mjs"
+import { asciiOutputs, bundleOptions } from "./bundle.mjs"
 
 const here = import.meta.dirname
 const dist = path.join(here, "dist")
@@ -20,6 +20,7 @@ const staging = `dist.new-${process.pid}`
 const outdir = path.join(here, staging)
 fs.rmSync(outdir, { recursive: true, force: true })
 const result = await build(bundleOptions(outdir))
+asciiOutputs(outdir)
 // Paths in meta.json name `dist/`, where the files end up.
 fs.writeFileSync(path.join(outdir, "meta.json"), JSON.stringify(result.metafile).replaceAll(`"${staging}/`, "\"dist/"))
 

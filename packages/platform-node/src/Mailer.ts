@@ -1,7 +1,6 @@
 import { type InvitationMail, Mailer, MailNotSent } from "@cmp/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import nodemailer from "nodemailer"
 
 export interface SmtpOptions {
   /** `smtp://user:password@host:587` (STARTTLS when offered) or `smtps://…:465` (`SMTP_URL`). */
@@ -54,12 +53,14 @@ const notSent = (error: unknown): MailNotSent => {
 
 /**
  * Mail over SMTP with nodemailer. The mail dispatcher calls it after the invite's commit, so the
- * timeouts bound one attempt of a retried mail, not a request.
+ * timeouts bound one attempt of a retried mail, not a request. nodemailer is imported only where
+ * a mail server is configured: a server without one never holds its code.
  */
 export const SmtpMailerLive = (options: SmtpOptions): Layer.Layer<Mailer> =>
   Layer.scoped(
     Mailer,
     Effect.gen(function*() {
+      const { default: nodemailer } = yield* Effect.promise(() => import("nodemailer"))
       const transport = yield* Effect.acquireRelease(
         Effect.sync(() =>
           nodemailer.createTransport(

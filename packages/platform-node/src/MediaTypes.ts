@@ -1,9 +1,6 @@
 import { DOC, DOCX, MediaTypes, type ProofMediaType } from "@cmp/core"
-import CFB from "cfb"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { fileTypeFromBuffer } from "file-type"
-import { strFromU8, unzipSync } from "fflate"
 
 /** What `file-type` answers, as a proof type. An animated PNG is still a PNG. */
 const FROM_FILE_TYPE: Readonly<Record<string, ProofMediaType>> = {
@@ -30,7 +27,7 @@ const attribute = (tag: string, name: string) => new RegExp(`\\s${name}\\s*=\\s*
  * presentations, macro-enabled documents, plain ZIPs and ZIPs that only declare a Word document
  * are not DOCX. Part names are compared ignoring case, as OPC does.
  */
-const isWordPackage = (bytes: Uint8Array): boolean => {
+const isWordPackage = ({ strFromU8, unzipSync }: typeof import("fflate"), bytes: Uint8Array): boolean => {
   const names = new Set<string>()
   const parts = unzipSync(bytes, {
     filter: (file) => {
@@ -49,7 +46,7 @@ const isWordPackage = (bytes: Uint8Array): boolean => {
 }
 
 /** An OLE compound file is a Word document when its root holds a `WordDocument` stream (MS-DOC 2.1). */
-const isWordCompoundFile = (bytes: Uint8Array): boolean => {
+const isWordCompoundFile = (CFB: typeof import("cfb"), bytes: Uint8Array): boolean => {
   const container = CFB.parse(bytes)
   const root = container.FullPaths[0]?.toUpperCase()
   return root !== undefined && container.FileIndex.some((entry, i) =>
@@ -57,12 +54,26 @@ const isWordCompoundFile = (bytes: Uint8Array): boolean => {
   )
 }
 
+/**
+ * The readers, imported at the first proof file: most requests never carry one, and a process
+ * that never reads a file does not hold their code.
+ */
+let readers: Promise<readonly [typeof import("file-type"), typeof import("cfb"), typeof import("fflate")]> | undefined
+const loadReaders = () =>
+  (readers ??= Promise.all([
+    import("file-type"),
+    // cfb is CommonJS: its `module.exports` is the namespace's default, in Node and in the bundle alike.
+    import("cfb").then((m) => m.default),
+    import("fflate")
+  ]))
+
 const detect = async (bytes: Uint8Array): Promise<ProofMediaType | undefined> => {
+  const [{ fileTypeFromBuffer }, cfb, fflate] = await loadReaders()
   const found = await fileTypeFromBuffer(bytes)
   if (found === undefined) return undefined
-  if (found.mime === "application/x-cfb") return isWordCompoundFile(bytes) ? DOC : undefined
+  if (found.mime === "application/x-cfb") return isWordCompoundFile(cfb, bytes) ? DOC : undefined
   // `file-type` names a DOCX from the text of its first entry: the package's parts decide.
-  if (found.mime === DOCX || found.mime === "application/zip") return isWordPackage(bytes) ? DOCX : undefined
+  if (found.mime === DOCX || found.mime === "application/zip") return isWordPackage(fflate, bytes) ? DOCX : undefined
   return Object.hasOwn(FROM_FILE_TYPE, found.mime) ? FROM_FILE_TYPE[found.mime] : undefined
 }
 
