@@ -21,7 +21,8 @@ import {
   PrivacyCenterPages,
   PublicRateLimit,
   requireOrigin,
-  tracedRequest
+  tracedRequest,
+  tracingEnabled
 } from "@cmp/core"
 import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
@@ -209,6 +210,8 @@ const finish = (response: ApiResponse, requestId: string): ApiResponse => ({
  */
 export const makeHandler = async (runtime: PlatformRuntime, options: HandlerOptions = {}): Promise<Handler> => {
   const { actions: servedActions, resources: served } = await runtime.runPromise(Declarations)
+  // Whether requests get spans is the runtime's for its life: asked once, not per request.
+  const traced = await runtime.runPromise(tracingEnabled)
   const hops = proxyHops(options.trustProxy)
   const bodyLimit = options.bodyLimit ?? 1024 * 1024
   const bodyTimeoutMs = options.bodyTimeoutMs ?? 10_000
@@ -236,10 +239,13 @@ export const makeHandler = async (runtime: PlatformRuntime, options: HandlerOpti
     requestId: string,
     span?: { readonly method: string; readonly route: string }
   ): Promise<ApiResponse> => {
+    if (span === undefined) {
+      // Without spans the outcome is answered outside the fiber: two steps fewer per request.
+      return answerOf(await runtime.runPromiseExit(Effect.annotateLogs(effect, { requestId })), status, requestId)
+    }
+    // The request's span records the answer's status.
     const answered = Effect.map(Effect.exit(effect), (exit) => answerOf(exit, status, requestId))
-    const exit = await runtime.runPromiseExit(
-      (span === undefined ? answered : tracedRequest(span.method, span.route)(answered)).pipe(Effect.annotateLogs({ requestId }))
-    )
+    const exit = await runtime.runPromiseExit(tracedRequest(span.method, span.route)(answered).pipe(Effect.annotateLogs({ requestId })))
     // A runtime that could not be built answers like a failed use-case.
     return Exit.isSuccess(exit) ? exit.value : answerOf(exit, status, requestId)
   }
@@ -298,7 +304,7 @@ export const makeHandler = async (runtime: PlatformRuntime, options: HandlerOpti
     seen: Seen
   ): Promise<ApiResponse> => {
     const address = clientAddress(request, hops)
-    const span = seen.route === undefined ? undefined : { method: request.method.toUpperCase(), route: seen.route }
+    const span = !traced || seen.route === undefined ? undefined : { method: request.method.toUpperCase(), route: seen.route }
     if (found.auth === "none") {
       const context = { request, params, rawQuery, address }
       // A credential in a header is checked before the body is read, as a bearer's is.

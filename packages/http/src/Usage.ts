@@ -50,26 +50,28 @@ export const countedOrganizations = (
   principal: Principal,
   route: Route,
   context: Context
-): Effect.Effect<ReadonlyArray<string>, never, PlatformServices> =>
-  Effect.gen(function*() {
-    switch (principal._tag) {
-      case "Operator":
-        return []
-      // Recording consent, where it is given, is never an API request of the organization's.
-      case "PublicKey":
-      case "ConsentToken":
-        return []
-      case "Client":
-        return [principal.organizationId]
-      case "Member": {
-        const mine = principal.organizationIds
-        if (mine.length <= 1) return mine
+): Effect.Effect<ReadonlyArray<string>, never, PlatformServices> => {
+  switch (principal._tag) {
+    case "Operator":
+      return Effect.succeed([])
+    // Recording consent, where it is given, is never an API request of the organization's.
+    case "PublicKey":
+    case "ConsentToken":
+      return Effect.succeed([])
+    // Every request of a key: answered without a step of its own.
+    case "Client":
+      return Effect.succeed([principal.organizationId])
+    case "Member": {
+      const mine = principal.organizationIds
+      if (mine.length <= 1) return Effect.succeed(mine)
+      return Effect.gen(function*() {
         // A query the route will refuse names nothing here; the route answers its 400.
         const query = yield* Effect.orElseSucceed(parseQuery(context.rawQuery), () => ({} as Record<string, unknown>))
         const owner = yield* ownerOfTarget(route, context, principal, query)
         if (typeof owner === "string" && mine.includes(owner)) return [owner]
         const named = namedOrganizations(route, query, context.body).filter((o) => mine.includes(o))
         return named.length > 0 ? named : mine
-      }
+      })
     }
-  })
+  }
+}
