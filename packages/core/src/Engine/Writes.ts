@@ -6,7 +6,8 @@ import { Ids, keyOf, type Row, signalOutbox, UnitOfWork } from "./Ports.js"
 import { isEndUser, type Principal, requireOrganization } from "./Principal.js"
 import { type AnyResource, type ResourceDef } from "./Resource.js"
 import { isCarried, type Prepared } from "./Hooks.js"
-import { type LookUp, type Shape } from "./Shape.js"
+import { type CoreServices, type LookUp, type Shape, type View } from "./Shape.js"
+import type { DomainError } from "../Domain/Errors.js"
 import { cascade } from "./Relations.js"
 import { isPlainObject, methodNotAllowed, ensureMethod, decodeBody } from "./Bodies.js"
 import { pick, outputOfRow, resolveView, repoOf } from "./Views.js"
@@ -48,66 +49,97 @@ const changedFields = (def: AnyResource, before: Row, changes: Row, input: Row):
 const committed = <S extends Shape, R, C>(def: ResourceDef<S, R, C>, output: Row) =>
   Effect.zipRight(signalOutbox, def.hooks.afterCommit ? def.hooks.afterCommit(output) : Effect.void)
 
+/**
+ * A create: every resource's, every consent event's. Written with plain combinators rather than
+ * a generator, whose every step allocates and resumes on the hottest write path.
+ */
 export const create = <S extends Shape, R, C>(
   def: ResourceDef<S, R, C>,
   principal: Principal,
   body: unknown,
   at: Pick<LookUp, "query"> = {}
 ) =>
-  Effect.gen(function*() {
-    yield* ensureMethod(def, principal, "create")
-    if (!def.createInput) return yield* Effect.fail(methodNotAllowed(def, "create"))
-    const endUser = isEndUser(principal)
-    const named = def.ownerFrom || def.ownerField === "id" ? undefined : def.ownerField
-    // An end user acts in its credential's one organization, which its body need not name.
-    const owned = endUser && named !== undefined && isPlainObject(body) && body[named] === undefined
-      ? { ...body, [named]: principal.organizationId }
-      : body
-    const normalized = def.normalizeCreate && isPlainObject(owned) ? def.normalizeCreate(owned) : owned
-    if (!endUser) yield* requireFeatureBeforeBody(def, principal, normalized, named)
-    const decoded = yield* decodeBody(def, principal, def.createInput, def.createFields, normalized, "create")
-    const input = def.ownerFrom && def.ownerField !== undefined
-      ? { ...decoded.input, [def.ownerField]: yield* def.ownerFrom(principal, decoded.input) }
-      : decoded.input
-    const view = yield* resolveView(def, at.query, input)
-    const owner = def.ownerField === undefined ? undefined : input[def.ownerField]
-    if (def.ownerField !== undefined && def.ownerField !== "id") yield* requireOrganization(principal, owner)
-    if (!endUser) yield* requireFeature(def, principal, owner)
-    const now = yield* nowIso
-    const id = typeof input.id === "string" ? input.id : yield* Effect.flatMap(Ids, (ids) => ids.next)
-    // An end user's device cannot backdate what it records.
-    const given = endUser ? undefined : input.created_at
-    const base: Row = {
-      ...nullsFor(new Set(Object.keys(def.tableDef.fields)), def),
-      ...def.defaults,
-      ...input,
-      id,
-      created_at: typeof given === "string" ? new Date(given).toISOString() : now,
-      updated_at: now,
-      version: 1
-    }
-    const early: Prepared<S["stored"], C> = def.hooks.prepare ? yield* def.hooks.prepare(principal, base, input) : { row: base }
-    const uow = yield* UnitOfWork
-    return yield* uow.transaction(
-      Effect.gen(function*() {
-        if (def.ownerField === "organization_id") yield* requireExistingOrganization(owner as string)
-        if (typeof owner === "string") yield* checkQuota(def, owner)
-        const completed = def.hooks.create ? yield* def.hooks.create(principal, early.row, input) : early
-        const prepared: Prepared<S["stored"], C> = { ...completed, carry: completed.carry ?? early.carry }
-        const repo = yield* repoOf(def)
-        const stored = yield* repo.create(prepared.row)
-        if (def.hooks.afterCreate) yield* def.hooks.afterCreate(principal, stored, prepared.carry)
-        if (def.audited !== false) yield* recordChange(def, principal, "create", stored, Object.keys(decoded.input))
-        return yield* outputOfRow(def, stored, view, prepared.reveal)
+  Effect.zipRight(
+    ensureMethod(def, principal, "create"),
+    Effect.suspend(() => {
+      const createInput = def.createInput
+      if (!createInput) return Effect.fail(methodNotAllowed(def, "create"))
+      const endUser = isEndUser(principal)
+      const named = def.ownerFrom || def.ownerField === "id" ? undefined : def.ownerField
+      // An end user acts in its credential's one organization, which its body need not name.
+      const owned = endUser && named !== undefined && isPlainObject(body) && body[named] === undefined
+        ? { ...body, [named]: principal.organizationId }
+        : body
+      const normalized = def.normalizeCreate && isPlainObject(owned) ? def.normalizeCreate(owned) : owned
+      const decoding = decodeBody(def, principal, createInput, def.createFields, normalized, "create")
+      const decoded = endUser ? decoding : Effect.zipRight(requireFeatureBeforeBody(def, principal, normalized, named), decoding)
+      return Effect.flatMap(decoded, (decoded) => {
+        const ownerField = def.ownerField
+        const withOwner = def.ownerFrom && ownerField !== undefined
+          ? Effect.map(def.ownerFrom(principal, decoded.input), (o): Row => ({ ...decoded.input, [ownerField]: o }))
+          : Effect.succeed(decoded.input)
+        return Effect.flatMap(withOwner, (input) =>
+          Effect.flatMap(resolveView(def, at.query, input), (view) => {
+            const owner = ownerField === undefined ? undefined : input[ownerField]
+            const inOrganization = ownerField !== undefined && ownerField !== "id" ? requireOrganization(principal, owner) : Effect.void
+            const checked = endUser ? inOrganization : Effect.zipRight(inOrganization, requireFeature(def, principal, owner))
+            const newId = typeof input.id === "string" ? Effect.succeed(input.id) : Effect.flatMap(Ids, (ids) => ids.next)
+            return Effect.flatMap(Effect.zipRight(checked, Effect.zip(nowIso, newId)), ([now, id]) => {
+              // An end user's device cannot backdate what it records.
+              const given = endUser ? undefined : input.created_at
+              const base: Row = {
+                ...nullsFor(new Set(Object.keys(def.tableDef.fields)), def),
+                ...def.defaults,
+                ...input,
+                id,
+                created_at: typeof given === "string" ? new Date(given).toISOString() : now,
+                updated_at: now,
+                version: 1
+              }
+              const prepared: Effect.Effect<Prepared<S["stored"], C>, DomainError, R | CoreServices> = def.hooks.prepare
+                ? def.hooks.prepare(principal, base, input)
+                : Effect.succeed({ row: base })
+              return Effect.flatMap(Effect.zip(prepared, UnitOfWork), ([early, uow]) =>
+                uow.transaction(inTransaction(def, principal, early, input, decoded.input, owner, view)).pipe(
+                  Effect.tap((out) => committed(def, out)),
+                  // A visitor's write answers only what the declaration lists (never through the host API, whose callers hold no public key).
+                  Effect.map((out): S["output"] =>
+                    principal._tag === "PublicKey" && def.endUsers?.publicAnswer ? pick(out, def.endUsers.publicAnswer) as S["output"] : out
+                  )
+                ))
+            })
+          }))
       })
-    ).pipe(
-      Effect.tap((out) => committed(def, out)),
-      // A visitor's write answers only what the declaration lists (never through the host API, whose callers hold no public key).
-      Effect.map((out): S["output"] =>
-        principal._tag === "PublicKey" && def.endUsers?.publicAnswer ? pick(out, def.endUsers.publicAnswer) as S["output"] : out
-      )
-    )
-  })
+    })
+  )
+
+/** A create's part inside its transaction: the organization, the quota, the hooks, the row, the audit. */
+const inTransaction = <S extends Shape, R, C>(
+  def: ResourceDef<S, R, C>,
+  principal: Principal,
+  early: Prepared<S["stored"], C>,
+  input: Row,
+  given: Row,
+  owner: unknown,
+  view: View
+) => {
+  const existing = def.ownerField === "organization_id" ? requireExistingOrganization(owner as string) : Effect.void
+  const gates = typeof owner === "string" && def.quota ? Effect.zipRight(existing, checkQuota(def, owner)) : existing
+  const completing: Effect.Effect<Prepared<S["stored"], C>, DomainError, R | CoreServices> = def.hooks.create
+    ? def.hooks.create(principal, early.row, input)
+    : Effect.succeed(early)
+  return Effect.zipRight(
+    gates,
+    Effect.flatMap(Effect.zip(completing, repoOf(def)), ([completed, repo]) => {
+      const prepared: Prepared<S["stored"], C> = { ...completed, carry: completed.carry ?? early.carry }
+      return Effect.flatMap(repo.create(prepared.row), (stored) => {
+        const after = def.hooks.afterCreate ? def.hooks.afterCreate(principal, stored, prepared.carry) : Effect.void
+        const audited = def.audited !== false ? Effect.zipRight(after, recordChange(def, principal, "create", stored, Object.keys(given))) : after
+        return Effect.zipRight(audited, outputOfRow(def, stored, view, prepared.reveal))
+      })
+    })
+  )
+}
 
 export const write = <S extends Shape, R, C>(
   def: ResourceDef<S, R, C>,
