@@ -278,10 +278,17 @@ export const measureGrowth = async (tools: GrowthTools, store: Store) => {
   const base = process.env.DATABASE_URL
   const sizes = [0, ...(store === "sqlite" ? sizesOf(process.env.BENCH_GROWTH, "10000,100000,1000000") : sizesOf(process.env.BENCH_GROWTH_POSTGRES, "100000"))]
   const runs: Array<Run> = []
+  const copies: Array<Awaited<ReturnType<typeof sqliteCopy | typeof postgresCopy>>> = []
   try {
+    // Every store seeded before any server starts: a seed takes up to an hour, longer than the
+    // session of a server started before it lives (its token would be refused by then).
     for (const size of sizes) {
       const copy = store === "sqlite" ? await sqliteCopy(tools, size) : await postgresCopy(tools, base!, size)
+      copies.push(copy)
       if (size > 0) seedLine(tools, store, size, copy.seed, copy.cached)
+    }
+    for (const [i, size] of sizes.entries()) {
+      const copy = copies[i]!
       const server = await tools.start(copy.env)
       const url = String(server.first.url)
       const session = await fetch(`${url}/v1/sessions`, {
@@ -294,10 +301,8 @@ export const measureGrowth = async (tools: GrowthTools, store: Store) => {
     }
     await measureAll(tools, store, runs)
   } finally {
-    for (const r of runs) {
-      await tools.stop(r.server)
-      await r.drop()
-    }
+    for (const r of runs) await tools.stop(r.server)
+    for (const c of copies) await c.drop()
   }
 }
 

@@ -470,6 +470,20 @@ export const queryPlanSuite = (name: string, makeStore: () => Layer.Layer<StoreP
         )
       }))
 
+    it.effect("a backend's write: a new user named by the organization's own user id, and a known one", () =>
+      Effect.gen(function*() {
+        const { client, organizationId } = yield* Seeded
+        const body = (own: string) => ({
+          organization_id: organizationId,
+          user: { organization_user_id: own },
+          consents: { purposes: [{ id: "analytics", enabled: true }] }
+        })
+        const fresh = yield* usesIndexes(RS.create(ConsentEventsResource, client, body("crm-new")), ["consent_users", "consent_events"])
+        assert.strictEqual(fresh.status, "confirmed")
+        const known = yield* usesIndexes(RS.create(ConsentEventsResource, client, body("crm-1236")), ["consent_users", "consent_events"])
+        assert.strictEqual(known.user.id, "u-1236")
+      }))
+
     it.effect("a public key no organization holds is looked for as a current key, then as a replaced one, each by its index", () =>
       Effect.gen(function*() {
         const { dialect } = yield* Seeded
