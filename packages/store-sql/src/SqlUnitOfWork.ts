@@ -1,4 +1,5 @@
-import { type CommitWork, UnitOfWork } from "@cmp/core"
+import { type CommitWork, type Conflict, UnitOfWork } from "@cmp/core"
+import type { SqlError } from "@effect/sql/SqlError"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { Connection } from "@effect/sql/SqlConnection"
 import * as Cause from "effect/Cause"
@@ -14,7 +15,8 @@ import * as Scope from "effect/Scope"
 import { drainInBatches } from "./Batches.js"
 import { CommitTail } from "./CommitTail.js"
 import * as Unavailable from "./Unavailable.js"
-import { dialectOf } from "./SqlValues.js"
+import { PipelinedConnection } from "./Pipeline.js"
+import { conflictOf, dialectOf } from "./SqlValues.js"
 
 /** The values handed to each work to run before a COMMIT, in the order they came. */
 type Pending = Map<CommitWork<unknown>, Array<unknown>>
@@ -66,31 +68,35 @@ export const make = Effect.gen(function*() {
     Unavailable.classifyTransaction(sql.withTransaction(effect)) as Effect.Effect<A, E, R>
 
   /**
-   * An outermost transaction of its own (PostgreSQL), its work run before it commits. What that
-   * work adds to its `CommitTail` goes in one message with the COMMIT: on every consent write,
-   * the consent log's append costs no round trip of its own. A tail that fails leaves the
-   * transaction aborted: it is rolled back before the failure is reported, so the connection goes
-   * back to the pool clean.
+   * An outermost transaction of its own (PostgreSQL), on a connection that sends what needs no
+   * answer yet with the next statement that does (`PipelinedConnection`): its BEGIN with its
+   * first statement, its deferred inserts with the next statement or the COMMIT. Its work runs
+   * before it commits; what that work adds to its `CommitTail` goes in the COMMIT's message too:
+   * on every consent write, the consent log's append costs no round trip of its own. A COMMIT
+   * whose message fails leaves the transaction aborted: it is rolled back before the failure is
+   * reported, so the connection goes back to the pool clean. A transaction whose deferred write
+   * failed fails with that write's Conflict.
    */
   const ownTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     Effect.suspend(() => {
       const pending: Pending = new Map()
       const tail: Array<string> = []
-      const withTail = SqlClient.makeWithTransaction({
-        transactionTag: SqlClient.TransactionConnection,
+      let pipelined: PipelinedConnection | undefined
+      const withTail = SqlClient.makeWithTransaction<SqlClient.TransactionConnection, PipelinedConnection>({
+        transactionTag: SqlClient.TransactionConnection as unknown as Context.Tag<SqlClient.TransactionConnection, readonly [PipelinedConnection, number]>,
         spanAttributes: [["db.system.name", "postgresql"]],
-        acquireConnection: Effect.flatMap(Scope.make(), (scope) => Effect.map(Scope.extend(sql.reserve, scope), (conn) => [scope, conn] as const)),
-        begin: (conn) => conn.executeUnprepared("BEGIN", [], undefined),
+        acquireConnection: Effect.flatMap(Scope.make(), (scope) =>
+          Effect.map(Scope.extend(sql.reserve, scope), (conn) => [scope, pipelined = new PipelinedConnection(conn, conflictOf)] as const)),
+        begin: (conn) => conn.begin(),
         savepoint: (conn, id) => conn.executeUnprepared(`SAVEPOINT effect_sql_${id}`, [], undefined),
-        commit: (conn) =>
-          tail.length === 0 ? conn.executeUnprepared("COMMIT", [], undefined) : conn.executeUnprepared(`${tail.join(";\n")};\nCOMMIT`, [], undefined).pipe(
-            Effect.tapError(() => Effect.ignore(conn.executeUnprepared("ROLLBACK", [], undefined)))
-          ),
-        rollback: (conn) => conn.executeUnprepared("ROLLBACK", [], undefined),
+        commit: (conn) => conn.commit(tail).pipe(Effect.tapError(() => Effect.ignore(conn.rollback()))),
+        rollback: (conn) => conn.rollback(),
         rollbackSavepoint: (conn, id) => conn.executeUnprepared(`ROLLBACK TO SAVEPOINT effect_sql_${id}`, [], undefined)
       })
       const work = Effect.suspend(() => Effect.provideService(runPending(pending), CommitTail, tail))
-      return Unavailable.classifyTransaction(withTail(Effect.provideService(Effect.tap(effect, () => work), PendingWork, pending))) as Effect.Effect<A, E, R>
+      return Unavailable.classifyTransaction(withTail(Effect.provideService(Effect.tap(effect, () => work), PendingWork, pending)).pipe(
+        Effect.catchAllCause((cause): Effect.Effect<never, E | SqlError | Conflict> => pipelined?.failure === undefined ? Effect.failCause(cause) : Effect.fail(pipelined.failure))
+      )) as Effect.Effect<A, E, R>
     })
 
   /**

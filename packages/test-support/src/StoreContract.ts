@@ -1011,6 +1011,25 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
           assert.deepStrictEqual(yield* snapshot, before)
         })))
 
+      it.effect("a Conflict followed by reads and writes in its transaction fails it with that Conflict", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          const uow = yield* UnitOfWork
+          yield* repo.create(item("x1", { name: "taken" }))
+          const before = yield* snapshot
+          const error = yield* Effect.flip(uow.transaction(Effect.gen(function*() {
+            yield* repo.create(item("n1"))
+            yield* repo.create(item("n2", { name: "taken" }))
+            yield* repo.count([])
+            yield* repo.create(item("n3"))
+          })))
+          assert.instanceOf(error, Conflict)
+          assert.deepStrictEqual(yield* snapshot, before)
+          // The store serves the next transaction.
+          yield* uow.transaction(repo.create(item("n4")))
+          assert.strictEqual((yield* repo.get("n4")).pipe(Option.map((r) => r.id), Option.getOrNull), "n4")
+        })))
+
       it.effect("a defect inside a transaction rolls it back", () =>
         run(Effect.gen(function*() {
           const repo = yield* items
