@@ -30,8 +30,8 @@ import { literal } from "./CommitTail.js"
  * transaction could commit anyway, so only when the failure is reported moves.
  */
 export class PipelinedConnection implements Connection {
-  /** Statements held back, in order. */
-  private pending: Array<string> = []
+  /** Statements held back, in order: the transaction begins with its first statement. */
+  private pending: Array<string> = ["BEGIN"]
   /** How many of `pending` are deferred writes (the rest: the BEGIN). */
   private deferred = 0
   /** Whether the BEGIN has been sent (with whatever followed it). */
@@ -44,16 +44,6 @@ export class PipelinedConnection implements Connection {
     /** The Conflict a write's failure is, if it is one. */
     private readonly conflictOf: (error: SqlError) => Conflict | undefined
   ) {}
-
-  /** The transaction begins with its first statement. */
-  begin(): Effect.Effect<void, SqlError> {
-    return Effect.sync(() => {
-      this.pending = ["BEGIN"]
-      this.deferred = 0
-      this.begun = false
-      this.failure = undefined
-    })
-  }
 
   /** Holds back a write whose outcome the caller already knows; a failure is reported later. */
   defer(text: string): void {

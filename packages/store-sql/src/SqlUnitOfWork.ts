@@ -76,28 +76,39 @@ export const make = Effect.gen(function*() {
    * whose message fails leaves the transaction aborted: it is rolled back before the failure is
    * reported, so the connection goes back to the pool clean. A transaction whose deferred write
    * failed fails with that write's Conflict.
+   *
+   * Written out rather than through `withTransaction`, whose span, scope and context copies cost
+   * as much as the statements of a consent event: the connection is taken from the pool, the
+   * body runs with it as its transaction's (level 0, as `withTransaction` names it, so that a
+   * transaction inside is a savepoint), and it goes back when the transaction ends, whatever
+   * ended it (an interruption rolls it back).
    */
   const ownTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-    Effect.suspend(() => {
-      const pending: Pending = new Map()
-      const tail: Array<string> = []
-      let pipelined: PipelinedConnection | undefined
-      const withTail = SqlClient.makeWithTransaction<SqlClient.TransactionConnection, PipelinedConnection>({
-        transactionTag: SqlClient.TransactionConnection as unknown as Context.Tag<SqlClient.TransactionConnection, readonly [PipelinedConnection, number]>,
-        spanAttributes: [["db.system.name", "postgresql"]],
-        acquireConnection: Effect.flatMap(Scope.make(), (scope) =>
-          Effect.map(Scope.extend(sql.reserve, scope), (conn) => [scope, pipelined = new PipelinedConnection(conn, conflictOf)] as const)),
-        begin: (conn) => conn.begin(),
-        savepoint: (conn, id) => conn.executeUnprepared(`SAVEPOINT effect_sql_${id}`, [], undefined),
-        commit: (conn) => conn.commit(tail).pipe(Effect.tapError(() => Effect.ignore(conn.rollback()))),
-        rollback: (conn) => conn.rollback(),
-        rollbackSavepoint: (conn, id) => conn.executeUnprepared(`ROLLBACK TO SAVEPOINT effect_sql_${id}`, [], undefined)
-      })
-      const work = Effect.suspend(() => Effect.provideService(runPending(pending), CommitTail, tail))
-      return Unavailable.classifyTransaction(withTail(Effect.provideService(Effect.tap(effect, () => work), PendingWork, pending)).pipe(
-        Effect.catchAllCause((cause): Effect.Effect<never, E | SqlError | Conflict> => pipelined?.failure === undefined ? Effect.failCause(cause) : Effect.fail(pipelined.failure))
-      )) as Effect.Effect<A, E, R>
-    })
+    Effect.uninterruptibleMask((restore) =>
+      Effect.flatMap(Scope.make(), (scope) =>
+        Effect.flatMap(Effect.exit(Scope.extend(sql.reserve, scope)), (reserved): Effect.Effect<A, E | Conflict | SqlError, R> => {
+          if (reserved._tag === "Failure") return Effect.zipRight(Scope.close(scope, reserved), reserved as Exit.Exit<never, SqlError>)
+          const conn = new PipelinedConnection(reserved.value, conflictOf)
+          const pending: Pending = new Map()
+          const tail: Array<string> = []
+          const body = Effect.tap(effect, () => Effect.provideService(runPending(pending), CommitTail, tail))
+          const inside = Effect.mapInputContext(body, (context: Context.Context<R>) =>
+            Context.add(Context.add(context, SqlClient.TransactionConnection, [conn, 0] as const), PendingWork, pending))
+          return Effect.flatMap(Effect.exit(restore(inside)), (exit) => {
+            const end: Effect.Effect<void> = Exit.isSuccess(exit)
+              ? Effect.orDie(conn.commit(tail).pipe(Effect.tapError(() => Effect.ignore(conn.rollback()))))
+              : Effect.orDie(conn.rollback())
+            return Effect.exit(end).pipe(
+              Effect.flatMap((ended): Effect.Effect<A, E | Conflict> => {
+                const outcome: Exit.Exit<A, E> = ended._tag === "Failure" ? ended as Exit.Exit<never> : exit
+                const reported: Exit.Exit<A, E | Conflict> = outcome._tag === "Failure" && conn.failure !== undefined ? Exit.fail(conn.failure) : outcome
+                return Effect.zipRight(Scope.close(scope, outcome), reported)
+              })
+            )
+          })
+        })
+      )
+    ).pipe(Unavailable.classifyTransaction) as Effect.Effect<A, E, R>
 
   /**
    * Group commit (SQLite): SQLite runs one write transaction at a time, and most of a small
