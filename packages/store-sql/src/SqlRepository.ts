@@ -18,9 +18,10 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { execute } from "./Execute.js"
+import { deferringConnection, literalOf } from "./Pipeline.js"
 import { counted, countsOf } from "./RowCounts.js"
 import * as Unavailable from "./Unavailable.js"
-import { decodeValue, dialectOf, encodeValue, mapWriteError } from "./SqlValues.js"
+import { decodeValue, dialectOf, encodeValue, mapWriteError, storedValue } from "./SqlValues.js"
 
 /**
  * The repository port over `SqlClient`, for SQLite and PostgreSQL: one repository per declared
@@ -31,6 +32,19 @@ export const make = Effect.gen(function*() {
   const sql = (yield* SqlClient.SqlClient).withoutTransforms()
   const dialect = dialectOf(sql)
   const cache = new Map<string, Repository>()
+
+  /**
+   * PostgreSQL: the tables with a trigger that may change a row before it is inserted, whose
+   * stored row only the database can tell. Read once, when a write would first be deferred.
+   */
+  let changedOnInsert: ReadonlySet<string> | undefined
+  const tablesChangedOnInsert = Effect.suspend(() =>
+    changedOnInsert !== undefined ? Effect.succeed(changedOnInsert) : execute(sql<{ relname: string }>`SELECT DISTINCT c.relname FROM pg_trigger t
+      JOIN pg_class c ON c.oid = t.tgrelid
+      WHERE NOT t.tgisinternal AND (t.tgtype & 2) <> 0 AND (t.tgtype & 4) <> 0`).pipe(
+      Effect.map((rows) => (changedOnInsert = new Set(rows.map((r) => r.relname)))),
+      Effect.orElseSucceed((): ReadonlySet<string> | undefined => undefined)
+    ))
 
   /**
    * The WHERE of conditions on a table's columns, each value encoded as its column's. Inside a
@@ -215,20 +229,83 @@ export const make = Effect.gen(function*() {
         Unavailable.orDie
       )
 
+    /**
+     * Deferred inserts (PostgreSQL, `PipelinedConnection`): the statement's text with its values
+     * as literals, all rows naming the same columns; undefined where one cannot be written so.
+     */
+    const quoted = (name: string) => `"${name.replace(/"/g, '""')}"`
+    const insertText = (encoded: ReadonlyArray<Row>): string | undefined => {
+      const names = Object.keys(encoded[0]!)
+      const values: Array<string> = []
+      for (const row of encoded) {
+        if (Object.keys(row).length !== names.length) return undefined
+        const literals: Array<string> = []
+        for (const name of names) {
+          if (!Object.hasOwn(row, name)) return undefined
+          const value = literalOf(row[name])
+          if (value === undefined) return undefined
+          literals.push(value)
+        }
+        values.push(`(${literals.join(",")})`)
+      }
+      return `INSERT INTO ${quoted(table.table)} (${names.map(quoted).join(",")}) VALUES ${values.join(",")}`
+    }
+
+    /**
+     * The row an insert of every declared column stores, as `RETURNING *` would answer it, where
+     * that can be told without the database: each value as its column keeps it. Undefined
+     * otherwise (a column left to its default, a value the column would convert).
+     */
+    const storedOf = (row: Row, encoded: Row): Row | undefined => {
+      const out: Row = {}
+      for (const c of columns) {
+        if (!Object.hasOwn(row, c)) return undefined
+        const v = storedValue(table.fields[c]!, encoded[c])
+        if (v === undefined) return undefined
+        out[c] = v
+      }
+      return out
+    }
+
     /** Many rows in one statement, nothing read back (the outbox of one change). */
     const insert = (rows: ReadonlyArray<Row>) =>
-      rows.length === 0
-        ? Effect.void
-        : execute(sql`INSERT INTO ${t} ${sql.insert(rows.map(enc))}`).pipe(
+      rows.length === 0 ? Effect.void : Effect.withFiberRuntime<void, Conflict>((fiber) => {
+        const encoded = rows.map(enc)
+        const deferTo = deferringConnection(fiber)
+        const text = deferTo && insertText(encoded)
+        if (text) {
+          deferTo!.defer(text)
+          return Effect.void
+        }
+        return execute(sql`INSERT INTO ${t} ${sql.insert(encoded)}`).pipe(
           Effect.catchTag("SqlError", mapWriteError(table)),
           Effect.asVoid
         )
+      })
 
-    const create = (row: Row) =>
-      Effect.suspend(() => execute(sql<Record<string, unknown>>`INSERT INTO ${t} ${sql.insert(enc(row))} RETURNING *`)).pipe(
+    const createNow = (encoded: Row) =>
+      execute(sql<Record<string, unknown>>`INSERT INTO ${t} ${sql.insert(encoded)} RETURNING *`).pipe(
         Effect.catchTag("SqlError", mapWriteError(table)),
         Effect.map((rows) => dec(rows[0]!))
       )
+
+    /**
+     * Deferred where the row stored is known without the database's answer (see `storedOf`),
+     * which saves a round trip, and the decoding of the row read back.
+     */
+    const create = (row: Row) =>
+      Effect.withFiberRuntime<Row, Conflict>((fiber) => {
+        const encoded = enc(row)
+        const deferTo = deferringConnection(fiber)
+        if (deferTo === undefined) return createNow(encoded)
+        return Effect.flatMap(tablesChangedOnInsert, (changed) => {
+          const stored = changed === undefined || changed.has(table.table) ? undefined : storedOf(row, encoded)
+          const text = stored && insertText([encoded])
+          if (!text) return createNow(encoded)
+          deferTo.defer(text)
+          return Effect.succeed(stored!)
+        })
+      })
 
     /** A write that matched nothing is a stale version when the row still exists. */
     const missed = (key: RowKey): Effect.Effect<never, NotFound | Conflict> =>

@@ -1,4 +1,5 @@
-import { type CommitWork, UnitOfWork } from "@cmp/core"
+import { type CommitWork, type Conflict, UnitOfWork } from "@cmp/core"
+import type { SqlError } from "@effect/sql/SqlError"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { Connection } from "@effect/sql/SqlConnection"
 import * as Cause from "effect/Cause"
@@ -14,7 +15,8 @@ import * as Scope from "effect/Scope"
 import { drainInBatches } from "./Batches.js"
 import { CommitTail } from "./CommitTail.js"
 import * as Unavailable from "./Unavailable.js"
-import { dialectOf } from "./SqlValues.js"
+import { PipelinedConnection } from "./Pipeline.js"
+import { conflictOf, dialectOf } from "./SqlValues.js"
 
 /** The values handed to each work to run before a COMMIT, in the order they came. */
 type Pending = Map<CommitWork<unknown>, Array<unknown>>
@@ -66,32 +68,47 @@ export const make = Effect.gen(function*() {
     Unavailable.classifyTransaction(sql.withTransaction(effect)) as Effect.Effect<A, E, R>
 
   /**
-   * An outermost transaction of its own (PostgreSQL), its work run before it commits. What that
-   * work adds to its `CommitTail` goes in one message with the COMMIT: on every consent write,
-   * the consent log's append costs no round trip of its own. A tail that fails leaves the
-   * transaction aborted: it is rolled back before the failure is reported, so the connection goes
-   * back to the pool clean.
+   * An outermost transaction of its own (PostgreSQL), on a connection that sends what needs no
+   * answer yet with the next statement that does (`PipelinedConnection`): its BEGIN with its
+   * first statement, its deferred inserts with the next statement or the COMMIT. Its work runs
+   * before it commits; what that work adds to its `CommitTail` goes in the COMMIT's message too:
+   * on every consent write, the consent log's append costs no round trip of its own. A COMMIT
+   * whose message fails leaves the transaction aborted: it is rolled back before the failure is
+   * reported, so the connection goes back to the pool clean. A transaction whose deferred write
+   * failed fails with that write's Conflict.
+   *
+   * Written out rather than through `withTransaction`, whose span, scope and context copies cost
+   * as much as the statements of a consent event: the connection is taken from the pool, the
+   * body runs with it as its transaction's (level 0, as `withTransaction` names it, so that a
+   * transaction inside is a savepoint), and it goes back when the transaction ends, whatever
+   * ended it (an interruption rolls it back).
    */
   const ownTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-    Effect.suspend(() => {
-      const pending: Pending = new Map()
-      const tail: Array<string> = []
-      const withTail = SqlClient.makeWithTransaction({
-        transactionTag: SqlClient.TransactionConnection,
-        spanAttributes: [["db.system.name", "postgresql"]],
-        acquireConnection: Effect.flatMap(Scope.make(), (scope) => Effect.map(Scope.extend(sql.reserve, scope), (conn) => [scope, conn] as const)),
-        begin: (conn) => conn.executeUnprepared("BEGIN", [], undefined),
-        savepoint: (conn, id) => conn.executeUnprepared(`SAVEPOINT effect_sql_${id}`, [], undefined),
-        commit: (conn) =>
-          tail.length === 0 ? conn.executeUnprepared("COMMIT", [], undefined) : conn.executeUnprepared(`${tail.join(";\n")};\nCOMMIT`, [], undefined).pipe(
-            Effect.tapError(() => Effect.ignore(conn.executeUnprepared("ROLLBACK", [], undefined)))
-          ),
-        rollback: (conn) => conn.executeUnprepared("ROLLBACK", [], undefined),
-        rollbackSavepoint: (conn, id) => conn.executeUnprepared(`ROLLBACK TO SAVEPOINT effect_sql_${id}`, [], undefined)
-      })
-      const work = Effect.suspend(() => Effect.provideService(runPending(pending), CommitTail, tail))
-      return Unavailable.classifyTransaction(withTail(Effect.provideService(Effect.tap(effect, () => work), PendingWork, pending))) as Effect.Effect<A, E, R>
-    })
+    Effect.uninterruptibleMask((restore) =>
+      Effect.flatMap(Scope.make(), (scope) =>
+        Effect.flatMap(Effect.exit(Scope.extend(sql.reserve, scope)), (reserved): Effect.Effect<A, E | Conflict | SqlError, R> => {
+          if (reserved._tag === "Failure") return Effect.zipRight(Scope.close(scope, reserved), reserved as Exit.Exit<never, SqlError>)
+          const conn = new PipelinedConnection(reserved.value, conflictOf)
+          const pending: Pending = new Map()
+          const tail: Array<string> = []
+          const body = Effect.tap(effect, () => Effect.provideService(runPending(pending), CommitTail, tail))
+          const inside = Effect.mapInputContext(body, (context: Context.Context<R>) =>
+            Context.add(Context.add(context, SqlClient.TransactionConnection, [conn, 0] as const), PendingWork, pending))
+          return Effect.flatMap(Effect.exit(restore(inside)), (exit) => {
+            const end: Effect.Effect<void> = Exit.isSuccess(exit)
+              ? Effect.orDie(conn.commit(tail).pipe(Effect.tapError(() => Effect.ignore(conn.rollback()))))
+              : Effect.orDie(conn.rollback())
+            return Effect.exit(end).pipe(
+              Effect.flatMap((ended): Effect.Effect<A, E | Conflict> => {
+                const outcome: Exit.Exit<A, E> = ended._tag === "Failure" ? ended as Exit.Exit<never> : exit
+                const reported: Exit.Exit<A, E | Conflict> = outcome._tag === "Failure" && conn.failure !== undefined ? Exit.fail(conn.failure) : outcome
+                return Effect.zipRight(Scope.close(scope, outcome), reported)
+              })
+            )
+          })
+        })
+      )
+    ).pipe(Unavailable.classifyTransaction) as Effect.Effect<A, E, R>
 
   /**
    * Group commit (SQLite): SQLite runs one write transaction at a time, and most of a small

@@ -56,6 +56,37 @@ export const decodeValue = (dialect: Dialect, info: FieldInfo, v: unknown): unkn
   }
 }
 
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+const INT32 = 2 ** 31
+
+/**
+ * PostgreSQL: a value, as `encodeValue` wrote it, as its column stores it and `decodeValue`
+ * would read it back; undefined where only the database can tell (a number an integer column
+ * would round, text it would refuse or change, bytes). A NULL in a column declared not null is
+ * left to the database to refuse.
+ */
+export const storedValue = (info: FieldInfo, v: unknown): unknown => {
+  if (v === null || v === undefined) return info.nullable ? null : undefined
+  switch (info.kind) {
+    case "boolean":
+      return typeof v === "boolean" ? v : undefined
+    case "json":
+      // JSONB keeps the value, not its text: key order and spacing are not kept, which no
+      // reader of a row depends on (the consent log digests its canonical form).
+      return typeof v === "string" ? JSON.parse(v) : undefined
+    case "timestamp":
+      return typeof v === "string" && canonicalIso.test(v) ? v : undefined
+    case "number":
+      if (typeof v !== "number") return undefined
+      if (info.storage === "real") return Number.isFinite(v) ? v : undefined
+      return Number.isSafeInteger(v) && (info.storage === "bigint" || (v >= -INT32 && v < INT32)) ? v : undefined
+    case "string":
+      return typeof v === "string" && !v.includes("\u0000") && !LONE_SURROGATE.test(v) ? v : undefined
+    case "bytes":
+      return undefined
+  }
+}
+
 /** A row read by a statement of its own, every declared field decoded (the repository decodes the columns it selects). */
 export const decodeRow = (dialect: Dialect, fields: Readonly<Record<string, FieldInfo>>, raw: Record<string, unknown>): Row => {
   const out: Row = {}
@@ -77,7 +108,7 @@ const uniqueColumns = (error: SqlError): ReadonlyArray<string> | undefined => {
   return undefined
 }
 
-const conflictFrom = (table: TableDef, columns: ReadonlyArray<string>) => {
+const conflictFrom = (columns: ReadonlyArray<string>) => {
   const named = columns.filter((c) => c !== "organization_id")
   const fieldName = named[named.length - 1] ?? columns[columns.length - 1] ?? "id"
   return new Conflict({
@@ -86,10 +117,16 @@ const conflictFrom = (table: TableDef, columns: ReadonlyArray<string>) => {
   })
 }
 
-/** Unique violations become Conflict; every other SQL failure is a defect (a 500). */
-export const mapWriteError = (table: TableDef) => (error: SqlError) => {
+/** The Conflict a write's failure is (a unique key taken), or undefined for any other failure. */
+export const conflictOf = (error: SqlError): Conflict | undefined => {
   const columns = uniqueColumns(error)
-  return columns === undefined ? Unavailable.die(error) : Effect.fail(conflictFrom(table, columns))
+  return columns === undefined ? undefined : conflictFrom(columns)
+}
+
+/** Unique violations become Conflict; every other SQL failure is a defect (a 500). */
+export const mapWriteError = (_table: TableDef) => (error: SqlError) => {
+  const conflict = conflictOf(error)
+  return conflict === undefined ? Unavailable.die(error) : Effect.fail(conflict)
 }
 
 export const dialectOf = (sql: SqlClient.SqlClient): Dialect =>

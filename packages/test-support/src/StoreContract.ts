@@ -1040,6 +1040,41 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
           assert.deepStrictEqual(yield* snapshot, before)
         })))
 
+      it.effect("a Conflict followed by reads and writes in its transaction fails it with that Conflict", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          const uow = yield* UnitOfWork
+          yield* repo.create(item("x1", { name: "taken" }))
+          const before = yield* snapshot
+          const error = yield* Effect.flip(uow.transaction(Effect.gen(function*() {
+            yield* repo.create(item("n1"))
+            yield* repo.create(item("n2", { name: "taken" }))
+            yield* repo.count([])
+            yield* repo.create(item("n3"))
+          })))
+          assert.instanceOf(error, Conflict)
+          assert.deepStrictEqual(yield* snapshot, before)
+          // The store serves the next transaction.
+          yield* uow.transaction(repo.create(item("n4")))
+          assert.strictEqual((yield* repo.get("n4")).pipe(Option.map((r) => r.id), Option.getOrNull), "n4")
+        })))
+
+      it.effect("what a transaction creates reads back within it and after it as written, whatever its text holds", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          const uow = yield* UnitOfWork
+          const odd = `it's a \\ back'slash, $1, $$ and E'x' -- /* "quoted" */`
+          const row = item("odd", { name: odd, score: -7, active: true, tags: { a: [1, "b'\\$2"], "k'": null }, seen_at: "2024-02-03T04:05:06.789Z" })
+          const [created, inside] = yield* uow.transaction(Effect.gen(function*() {
+            const created = yield* repo.create(row)
+            const found = yield* repo.find(query({ where: [cmp("name", "eq", odd)], sort: [asc("id")] }))
+            return [created, found.data] as const
+          }))
+          assert.deepStrictEqual(created, row)
+          assert.deepStrictEqual(inside, [row])
+          assert.deepStrictEqual(Option.getOrNull(yield* repo.get("odd")), row)
+        })))
+
       it.effect("a defect inside a transaction rolls it back", () =>
         run(Effect.gen(function*() {
           const repo = yield* items

@@ -1,0 +1,232 @@
+import type { Conflict } from "@cmp/core"
+import * as SqlClient from "@effect/sql/SqlClient"
+import type { Connection } from "@effect/sql/SqlConnection"
+import type { SqlError } from "@effect/sql/SqlError"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import type * as Fiber from "effect/Fiber"
+import * as FiberRef from "effect/FiberRef"
+import * as Stream from "effect/Stream"
+import { literal } from "./CommitTail.js"
+
+/**
+ * A PostgreSQL transaction's connection that holds back what needs no answer yet and sends it in
+ * the message of the next statement that does, as one multi-statement query. On these machines a
+ * round trip costs the server process far more CPU than the statements in it (a socket write, a
+ * read and the driver's handling of each message): a consent event was seven of them.
+ *
+ * - `BEGIN` waits for the transaction's first statement (a transaction that runs none sends
+ *   nothing).
+ * - A write whose outcome the caller can know without an answer (an insert of a whole row) is
+ *   deferred (`defer`): sent before the next statement, or with the COMMIT.
+ * - A statement sent while something is held back has its parameters written as literals (the
+ *   only way a multi-statement message can carry them) where its text allows it; otherwise what
+ *   is held back goes first, in a message of its own.
+ *
+ * A deferred write that fails (a unique key taken meanwhile) aborts the transaction in
+ * PostgreSQL, as it did when sent alone, and is reported by the statement whose message carried
+ * it: the transaction then fails with that write's `Conflict` (`failure`), whatever the
+ * statement that carried it would have answered. Nothing after a failed statement of a
+ * transaction could commit anyway, so only when the failure is reported moves.
+ */
+export class PipelinedConnection implements Connection {
+  /** Statements held back, in order: the transaction begins with its first statement. */
+  private pending: Array<string> = ["BEGIN"]
+  /** How many of `pending` are deferred writes (the rest: the BEGIN). */
+  private deferred = 0
+  /** Whether the BEGIN has been sent (with whatever followed it). */
+  private begun = false
+  /** The failure of a deferred write, once a message that carried one failed with a Conflict. */
+  failure: Conflict | undefined = undefined
+
+  constructor(
+    readonly inner: Connection,
+    /** The Conflict a write's failure is, if it is one. */
+    private readonly conflictOf: (error: SqlError) => Conflict | undefined
+  ) {}
+
+  /** Holds back a write whose outcome the caller already knows; a failure is reported later. */
+  defer(text: string): void {
+    this.pending.push(text)
+    this.deferred++
+  }
+
+  /** What is held back, then `text`, in one message; answers the rows of each statement of `text`. */
+  private sendWith(text: string | undefined): Effect.Effect<ReadonlyArray<ReadonlyArray<any>>, SqlError> {
+    return Effect.suspend(() => {
+      const held = this.pending
+      const deferred = this.deferred
+      this.pending = []
+      this.deferred = 0
+      if (held[0] === "BEGIN") this.begun = true
+      const statements = text === undefined ? held : [...held, text]
+      if (statements.length === 0) return Effect.succeed([])
+      return this.inner.executeUnprepared(statements.join(";\n"), [], undefined).pipe(
+        Effect.map((rows) => {
+          // One statement answers its rows; several, an array of each one's rows.
+          const each = statements.length === 1 ? [rows] : (rows as ReadonlyArray<ReadonlyArray<any>>)
+          return each.slice(held.length)
+        }),
+        Effect.tapError((error) =>
+          Effect.sync(() => {
+            if (deferred > 0 && this.failure === undefined) this.failure = this.conflictOf(error)
+          })
+        )
+      )
+    })
+  }
+
+  /** Sends what is held back, if anything. */
+  flush(): Effect.Effect<void, SqlError> {
+    return Effect.suspend(() => (this.pending.length === 0 ? Effect.void : Effect.asVoid(this.sendWith(undefined))))
+  }
+
+  /**
+   * The COMMIT, after what is held back and the statements that go with it (`CommitTail`). A
+   * transaction that sent nothing and has nothing to send ends without a message.
+   */
+  commit(tail: ReadonlyArray<string>): Effect.Effect<void, SqlError> {
+    return Effect.suspend(() => {
+      if (!this.begun && this.deferred === 0 && tail.length === 0) {
+        this.pending = []
+        return Effect.void
+      }
+      return Effect.asVoid(this.sendWith([...tail, "COMMIT"].join(";\n")))
+    })
+  }
+
+  /** The ROLLBACK; what is held back is dropped (nothing of it was sent). */
+  rollback(): Effect.Effect<void, SqlError> {
+    return Effect.suspend(() => {
+      this.pending = []
+      this.deferred = 0
+      return this.begun ? Effect.asVoid(this.inner.executeUnprepared("ROLLBACK", [], undefined)) : Effect.void
+    })
+  }
+
+  execute(
+    sql: string,
+    params: ReadonlyArray<unknown>,
+    transformRows: (<A extends object>(row: ReadonlyArray<A>) => ReadonlyArray<A>) | undefined
+  ): Effect.Effect<ReadonlyArray<any>, SqlError> {
+    if (this.pending.length === 0) return this.inner.execute(sql, params, transformRows)
+    const inlined = inline(sql, params)
+    if (inlined === undefined) return Effect.zipRight(this.flush(), this.inner.execute(sql, params, transformRows))
+    return Effect.map(this.sendWith(inlined), (results) => {
+      const rows = results[results.length - 1] ?? []
+      return transformRows ? transformRows(rows) : rows
+    })
+  }
+
+  executeUnprepared(
+    sql: string,
+    params: ReadonlyArray<unknown>,
+    transformRows: (<A extends object>(row: ReadonlyArray<A>) => ReadonlyArray<A>) | undefined
+  ): Effect.Effect<ReadonlyArray<any>, SqlError> {
+    if (this.pending.length === 0 || params.length > 0) {
+      return Effect.zipRight(this.flush(), this.inner.executeUnprepared(sql, params, transformRows))
+    }
+    // Text without parameters joins the message as it is; its own answer is as it would be alone.
+    return Effect.map(this.sendWith(sql), (results) => {
+      const own = results.length === 1 ? results[0]! : results
+      return transformRows ? transformRows(own as ReadonlyArray<any>) : own
+    })
+  }
+
+  executeRaw(sql: string, params: ReadonlyArray<unknown>): Effect.Effect<unknown, SqlError> {
+    return Effect.zipRight(this.flush(), this.inner.executeRaw(sql, params))
+  }
+
+  executeValues(sql: string, params: ReadonlyArray<unknown>): Effect.Effect<ReadonlyArray<ReadonlyArray<unknown>>, SqlError> {
+    return Effect.zipRight(this.flush(), this.inner.executeValues(sql, params))
+  }
+
+  executeStream(
+    sql: string,
+    params: ReadonlyArray<unknown>,
+    transformRows: (<A extends object>(row: ReadonlyArray<A>) => ReadonlyArray<A>) | undefined
+  ): Stream.Stream<any, SqlError> {
+    return Stream.unwrap(Effect.as(this.flush(), this.inner.executeStream(sql, params, transformRows)))
+  }
+}
+
+const hex = (bytes: Uint8Array) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("hex")
+
+/**
+ * A value as a PostgreSQL literal of unknown type, which the statement types from where it
+ * stands, as it types a parameter sent without a type (the driver sends every one so). Undefined
+ * for a value the driver would encode in a way of its own (arrays, objects).
+ */
+export const literalOf = (value: unknown): string | undefined => {
+  if (value === null || value === undefined) return "NULL"
+  switch (typeof value) {
+    case "string":
+      return literal(value)
+    case "number":
+      return Number.isFinite(value) ? `'${value}'` : undefined
+    case "bigint":
+      return `'${value}'`
+    case "boolean":
+      return value ? "'true'" : "'false'"
+    default:
+      if (value instanceof Date) return Number.isNaN(value.getTime()) ? undefined : `'${value.toISOString()}'`
+      if (value instanceof Uint8Array) return `'\\x${hex(value)}'`
+      return undefined
+  }
+}
+
+/**
+ * A statement's text with its `$n` placeholders replaced by its parameters as literals, or
+ * undefined where that cannot be done with certainty: a parameter `literalOf` cannot write, or
+ * text other than plain quoted strings and identifiers around the placeholders (a comment, an
+ * escape string, a dollar-quoted body).
+ */
+export const inline = (text: string, params: ReadonlyArray<unknown>): string | undefined => {
+  let out = ""
+  let from = 0
+  let i = 0
+  while (i < text.length) {
+    const c = text.charCodeAt(i)
+    if (c === 39 /* ' */ || c === 34 /* " */) {
+      // An escape string (E'…') reads backslashes: not attempted.
+      if (c === 39 && i > 0 && /[eE]/.test(text[i - 1]!) && !/[\w$]/.test(text[i - 2] ?? " ")) return undefined
+      // The quote closes at the next one not doubled.
+      let j = i + 1
+      for (;;) {
+        const close = text.indexOf(text[i]!, j)
+        if (close === -1) return undefined
+        if (text.charCodeAt(close + 1) === c) j = close + 2
+        else {
+          i = close + 1
+          break
+        }
+      }
+    } else if (c === 36 /* $ */) {
+      let j = i + 1
+      while (j < text.length && text.charCodeAt(j) >= 48 && text.charCodeAt(j) <= 57) j++
+      // `$` not followed by digits starts a dollar quote: not attempted.
+      if (j === i + 1) return undefined
+      const index = Number(text.slice(i + 1, j)) - 1
+      if (index < 0 || index >= params.length) return undefined
+      const value = literalOf(params[index])
+      if (value === undefined) return undefined
+      out += text.slice(from, i) + value
+      i = j
+      from = j
+    } else if ((c === 45 /* - */ && text.charCodeAt(i + 1) === 45) || (c === 47 /* / */ && text.charCodeAt(i + 1) === 42)) {
+      return undefined
+    } else i++
+  }
+  return out + text.slice(from)
+}
+
+/**
+ * The pipelined connection a write may defer to: the outermost level of a transaction on one
+ * (a savepoint's writes are sent as they come, so that the savepoint hears its own failures),
+ * with tracing off (with it on, every statement keeps its span).
+ */
+export const deferringConnection = (fiber: Fiber.RuntimeFiber<unknown, unknown>): PipelinedConnection | undefined => {
+  if (fiber.getFiberRef(FiberRef.currentTracerEnabled)) return undefined
+  const open = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)
+  return open._tag === "Some" && open.value[1] === 0 && open.value[0] instanceof PipelinedConnection ? open.value[0] : undefined
+}
