@@ -240,8 +240,11 @@ export const makeHandler = async (runtime: PlatformRuntime, options: HandlerOpti
     span?: { readonly method: string; readonly route: string }
   ): Promise<ApiResponse> => {
     if (span === undefined) {
-      // Without spans the outcome is answered outside the fiber: two steps fewer per request.
-      return answerOf(await runtime.runPromiseExit(Effect.annotateLogs(effect, { requestId })), status, requestId)
+      // Without spans the outcome is answered outside the fiber. The fiber still ends with the
+      // use-case's exit as its value: a fiber that fails is logged by the runtime as an
+      // unhandled error, with the error's message (which may name a person).
+      const outer = await runtime.runPromiseExit(Effect.exit(Effect.annotateLogs(effect, { requestId })))
+      return answerOf(Exit.isSuccess(outer) ? outer.value : outer, status, requestId)
     }
     // The request's span records the answer's status.
     const answered = Effect.map(Effect.exit(effect), (exit) => answerOf(exit, status, requestId))
