@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
+import { describe, expect, it } from "vitest"
 import { ADMIN, client } from "./helpers.js"
+import { consoleLines } from "./console-lines.js"
 import { useServer } from "./fixture.js"
 
 /**
@@ -7,16 +8,8 @@ import { useServer } from "./fixture.js"
  * find, which may be a person's e-mail address) leaves its request line and nothing else: the
  * refusal is an answer, not an error of the process.
  */
-const lines: Array<string> = []
-
-beforeAll(() => {
-  vi.spyOn(console, "log").mockImplementation((...args: Array<unknown>) => {
-    lines.push(args.map(String).join(" "))
-  })
-})
-afterAll(() => {
-  vi.restoreAllMocks()
-})
+// Registered before the server's hooks: the spy is on before it starts, and off after it stops.
+const lines = consoleLines()
 const { server } = useServer({ logLevel: "Debug" }, { operator: false })
 
 describe("logs at Debug", () => {

@@ -1,19 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
+import { describe, expect, it } from "vitest"
 import { ADMIN, client } from "./helpers.js"
+import { consoleLines } from "./console-lines.js"
 import { useServer } from "./fixture.js"
 
 /** Structured JSON logs: one line per request with its id, and never a secret or a token. */
-const lines: Array<string> = []
-
 // Registered before the server's hooks: the spy is on before it starts, and off after it stops.
-beforeAll(() => {
-  vi.spyOn(console, "log").mockImplementation((...args: Array<unknown>) => {
-    lines.push(args.map(String).join(" "))
-  })
-})
-afterAll(() => {
-  vi.restoreAllMocks()
-})
+const lines = consoleLines()
 const { server } = useServer({ logLevel: "Info" }, { operator: false })
 
 describe("logs", () => {

@@ -1,22 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
+import { describe, expect, it, vi } from "vitest"
 import { call, unique } from "./helpers.js"
+import { consoleLines } from "./console-lines.js"
 import { useServer } from "./fixture.js"
 
 /**
  * The request log line names who asked: the principal's kind and its organization, once
  * authenticated; never an end user, a token or a body. Probes are not logged.
  */
-const lines: Array<string> = []
-
 // Registered before the server's hooks: the spy is on before it starts, and off after it stops.
-beforeAll(() => {
-  vi.spyOn(console, "log").mockImplementation((...args: Array<unknown>) => {
-    lines.push(args.map(String).join(" "))
-  })
-})
-afterAll(() => {
-  vi.restoreAllMocks()
-})
+const lines = consoleLines()
 const { server, op, tenants: [t] } = useServer({ logLevel: "Info" }, { tenants: [{ consents_api: true, store_guest_cmp_consents: true }] })
 
 type Line = { message: unknown; annotations: Record<string, unknown> }

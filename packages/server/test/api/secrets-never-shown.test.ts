@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
+import { describe, expect, it } from "vitest"
 import { ADMIN, call, client, unique } from "./helpers.js"
+import { consoleLines } from "./console-lines.js"
 import { useServer } from "./fixture.js"
 
 /**
@@ -11,17 +12,8 @@ import { useServer } from "./fixture.js"
  */
 
 const METRICS_TOKEN = "metrics-token-secrets-never-shown-0123"
-const lines: Array<string> = []
-
 // Registered before the server's hooks: the spy is on before it starts, and off after it stops.
-beforeAll(() => {
-  vi.spyOn(console, "log").mockImplementation((...args: Array<unknown>) => {
-    lines.push(args.map(String).join(" "))
-  })
-})
-afterAll(() => {
-  vi.restoreAllMocks()
-})
+const lines = consoleLines()
 
 const FEATURES = { consents_api: true, store_cmp_consents: true, store_guest_cmp_consents: true, webhooks: true }
 const { op, server, tenant } = useServer({ logLevel: "Debug", metricsToken: METRICS_TOKEN, webhookAllowHosts: ["127.0.0.1"] })
