@@ -1,5 +1,5 @@
 import type { StorePorts } from "@cmp/core"
-import { migrations, SqlStorage } from "@cmp/store-sql"
+import { type Execute, migrations, SqlStorage } from "@cmp/store-sql"
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
@@ -51,7 +51,7 @@ const createPrivately = (filename: string) => {
 }
 
 /** The SQLite client alone, in WAL mode. */
-export const clientLayer = (options: SqliteStoreOptions) => {
+export const clientLayer = (options: SqliteStoreOptions): Layer.Layer<SqlClient.SqlClient | Execute.Direct> => {
   // An empty file is an empty database to SQLite.
   if (options.filename !== ":memory:") createPrivately(options.filename)
   return SqliteConnection.layer(options.filename)
