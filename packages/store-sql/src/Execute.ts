@@ -1,5 +1,5 @@
 import * as SqlClient from "@effect/sql/SqlClient"
-import { SqlError } from "@effect/sql/SqlError"
+import type { SqlError } from "@effect/sql/SqlError"
 import type { Connection } from "@effect/sql/SqlConnection"
 import type * as Statement from "@effect/sql/Statement"
 import * as Context from "effect/Context"
@@ -12,22 +12,13 @@ import * as FiberRef from "effect/FiberRef"
  * no transaction of another fiber holds it open.
  */
 export interface DirectStatements {
-  /** Runs a prepared statement: its rows when it returns rows, nothing otherwise. Throws the driver's error. */
-  readonly run: (sql: string, params: ReadonlyArray<unknown>) => ReadonlyArray<any>
+  /** The connection the store's client leases (and its transactions hold). */
+  readonly connection: Connection
   /** Whether a transaction is open on the connection (a fiber holds it between its statements). */
   readonly inTransaction: () => boolean
 }
 
 export class Direct extends Context.Tag("@cmp/store-sql/Execute/Direct")<Direct, DirectStatements>() {}
-
-const runDirect = <A>(direct: DirectStatements, statement: Statement.Statement<A>): Effect.Effect<ReadonlyArray<A>, SqlError> => {
-  const [text, params] = statement.compile()
-  try {
-    return Effect.succeed(direct.run(text, params) as ReadonlyArray<A>)
-  } catch (cause) {
-    return Effect.fail(new SqlError({ cause, message: "Failed to execute statement" }))
-  }
-}
 
 /**
  * Runs a statement. With tracing off, it goes straight to the connection where it can: run as
@@ -42,14 +33,12 @@ export const execute = <A>(statement: Statement.Statement<A>): Effect.Effect<Rea
   Effect.withFiberRuntime((fiber) => {
     if (fiber.getFiberRef(FiberRef.currentTracerEnabled)) return statement
     const context = fiber.currentContext
-    const direct = context.unsafeMap.get(Direct.key) as DirectStatements | undefined
     const transaction = context.unsafeMap.get(SqlClient.TransactionConnection.key) as
       | readonly [Connection, number]
       | undefined
-    if (transaction === undefined) {
-      return direct !== undefined && !direct.inTransaction() ? runDirect(direct, statement) : statement
-    }
-    if (direct !== undefined) return runDirect(direct, statement)
+    const direct = transaction === undefined ? context.unsafeMap.get(Direct.key) as DirectStatements | undefined : undefined
+    const connection = transaction !== undefined ? transaction[0] : direct !== undefined && !direct.inTransaction() ? direct.connection : undefined
+    if (connection === undefined) return statement
     const [text, params] = statement.compile()
-    return transaction[0].execute(text, params, undefined) as Effect.Effect<ReadonlyArray<A>, SqlError>
+    return connection.execute(text, params, undefined) as Effect.Effect<ReadonlyArray<A>, SqlError>
   })

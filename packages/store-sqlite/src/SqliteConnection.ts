@@ -10,6 +10,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 
 /**
  * The SQLite client: `@effect/sql-sqlite-node`'s, but for how it runs a statement. Its prepared
@@ -55,7 +56,6 @@ const makeConnection = (filename: string) =>
         return Effect.fail(new SqlError({ cause, message: "Failed to execute statement" }))
       }
     }
-    const direct: Execute.DirectStatements = { run: runSync, inTransaction: () => db.inTransaction }
     const connection: Connection = {
       execute: (sql, params, transformRows) =>
         Effect.suspend(() => attempt(() => transformRows ? transformRows(runSync(sql, params)) : runSync(sql, params))),
@@ -84,8 +84,15 @@ const makeConnection = (filename: string) =>
             return transformRows ? transformRows(rows) : rows
           })
         ),
-      executeStream: () => Effect.dieMessage("executeStream not implemented")
+      // better-sqlite3 cannot run another statement on the connection while one is iterated, and
+      // a stream is pulled across turns of other fibers: the rows are read at once, then streamed.
+      executeStream: (sql, params, transformRows) =>
+        Stream.flatMap(
+          Stream.fromEffect(Effect.suspend(() => attempt(() => transformRows ? transformRows(runSync(sql, params)) : runSync(sql, params)))),
+          Stream.fromIterable
+        )
     }
+    const direct: Execute.DirectStatements = { connection, inTransaction: () => db.inTransaction }
     return { connection, direct }
   })
 

@@ -4,10 +4,12 @@ import { migrationSuite, schemaSuite } from "@cmp/test-support/schema-contract"
 import { suite } from "@cmp/test-support/store-contract"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
+import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
 import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -154,4 +156,15 @@ describe("SqliteStore", () => {
       const lost = yield* Effect.flip(Effect.flatMap(repoA, (repo) => repo.patch("key-1", { enabled: true }, 1)))
       assert.strictEqual(lost._tag, "Conflict")
     }).pipe(Effect.scoped))
+
+  it.effect("a statement's rows as a stream: every row in order; a statement SQLite refuses is a SqlError", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const rows = yield* Stream.runCollect(
+        sql<{ n: number }>`WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 1000) SELECT n FROM c`.stream
+      )
+      assert.deepStrictEqual(Chunk.toReadonlyArray(rows).map((r) => r.n), Array.from({ length: 1000 }, (_, i) => i + 1))
+      const refused = yield* Effect.flip(Stream.runCollect(sql`SELECT * FROM no_such_table`.stream))
+      assert.strictEqual(refused._tag, "SqlError")
+    }).pipe(Effect.provide(SqliteStore.layer({ filename: ":memory:" }))))
 })

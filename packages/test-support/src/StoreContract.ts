@@ -1025,35 +1025,38 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
           assert.strictEqual(yield* usage.get("o1", "2024-01"), 1)
         })))
 
-      it.effect("a Conflict inside a transaction fails it and rolls back the writes before it", () =>
-        run(Effect.gen(function*() {
+      /** With x1's name taken, a transaction running `body` fails with a Conflict and leaves every row as it was. */
+      const failsWithConflict = (body: (repo: Effect.Effect.Success<typeof items>) => Effect.Effect<unknown, unknown, StoreServices>) =>
+        Effect.gen(function*() {
           const repo = yield* items
           const uow = yield* UnitOfWork
           yield* repo.create(item("x1", { name: "taken" }))
           const before = yield* snapshot
-          const error = yield* Effect.flip(uow.transaction(Effect.gen(function*() {
+          const error = yield* Effect.flip(uow.transaction(body(repo)))
+          assert.instanceOf(error, Conflict)
+          assert.deepStrictEqual(yield* snapshot, before)
+          return { repo, uow }
+        })
+
+      it.effect("a Conflict inside a transaction fails it and rolls back the writes before it", () =>
+        run(failsWithConflict((repo) =>
+          Effect.gen(function*() {
             yield* repo.create(item("n1"))
             yield* repo.patch("x1", { score: 1 }, 1)
             yield* repo.create(item("n2", { name: "taken" }))
-          })))
-          assert.instanceOf(error, Conflict)
-          assert.deepStrictEqual(yield* snapshot, before)
-        })))
+          })
+        )))
 
       it.effect("a Conflict followed by reads and writes in its transaction fails it with that Conflict", () =>
         run(Effect.gen(function*() {
-          const repo = yield* items
-          const uow = yield* UnitOfWork
-          yield* repo.create(item("x1", { name: "taken" }))
-          const before = yield* snapshot
-          const error = yield* Effect.flip(uow.transaction(Effect.gen(function*() {
-            yield* repo.create(item("n1"))
-            yield* repo.create(item("n2", { name: "taken" }))
-            yield* repo.count([])
-            yield* repo.create(item("n3"))
-          })))
-          assert.instanceOf(error, Conflict)
-          assert.deepStrictEqual(yield* snapshot, before)
+          const { repo, uow } = yield* failsWithConflict((repo) =>
+            Effect.gen(function*() {
+              yield* repo.create(item("n1"))
+              yield* repo.create(item("n2", { name: "taken" }))
+              yield* repo.count([])
+              yield* repo.create(item("n3"))
+            })
+          )
           // The store serves the next transaction.
           yield* uow.transaction(repo.create(item("n4")))
           assert.strictEqual((yield* repo.get("n4")).pipe(Option.map((r) => r.id), Option.getOrNull), "n4")

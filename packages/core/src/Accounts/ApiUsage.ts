@@ -33,6 +33,10 @@ interface Counter {
 /** How stale a cached quota limit and shared total may get before they are read again. */
 const REFRESH_MS = 5_000
 
+/** A counter of the current period, read recently enough to count on without reading it again. */
+const isFresh = (c: Counter | undefined, key: string, now: number): c is Counter =>
+  c !== undefined && c.period === key && now - c.refreshedAt <= REFRESH_MS
+
 /**
  * The `api_requests` quota. Requests are counted in memory and written in batches, so the
  * hot path adds no database write; servers sharing a database see each other's counts
@@ -70,7 +74,7 @@ export class ApiUsage extends Context.Tag("@cmp/core/ApiUsage")<
     const counterOf = (organizationId: string, key: string, now: number) =>
       Effect.gen(function*() {
         let c = counters.get(organizationId)
-        if (!c || c.period !== key || now - c.refreshedAt > REFRESH_MS) {
+        if (!isFresh(c, key, now)) {
           if (c) yield* flushOne(organizationId, c)
           const stored = yield* usage.get(organizationId, key)
           const limit = yield* readLimit(organizationId)
@@ -104,7 +108,7 @@ export class ApiUsage extends Context.Tag("@cmp/core/ApiUsage")<
         const fresh: Array<Counter> = []
         for (const id of ids) {
           const c = counters.get(id)
-          if (!c || c.period !== key || now - c.refreshedAt > REFRESH_MS) break
+          if (!isFresh(c, key, now)) break
           fresh.push(c)
         }
         if (fresh.length === ids.length) return countOn(ids, fresh, endsAt, now)

@@ -53,10 +53,11 @@ export const checkQuota = (
   def: Pick<AnyResource, "quota" | "ownerField" | "tableDef">,
   organizationId: string,
   extra: ReadonlyArray<Condition> = []
-) =>
-  !def.quota || def.ownerField === undefined ? Effect.void : Effect.gen(function*() {
-    const quota = def.quota
-    if (!quota || def.ownerField === undefined) return
+) => {
+  const quota = def.quota
+  const ownerField = def.ownerField
+  if (!quota || ownerField === undefined) return Effect.void
+  return Effect.gen(function*() {
     const name = typeof quota === "string" ? quota : quota.name
     // Two concurrent creates must not both see "one below the limit".
     yield* Effect.flatMap(UnitOfWork, (uow) => uow.lock(`quota:${name}:${organizationId}`))
@@ -64,7 +65,7 @@ export const checkQuota = (
       ? yield* Effect.flatMap(OrganizationLimits, (limits) => limits.quotaOf(organizationId, quota))
       : typeof quota.limit === "number" ? quota.limit : yield* quota.limit(organizationId)
     if (limit === undefined) return
-    const used = yield* (yield* Storage).repository(def.tableDef).count([eq(def.ownerField, organizationId), ...extra])
+    const used = yield* (yield* Storage).repository(def.tableDef).count([eq(ownerField, organizationId), ...extra])
     if (used >= limit) {
       return yield* Effect.fail(
         new QuotaExceeded({
@@ -75,6 +76,7 @@ export const checkQuota = (
       )
     }
   })
+}
 
 /** An organization named in an input must exist (the operator can name any id). */
 export const requireExistingOrganization = (organizationId: string) =>

@@ -124,7 +124,7 @@ const inTransaction = <S extends Shape, R, C>(
   view: View
 ) => {
   const existing = def.ownerField === "organization_id" ? requireExistingOrganization(owner as string) : Effect.void
-  const gates = typeof owner === "string" && def.quota ? Effect.zipRight(existing, checkQuota(def, owner)) : existing
+  const gates = typeof owner === "string" ? Effect.zipRight(existing, checkQuota(def, owner)) : existing
   const completing: Effect.Effect<Prepared<S["stored"], C>, DomainError, R | CoreServices> = def.hooks.create
     ? def.hooks.create(principal, early.row, input)
     : Effect.succeed(early)
