@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { Duplex } from "node:stream"
 import type { TLSSocket } from "node:tls"
-import { type ApiRequest, type ApiResponse, unreadableRequestAnswer } from "@cmp/http"
+import { type ApiRequest, type ApiResponse, type HttpApi, internalErrorResponse, unreadableRequestAnswer } from "@cmp/http"
 
 /**
  * Node's own request and response (what Express, `node:http` and most Node frameworks hand a
@@ -48,6 +48,14 @@ export const writeNodeResponse = (res: ServerResponse, response: ApiResponse): v
   const length = typeof response.body === "string" ? Buffer.byteLength(response.body) : response.body.byteLength
   res.writeHead(response.status, { ...response.headers, "content-length": String(length) })
   res.end(response.body)
+}
+
+/** `handle` answers every error itself; should it still throw, the answer is still the contract's 500. */
+const internalError = internalErrorResponse({ "x-content-type-options": "nosniff" })
+
+/** Answers a Node response with the API's answer to `request`. */
+export const answerNode = (api: Pick<HttpApi, "handle">, request: ApiRequest, res: ServerResponse): void => {
+  api.handle(request).then((response) => writeNodeResponse(res, response), () => writeNodeResponse(res, internalError))
 }
 
 /**

@@ -1,8 +1,8 @@
-import { type ApiRequest, internalErrorResponse, type HandlerOptions, type HttpApi } from "@cmp/http"
+import { type ApiRequest, type HandlerOptions, type HttpApi } from "@cmp/http"
 import type { PlatformRuntime } from "@cmp/platform"
 import express from "express"
 import { apiFromRuntime, type HttpApiOptions, makeHttpApi } from "./HttpApi.js"
-import { fromNodeRequest, writeNodeResponse } from "./Node.js"
+import { answerNode, fromNodeRequest } from "./Node.js"
 
 export interface Api extends HttpApi {
   /**
@@ -27,15 +27,12 @@ const requestOf = (req: express.Request): ApiRequest => {
   return { ...request, body: undefined, parsedBody: req.body }
 }
 
-/** `handle` answers every error itself; should it still throw, the host's error page is not ours to send. */
-const internalError = internalErrorResponse({ "x-content-type-options": "nosniff" })
-
 const routerOf = (api: HttpApi): express.Router => {
   const router = express.Router()
   router.use((req, res, next) => {
     // Paths outside the API (`/v1`, `/openapi.json`, `/docs`) stay the host's.
     if (!api.owns(req.url)) return next()
-    api.handle(requestOf(req)).then((response) => writeNodeResponse(res, response), () => writeNodeResponse(res, internalError))
+    answerNode(api, requestOf(req), res)
   })
   return router
 }

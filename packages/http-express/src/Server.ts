@@ -1,10 +1,8 @@
-import { proxyHops } from "@cmp/http"
-import express from "express"
 import * as http from "node:http"
 import * as https from "node:https"
 import type { AddressInfo } from "node:net"
 import { drainable } from "./Drain.js"
-import { answerClientError, fromNodeRequest, writeNodeResponse } from "./Node.js"
+import { answerClientError, answerNode, fromNodeRequest } from "./Node.js"
 import type { Api } from "./Router.js"
 
 export interface ListenOptions {
@@ -12,7 +10,10 @@ export interface ListenOptions {
   readonly host?: string | undefined
   /** PEM text of the certificate chain and key, for serving HTTPS directly. */
   readonly tls?: { readonly cert: string; readonly key: string } | undefined
-  /** The proxies in front (`true` is one): the API's `trustProxy`, which Express's `trust proxy` follows. */
+  /**
+   * Unused: the API counts the proxies in front itself (its own `trustProxy`). Kept so that one
+   * options object still configures both.
+   */
   readonly trustProxy?: boolean | number | undefined
 }
 
@@ -27,19 +28,19 @@ export interface RunningServer {
   readonly close: (options?: { readonly graceMs?: number | undefined }) => Promise<void>
 }
 
-/** A standalone server: an Express app with the API at its root; every other path answers the API's 404. */
+/**
+ * A standalone server: Node's own server with the API at its root, which answers every path
+ * (its 404 included). No Express app in between: the API routes, reads bodies and writes
+ * headers itself, and Express's routing and request wrapping cost about a tenth of a keyed
+ * read's CPU (docs/benchmarks.md).
+ */
 export const listen = async (api: Api, options: ListenOptions = {}): Promise<RunningServer> => {
-  const app = express()
-  app.disable("x-powered-by")
-  app.disable("etag")
-  // A number of hops, as the API counts them: `true` would make Express trust every hop.
-  app.set("trust proxy", proxyHops(options.trustProxy))
-  app.use((req, res, next) => {
-    api.handle(fromNodeRequest(req)).then((response) => writeNodeResponse(res, response), next)
-  })
+  const listener = (req: http.IncomingMessage, res: http.ServerResponse) => {
+    answerNode(api, fromNodeRequest(req), res)
+  }
   const server: http.Server = options.tls
-    ? https.createServer({ cert: options.tls.cert, key: options.tls.key }, app)
-    : http.createServer(app)
+    ? https.createServer({ cert: options.tls.cert, key: options.tls.key }, listener)
+    : http.createServer(listener)
   server.keepAliveTimeout = 65_000
   server.on("clientError", answerClientError)
   const drain = drainable(server)
