@@ -26,6 +26,7 @@ import * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
+import * as LogLines from "./LogLines.js"
 import * as LogLevel from "effect/LogLevel"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Served from "./Served.js"
@@ -105,7 +106,7 @@ export const layer = (options: PlatformOptions): Layer.Layer<PlatformServices, u
     ? delivering
     : DomainRelease.layer(options.domainRelease ?? {}).pipe(Layer.provideMerge(delivering))
   const infra = Layer.mergeAll(
-    Logger.json,
+    LogLines.layer,
     Logger.minimumLogLevel(LogLevel.fromLiteral(options.logLevel ?? "Info")),
     options.clock ? Layer.setClock(options.clock) : Layer.empty,
     Tracing.layer(options.tracing)
