@@ -30,6 +30,8 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
+import * as Runtime from "effect/Runtime"
+import { annotated } from "./Annotated.js"
 import { BodyBudget, readJson } from "./Body.js"
 import { clientAddress, isOwnOrigin, isSecure, proxyHops } from "./ClientAddress.js"
 import { errorResponse, fromDomainError, internalErrorResponse, unavailableResponse } from "./Errors.js"
@@ -212,6 +214,11 @@ export const makeHandler = async (runtime: PlatformRuntime, options: HandlerOpti
   const { actions: servedActions, resources: served } = await runtime.runPromise(Declarations)
   // Whether requests get spans is the runtime's for its life: asked once, not per request.
   const traced = await runtime.runPromise(tracingEnabled)
+  // Built by now: a request's fibers start from it with their log annotations in place.
+  const base = await runtime.runtime()
+  /** Runs an effect in a fiber of its own with these log annotations, not waiting for it. */
+  const fork = (effect: Effect.Effect<unknown, never, Effect.Effect.Context<Use>>, annotations: Readonly<Record<string, unknown>>) =>
+    Runtime.runFork(annotated(base, annotations))(effect)
   const hops = proxyHops(options.trustProxy)
   const bodyLimit = options.bodyLimit ?? 1024 * 1024
   const bodyTimeoutMs = options.bodyTimeoutMs ?? 10_000
@@ -243,12 +250,12 @@ export const makeHandler = async (runtime: PlatformRuntime, options: HandlerOpti
       // Without spans the outcome is answered outside the fiber. The fiber still ends with the
       // use-case's exit as its value: a fiber that fails is logged by the runtime as an
       // unhandled error, with the error's message (which may name a person).
-      const outer = await runtime.runPromiseExit(Effect.exit(Effect.annotateLogs(effect, { requestId })))
+      const outer = await Runtime.runPromiseExit(annotated(base, { requestId }))(Effect.exit(effect))
       return answerOf(Exit.isSuccess(outer) ? outer.value : outer, status, requestId)
     }
     // The request's span records the answer's status.
     const answered = Effect.map(Effect.exit(effect), (exit) => answerOf(exit, status, requestId))
-    const exit = await runtime.runPromiseExit(tracedRequest(span.method, span.route)(answered).pipe(Effect.annotateLogs({ requestId })))
+    const exit = await Runtime.runPromiseExit(annotated(base, { requestId }))(tracedRequest(span.method, span.route)(answered))
     // A runtime that could not be built answers like a failed use-case.
     return Exit.isSuccess(exit) ? exit.value : answerOf(exit, status, requestId)
   }
@@ -266,10 +273,10 @@ export const makeHandler = async (runtime: PlatformRuntime, options: HandlerOpti
     // Any defect of the cause: a transaction whose COMMIT failed may also carry its ROLLBACK's.
     const unavailable = Option.getOrUndefined(Chunk.findFirst(Cause.defects(exit.cause), isStoreUnavailable))
     if (unavailable) {
-      runtime.runFork(Effect.logWarning("Store unavailable", unavailable.message).pipe(Effect.annotateLogs({ requestId })))
+      fork(Effect.logWarning("Store unavailable", unavailable.message), { requestId })
       return unavailableResponse(unavailable)
     }
-    runtime.runFork(Effect.logError("Request failed", exit.cause).pipe(Effect.annotateLogs({ requestId })))
+    fork(Effect.logError("Request failed", exit.cause), { requestId })
     return internalErrorResponse()
   }
 
@@ -523,7 +530,7 @@ export const makeHandler = async (runtime: PlatformRuntime, options: HandlerOpti
     try {
       response = await answer(request, requestId, seen)
     } catch (error) {
-      runtime.runFork(Effect.logError("Unhandled error", String(error)).pipe(Effect.annotateLogs({ requestId })))
+      fork(Effect.logError("Unhandled error", String(error)), { requestId })
       response = internalErrorResponse()
     }
     if (seen.probe === true) return finish(response, requestId)
@@ -532,7 +539,7 @@ export const makeHandler = async (runtime: PlatformRuntime, options: HandlerOpti
     const durationMs = performance.now() - started
     if (metrics !== undefined) record(metrics, request, answered, response.status, durationMs, seen.principal)
     if (logRequests) {
-      runtime.runFork(Effect.logInfo("request").pipe(Effect.annotateLogs({
+      fork(Effect.logInfo("request"), {
         requestId,
         method: request.method,
         route,
@@ -541,7 +548,7 @@ export const makeHandler = async (runtime: PlatformRuntime, options: HandlerOpti
         // Who asked, by kind and organization: never a token, a user or a body.
         ...(seen.principal === undefined ? {} : { principal: seen.principal }),
         ...(seen.organizationId === undefined ? {} : { organizationId: seen.organizationId })
-      })))
+      })
     }
     return finish(response, requestId)
   }
