@@ -724,6 +724,17 @@ const measureStore = async (store: "sqlite" | "postgres", receiver: Child) => {
     line("get_key_baseline", bare.requests.average, "req/s", `${bareCpu.toFixed(2)} ms CPU each`)
     keep("get_key_cpu_ratio_sqlite", readCpu / bareCpu, "x", 1.5, 1.25)
     line("get_key", read.requests.average, "req/s", `${(read.requests.average / bare.requests.average).toFixed(2)} of baseline, ${read.non2xx + read.errors} errors, ${readCpu.toFixed(2)} ms CPU each`)
+    // The same read from a server with its request log on, as `pnpm start` ships it (LOG_LEVEL=Info).
+    const logged = await child(SERVER, { ...serverEnv, LOG_LEVEL: "Info" })
+    const { cpuPerRequest: loggedCpu, result: loggedRead } = await withCpu(logged.proc.pid!, () => getKey(logged.first.url as string, key.id, token))
+    await stopChild(logged)
+    keep("get_key_cpu_ratio_sqlite_logged", loggedCpu / bareCpu, "x", 1.5, 1.25)
+    line(
+      "get_key_logged",
+      loggedRead.requests.average,
+      "req/s",
+      `${(loggedRead.requests.average / bare.requests.average).toFixed(2)} of baseline, ${loggedRead.non2xx + loggedRead.errors} errors, ${loggedCpu.toFixed(2)} ms CPU each`
+    )
     if (ONLY.has("privacy_page")) {
       // A hosted privacy center's page: at most a keyed read plus one rendering of its Markdown policy.
       const centerId = await seedCenter(json, api, org.id, token)
