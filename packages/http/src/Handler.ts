@@ -333,27 +333,29 @@ export const makeHandler = async (runtime: PlatformRuntime, options: HandlerOpti
     // The page origin an end user's request was checked against: its answers, errors too, may be read there.
     let readableAt: string | undefined
     /** An end user's credential: the operation must take it, and its page's origin its organization's. */
-    const endUserChecks = (principal: EndUserPrincipal, credential: NonNullable<ReturnType<typeof endUserCredentialOf>>) =>
-      Effect.gen(function*() {
-        if (!found.endUsers.includes(credential)) return yield* Effect.fail(new Forbidden({ message: refusal(credential) }))
-        const origin = header(request.headers, "origin")
-        if (origin !== undefined) {
-          // A page this server served (a privacy center at `/privacy/<id>`) writes to its own
-          // origin. Without the pages (`pages: false`) no page of that origin is this server's:
-          // a host that embeds the API beside its own pages holds them to the organization's
-          // origins like any page.
-          const ownPage = pages !== undefined && isOwnOrigin(request, origin, hops)
-          if (!ownPage) yield* requireOrigin(principal, origin, options.allowHttp === true)
+    const endUserChecks = (principal: EndUserPrincipal, credential: NonNullable<ReturnType<typeof endUserCredentialOf>>) => {
+      if (!found.endUsers.includes(credential)) return Effect.failSync(() => new Forbidden({ message: refusal(credential) }))
+      const origin = header(request.headers, "origin")
+      // A page this server served (a privacy center at `/privacy/<id>`) writes to its own
+      // origin. Without the pages (`pages: false`) no page of that origin is this server's:
+      // a host that embeds the API beside its own pages holds them to the organization's
+      // origins like any page. Its answers are readable there once the origin passed.
+      const ownPage = origin !== undefined && pages !== undefined && isOwnOrigin(request, origin, hops)
+      const checked = origin === undefined
+        ? Effect.void
+        : Effect.map(ownPage ? Effect.void : requireOrigin(principal, origin, options.allowHttp === true), () => {
           readableAt = origin
-        }
-        // A visitor's writes are limited, whichever credential its device holds; its reads are not.
-        if (request.method.toUpperCase() === "POST") {
-          const limits = yield* endUserWriteLimits(principal, address)
-          yield* Effect.flatMap(PublicRateLimit, (limiter) => limiter.take(limits)).pipe(
+        })
+      // A visitor's writes are limited, whichever credential its device holds; its reads are not.
+      if (request.method.toUpperCase() !== "POST") return checked
+      return Effect.zipRight(
+        checked,
+        Effect.flatMap(endUserWriteLimits(principal, address), (limits) =>
+          Effect.flatMap(PublicRateLimit, (limiter) => limiter.take(limits)).pipe(
             Effect.tapError(() => Effect.flatMap(Metrics, (m) => m.publicRateLimited))
-          )
-        }
-      })
+          ))
+      )
+    }
     // Every request of a bearer or a key goes this way: plain combinators, no generator per step.
     const afterPrincipal = (principal: Principal) => {
       seen.principal = principal._tag
