@@ -147,7 +147,7 @@ const isJsonType = (mediaType: string) =>
  * a 415; JSON must be an object or an array (as `express.json` had it), UTF-8, not compressed.
  */
 export const readJson = (request: ApiRequest, reading: BodyReading): Effect.Effect<unknown, ApiResponse> =>
-  Effect.gen(function*() {
+  Effect.suspend(() => {
     const type = header(request.headers, "content-type") ?? ""
     const [given, ...params] = type.split(";").map((p) => p.trim().toLowerCase())
     // A beacon's JSON arrives as text/plain: read it as what it is.
@@ -161,33 +161,34 @@ export const readJson = (request: ApiRequest, reading: BodyReading): Effect.Effe
     }
     if (request.parsedBody !== undefined) {
       // The host's parser read it under the host's limit, charset and encoding rules.
-      if (!isJsonType(mediaType ?? "")) return yield* unsupported()
-      return yield* checkValue(request.parsedBody)
+      if (!isJsonType(mediaType ?? "")) return unsupported()
+      return checkValue(request.parsedBody)
     }
     const length = header(request.headers, "content-length")
     const declared = length !== undefined && /^\d+$/.test(length.trim()) ? Number(length) : undefined
-    if (declared !== undefined && declared > reading.limit) return yield* Effect.fail(tooLarge())
+    if (declared !== undefined && declared > reading.limit) return Effect.fail(tooLarge())
     // Only the text is kept once made: a large body is never held as bytes, text and value at once.
-    const text = yield* Effect.map(readBytes(request.body, declared, reading), toText)
-    if (text.length === 0) return isJsonType(mediaType ?? "") ? {} : undefined
-    if (!isJsonType(mediaType ?? "")) return yield* unsupported()
-    const charset = params.find((p) => p.startsWith("charset="))?.slice(8).replace(/"/g, "")
-    if (charset !== undefined && charset !== "utf-8" && charset !== "utf8") {
-      return yield* Effect.fail(errorResponse(415, `Unsupported charset "${charset}"`, { "content-type": "charset must be utf-8" }))
-    }
-    const encoding = header(request.headers, "content-encoding")?.trim().toLowerCase()
-    if (encoding !== undefined && encoding !== "" && encoding !== "identity") {
-      return yield* Effect.fail(errorResponse(415, `Unsupported content encoding "${encoding}"`, {
-        "content-encoding": "must be identity"
-      }))
-    }
-    let value: unknown
-    try {
-      value = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text)
-    } catch {
-      return yield* Effect.fail(errorResponse(400, "The request body is not valid JSON", { body: "is not valid JSON" }))
-    }
-    return yield* checkValue(value)
+    return Effect.flatMap(Effect.map(readBytes(request.body, declared, reading), toText), (text): Effect.Effect<unknown, ApiResponse> => {
+      if (text.length === 0) return Effect.succeed(isJsonType(mediaType ?? "") ? {} : undefined)
+      if (!isJsonType(mediaType ?? "")) return unsupported()
+      const charset = params.find((p) => p.startsWith("charset="))?.slice(8).replace(/"/g, "")
+      if (charset !== undefined && charset !== "utf-8" && charset !== "utf8") {
+        return Effect.fail(errorResponse(415, `Unsupported charset "${charset}"`, { "content-type": "charset must be utf-8" }))
+      }
+      const encoding = header(request.headers, "content-encoding")?.trim().toLowerCase()
+      if (encoding !== undefined && encoding !== "" && encoding !== "identity") {
+        return Effect.fail(errorResponse(415, `Unsupported content encoding "${encoding}"`, {
+          "content-encoding": "must be identity"
+        }))
+      }
+      let value: unknown
+      try {
+        value = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text)
+      } catch {
+        return Effect.fail(errorResponse(400, "The request body is not valid JSON", { body: "is not valid JSON" }))
+      }
+      return checkValue(value)
+    })
   })
 
 /** Valid JSON, but not what any route takes: say so rather than call it invalid. */
