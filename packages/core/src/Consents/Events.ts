@@ -66,10 +66,10 @@ export const ConsentEventsResource = Events.with<
               ? resolved.created
               : { ...resolved.created, consent_states: firstStates({ ...row, consents: gpc.consents, gpc_override: gpcOverride }) }
             const user = created ?? resolved.user
-            const stored = created ? Effect.flatMap(users(), (repo) => repo.create(created)) : Effect.void
+            const inserted = created ? Effect.flatMap(users(), (repo) => repo.create(created)) : Effect.void
             const proofs = namedProofs(p, row.organization_id, user.id, row.id, [], input.proofs_id ?? [], input.proofs)
             return Effect.flatMap(
-              Effect.zipLeft(Effect.zipRight(stored, proofs), requireApprovedContent(row.organization_id, input.notice_text_content_id)),
+              Effect.zipRight(inserted, Effect.zipLeft(proofs, requireApprovedContent(row.organization_id, input.notice_text_content_id))),
               (proofsId) => {
                 const fields = tokenFields(p, row)
                 // A consent token's metadata merged in counts too (the body's own was measured when decoded).
