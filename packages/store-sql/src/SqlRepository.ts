@@ -192,8 +192,9 @@ export const make = Effect.gen(function*() {
         )
         : countWhere(conjunction(where))
 
+    /** On the path of every consent event (its user looked up by the organization's id): no generator. */
     const find = (q: FindQuery) =>
-      Effect.gen(function*() {
+      Effect.suspend(() => {
         const where = filter(q)
         const skip = q.keyset ? 0 : q.skip
         // An unordered look-up (one row by a unique key) saves SQLite a sorter per call.
@@ -202,11 +203,14 @@ export const make = Effect.gen(function*() {
           : q.ordered === false
           ? sql``
           : sql`ORDER BY ${orderBy(q)}`
-        const rows = q.limit === 0
-          ? []
-          : yield* execute(sql<Record<string, unknown>>`SELECT * FROM ${t} WHERE ${where} ${order} LIMIT ${q.limit} OFFSET ${skip}`)
-        const total = q.count === false ? skip + rows.length : q.keyset ? yield* countWhere(where) : yield* count(q.where)
-        return { total, limit: q.limit, skip, data: rows.map(dec) } satisfies Page<Row>
+        const read = q.limit === 0
+          ? Effect.succeed([])
+          : execute(sql<Record<string, unknown>>`SELECT * FROM ${t} WHERE ${where} ${order} LIMIT ${q.limit} OFFSET ${skip}`)
+        return Effect.flatMap(read, (rows) => {
+          const page = (total: number): Page<Row> => ({ total, limit: q.limit, skip, data: rows.map(dec) })
+          if (q.count === false) return Effect.succeed(page(skip + rows.length))
+          return Effect.map(q.keyset ? countWhere(where) : count(q.where), page)
+        })
       }).pipe(Unavailable.orDie)
 
     /**

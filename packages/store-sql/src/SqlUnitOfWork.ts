@@ -92,8 +92,8 @@ export const make = Effect.gen(function*() {
           const pending: Pending = new Map()
           const tail: Array<string> = []
           const body = Effect.tap(effect, () => Effect.provideService(runPending(pending), CommitTail, tail))
-          const inside = Effect.mapInputContext(body, (context: Context.Context<R>) =>
-            Context.add(Context.add(context, SqlClient.TransactionConnection, [conn, 0] as const), PendingWork, pending))
+          const added = Context.make(SqlClient.TransactionConnection, [conn, 0] as const).pipe(Context.add(PendingWork, pending))
+          const inside = Effect.mapInputContext(body, (context: Context.Context<R>) => Context.merge(context, added))
           return Effect.flatMap(Effect.exit(restore(inside)), (exit) => {
             const end: Effect.Effect<void> = Exit.isSuccess(exit)
               ? Effect.orDie(conn.commit(tail).pipe(Effect.tapError(() => Effect.ignore(conn.rollback()))))
@@ -149,21 +149,22 @@ export const make = Effect.gen(function*() {
         const [conn, level] = Context.unsafeGet(fiber.currentContext, SqlClient.TransactionConnection)
         const own = fiber.getFiberRefs()
         const pending: Pending = new Map()
-        // Each item runs with its caller's fiber refs and context, plus the batch's connection.
-        const refsOf = (refs: FiberRefs.FiberRefs, connection: readonly [Connection, number]) =>
+        // Each item runs with its caller's fiber refs and context, plus the batch's connection,
+        // merged in one copy of the caller's context (it holds every service of the host).
+        const batchAt = (connection: readonly [Connection, number]) =>
+          Context.make(SqlClient.TransactionConnection, connection).pipe(Context.add(PendingWork, pending))
+        const items = batchAt([conn, level + 1])
+        const refsOf = (refs: FiberRefs.FiberRefs, added: Context.Context<SqlClient.TransactionConnection | PendingWork>) =>
           FiberRefs.updateAs(refs, {
             fiberId: fiber.id(),
             fiberRef: FiberRef.currentContext,
-            value: FiberRefs.getOrDefault(refs, FiberRef.currentContext).pipe(
-              Context.add(SqlClient.TransactionConnection, connection),
-              Context.add(PendingWork, pending)
-            )
+            value: Context.merge(FiberRefs.getOrDefault(refs, FiberRef.currentContext), added)
           })
         let last: FiberRefs.FiberRefs | undefined
         return Effect.gen(function*() {
           for (const item of batch) {
             const exit = yield* Effect.exit(
-              withRefs(refsOf(item.refs, [conn, level + 1]), droppedOnFailure(pending, Unavailable.classifyTransaction(inSavepoint(conn, item.effect))), own)
+              withRefs(refsOf(item.refs, items), droppedOnFailure(pending, Unavailable.classifyTransaction(inSavepoint(conn, item.effect))), own)
             )
             exits.push(exit)
             if (exit._tag === "Success") last = item.refs
@@ -171,7 +172,7 @@ export const make = Effect.gen(function*() {
             // the rest of the batch must not run outside it. They wait for the next batch.
             if (exit._tag === "Failure" && Cause.isDie(exit.cause)) break
           }
-          if (last !== undefined && pending.size > 0) yield* withRefs(refsOf(last, [conn, level]), runPending(pending), own)
+          if (last !== undefined && pending.size > 0) yield* withRefs(refsOf(last, batchAt([conn, level])), runPending(pending), own)
         })
       })))
       for (let i = 0; i < exits.length; i++) {
@@ -193,23 +194,22 @@ export const make = Effect.gen(function*() {
     )
   }
 
+  /** Read off the fiber's context in one step: every write of the consent path begins here. */
   const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-    Effect.flatMap(Effect.serviceOption(PendingWork), (open) => {
+    Effect.withFiberRuntime<A, E, R>((fiber) => {
+      const context = fiber.currentContext
       // Inside a transaction: a savepoint.
+      const open = Context.getOption(context, PendingWork)
       if (Option.isSome(open)) return droppedOnFailure(open.value, plainTransaction(effect))
-      return Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (inside) => {
-        // Inside one begun on the client directly: a savepoint, whose work runs at once.
-        if (Option.isSome(inside)) return plainTransaction(effect)
-        if (!waiting) return ownTransaction(effect)
-        return Effect.withFiberRuntime<A, E, R>((fiber) => {
-          const refs = fiber.getFiberRefs()
-          return Effect.async<unknown, unknown>((resume) => {
-            // A queue shut down (the store closing) takes nothing: the caller is interrupted, as
-            // `Queue.offer` would.
-            if (!waiting.unsafeOffer({ effect: effect as Effect.Effect<unknown, unknown, never>, refs, done: resume })) resume(Effect.interrupt)
-          }) as Effect.Effect<A, E, R>
-        })
-      })
+      // Inside one begun on the client directly: a savepoint, whose work runs at once.
+      if (Option.isSome(Context.getOption(context, SqlClient.TransactionConnection))) return plainTransaction(effect)
+      if (!waiting) return ownTransaction(effect)
+      const refs = fiber.getFiberRefs()
+      return Effect.async<unknown, unknown>((resume) => {
+        // A queue shut down (the store closing) takes nothing: the caller is interrupted, as
+        // `Queue.offer` would.
+        if (!waiting.unsafeOffer({ effect: effect as Effect.Effect<unknown, unknown, never>, refs, done: resume })) resume(Effect.interrupt)
+      }) as Effect.Effect<A, E, R>
     })
 
   const beforeCommit = <T>(work: CommitWork<T>, value: T): Effect.Effect<void> =>

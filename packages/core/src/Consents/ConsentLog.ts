@@ -297,31 +297,36 @@ export const layer: Layer.Layer<Storage | UnitOfWork, never, Storage | UnitOfWor
     const digests = yield* Digests
     const files = yield* ProofFiles
 
+    /** The entries of what the transactions of a COMMIT handed over: on PostgreSQL, run for every consent write. */
+    const append = (handed: ReadonlyArray<Handed>, dropped: ReadonlySet<string>, at: string) => {
+      // One entry per chain, appended in a fixed order: two transactions touching the same
+      // chains take their locks in the same order.
+      const grouped = new Map<string, { organizationId: string; shard: number; changes: Array<LoggedChange> }>()
+      for (const h of handed) {
+        if ("dropped" in h || dropped.has(h.organizationId)) continue
+        const key = `${h.organizationId}\u0000${String(h.shard).padStart(3, "0")}`
+        const group = grouped.get(key)
+        if (group) group.changes.push(h.change)
+        else grouped.set(key, { organizationId: h.organizationId, shard: h.shard, changes: [h.change] })
+      }
+      if (grouped.size === 0) return Effect.void
+      const keys = [...grouped.keys()].sort()
+      return store.appendOnCommit(keys.map((key) => {
+        const g = grouped.get(key)!
+        return entryOf(digests, g.organizationId, g.shard, at, g.changes)
+      }))
+    }
+
     const entries: CommitWork<Handed> = {
-      run: (handed) =>
-        Effect.gen(function*() {
-          const dropped = new Set<string>()
-          for (const h of handed) if ("dropped" in h) dropped.add(h.dropped)
-          // A removed organization's log and proof bytes go with it (they are not rows that refer to it).
-          for (const org of dropped) yield* Effect.zipRight(store.forget(org), files.forget(org))
-          const at = yield* nowIso
-          // One entry per chain, appended in a fixed order: two transactions touching the same
-          // chains take their locks in the same order.
-          const grouped = new Map<string, { organizationId: string; shard: number; changes: Array<LoggedChange> }>()
-          for (const h of handed) {
-            if ("dropped" in h || dropped.has(h.organizationId)) continue
-            const key = `${h.organizationId}\u0000${String(h.shard).padStart(3, "0")}`
-            const group = grouped.get(key)
-            if (group) group.changes.push(h.change)
-            else grouped.set(key, { organizationId: h.organizationId, shard: h.shard, changes: [h.change] })
-          }
-          if (grouped.size === 0) return
-          const keys = [...grouped.keys()].sort()
-          yield* store.appendOnCommit(keys.map((key) => {
-            const g = grouped.get(key)!
-            return entryOf(digests, g.organizationId, g.shard, at, g.changes)
-          }))
-        })
+      run: (handed) => {
+        const dropped = new Set<string>()
+        for (const h of handed) if ("dropped" in h) dropped.add(h.dropped)
+        // A removed organization's log and proof bytes go with it (they are not rows that refer to it).
+        const forgotten = dropped.size === 0
+          ? Effect.void
+          : Effect.forEach(dropped, (org) => Effect.zipRight(store.forget(org), files.forget(org)), { discard: true })
+        return Effect.zipRight(forgotten, Effect.flatMap(nowIso, (at) => append(handed, dropped, at)))
+      }
     }
 
     const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>

@@ -85,13 +85,14 @@ const endUserOf = (p: EndUserPrincipal, organizationId: string, u: EventUserInpu
  * The user a write names, as checked for its principal (a backend's signed id is checked too,
  * never kept), and the user its `id` names when the check already read it.
  */
-export const writtenUser = (p: Principal, organizationId: string, u: EventUserInput) =>
-  Effect.gen(function*() {
-    if (isEndUser(p)) return yield* endUserOf(p, organizationId, u)
-    const { organization_user_id_auth: auth, ...user } = u
-    if (auth !== undefined && u.organization_user_id != null) yield* verifyUserIdAuth(organizationId, u.organization_user_id, auth)
-    return { user, byId: undefined }
-  })
+export const writtenUser = (p: Principal, organizationId: string, u: EventUserInput) => {
+  if (isEndUser(p)) return endUserOf(p, organizationId, u)
+  const { organization_user_id_auth: auth, ...user } = u
+  const written = { user, byId: undefined }
+  return auth !== undefined && u.organization_user_id != null
+    ? Effect.as(verifyUserIdAuth(organizationId, u.organization_user_id, auth), written)
+    : Effect.succeed(written)
+}
 
 /** A consent token's metadata under the event's own (the event's keys win), and its delegate. */
 export const tokenFields = (p: Principal, row: Pick<EventRow, "metadata" | "delegate">): Pick<EventRow, "metadata" | "delegate"> => {
@@ -103,45 +104,52 @@ export const tokenFields = (p: Principal, row: Pick<EventRow, "metadata" | "dele
   }
 }
 
-/** Finds the event's user in the organization, or builds the new one the event creates. */
 /** What a new user created by an event starts with: a confirmed event's choices (version 1), else nothing. */
 export const firstStates = (
   event: MergeableEvent & { readonly status: string; readonly regulation: string; readonly id: string; readonly notice_text_content_id?: string | null | undefined }
 ): UserConsentsValue =>
   event.status === "confirmed" ? { [event.regulation]: withLast(mergeEvent(emptyState, event), event) } : {}
 
+/** An event's user as found, or as it creates it (`created`, to be inserted). */
+export type ResolvedUser =
+  | { readonly user: UserRow; readonly created: undefined }
+  | { readonly user: UserRow; readonly created: UserRow }
+
+/** Finds the event's user in the organization, or builds the new one the event creates. */
 export const resolveUser = (
   organizationId: string,
   u: EventUser,
   event: { status: string; regulation: string; consents: EventConsents; created_at: string; id: string; notice_text_content_id?: string | null | undefined },
   byId?: Option.Option<UserRow>
-) =>
-  Effect.gen(function*() {
-    if (!u.id && !u.organization_user_id) {
-      return yield* Effect.fail(
-        new InvalidInput({
-          message: "Invalid user: give user.id or user.organization_user_id",
-          errors: { user: "needs id or organization_user_id" }
-        })
-      )
-    }
-    // Only this organization's users: another may use the same id for a user of its own.
-    const found = u.id
-      ? byId ?? (yield* userById(organizationId, u.id))
-      : yield* userByOrganizationUserId(organizationId, u.organization_user_id!)
-    if (Option.isSome(found)) return { user: found.value, created: undefined }
-    const now = yield* nowIso
-    const consentStates = firstStates(event)
-    const created: UserRow = {
-      id: u.id ?? (yield* Effect.flatMap(Ids, (ids) => ids.next)),
-      organization_id: organizationId,
-      organization_user_id: u.organization_user_id ?? null,
-      metadata: u.metadata ?? null,
-      country: u.country ?? null,
-      consent_states: consentStates,
-      created_at: now,
-      updated_at: now,
-      version: 1
-    }
-    return { user: created, created }
+) => {
+  if (!u.id && !u.organization_user_id) {
+    return Effect.failSync(() =>
+      new InvalidInput({
+        message: "Invalid user: give user.id or user.organization_user_id",
+        errors: { user: "needs id or organization_user_id" }
+      })
+    )
+  }
+  // Only this organization's users: another may use the same id for a user of its own.
+  const found = u.id
+    ? byId !== undefined ? Effect.succeed(byId) : userById(organizationId, u.id)
+    : userByOrganizationUserId(organizationId, u.organization_user_id!)
+  return Effect.flatMap(found, (found): Effect.Effect<ResolvedUser, never, Ids> => {
+    if (Option.isSome(found)) return Effect.succeed({ user: found.value, created: undefined })
+    const newId = u.id != null ? Effect.succeed(u.id) : Effect.flatMap(Ids, (ids) => ids.next)
+    return Effect.map(Effect.zip(nowIso, newId), ([now, id]) => {
+      const created: UserRow = {
+        id,
+        organization_id: organizationId,
+        organization_user_id: u.organization_user_id ?? null,
+        metadata: u.metadata ?? null,
+        country: u.country ?? null,
+        consent_states: firstStates(event),
+        created_at: now,
+        updated_at: now,
+        version: 1
+      }
+      return { user: created, created }
+    })
   })
+}

@@ -18,9 +18,8 @@ export const namedProofs = (
   named: ReadonlyArray<string>,
   inline: ReadonlyArray<{ readonly file: string }> | undefined
 ) =>
-  Effect.gen(function*() {
-    const changed = named.length > 0 || (inline?.length ?? 0) > 0 || before.length > 0
-    if (!changed) return [] as Array<string>
+  // Most events name and send no proofs: then nothing is read or linked.
+  named.length === 0 && (inline?.length ?? 0) === 0 && before.length === 0 ? Effect.succeed<Array<string>>([]) : Effect.gen(function*() {
     if (isEndUser(p) && named.length > 0) {
       return yield* Effect.fail(new Forbidden({ message: "A public key or consent token may send proofs, not name proofs already kept" }))
     }

@@ -25,6 +25,9 @@ import { checkConsentStrings, ConsentStringDecoder } from "./ConsentStrings.js"
 const expressionMethodOf = (p: Principal): string | null =>
   p._tag === "PublicKey" ? "public_key" : p._tag === "ConsentToken" ? "consent_token" : null
 
+/** No GPC signal: the policy's refused purposes are not read. */
+const noPurposes: Effect.Effect<ReadonlyArray<string> | undefined> = Effect.succeed(undefined)
+
 /** What an event's create hands on: its user as the transaction found or made it. */
 export interface EventCarry {
   readonly user: UserRow
@@ -50,76 +53,79 @@ export const ConsentEventsResource = Events.with<
     // time limit: done before the transaction, it holds no lock (on SQLite, every writer's).
     prepare: (_p, row) => Effect.map(checkConsentStrings(row.consents), (consents) => ({ row: { ...row, consents } })),
     create: (p, row, input) =>
-      Effect.gen(function*() {
-        const { byId, user: u } = yield* writtenUser(p, row.organization_id, input.user)
-        const resolved = yield* resolveUser(row.organization_id, u, row, byId)
-        // The policy says what a signal refuses: without a signal, it is not read.
-        const signal = row.gpc === true || gpcHolds(resolved.user, row.regulation)
-        const gpc = applyGpc(row.consents, {
-          signal,
-          override: input.gpc_override === true,
-          purposeIds: signal ? (yield* policyFor(row.organization_id, row.regulation))?.gpc_purpose_ids : undefined
-        })
-        const gpcOverride = input.gpc_override === true ? true : null
-        // A new user starts with the choices as recorded (what the signal refused included), not as sent.
-        const created = resolved.created === undefined ? undefined : gpc.consents === row.consents && gpcOverride === null
-          ? resolved.created
-          : { ...resolved.created, consent_states: firstStates({ ...row, consents: gpc.consents, gpc_override: gpcOverride }) }
-        const user = created ?? resolved.user
-        if (created) yield* Effect.flatMap(users(), (repo) => repo.create(created))
-        const proofsId = yield* namedProofs(p, row.organization_id, user.id, row.id, [], input.proofs_id ?? [], input.proofs)
-        yield* requireApprovedContent(row.organization_id, input.notice_text_content_id)
-        const eventUser: EventUser = {
-          id: user.id,
-          ...(user.organization_user_id !== null ? { organization_user_id: user.organization_user_id } : {}),
-          ...(u.metadata != null ? { metadata: u.metadata } : {}),
-          ...(u.country != null ? { country: u.country } : {})
-        }
-        const fields = tokenFields(p, row)
-        // A consent token's metadata merged in counts too (the body's own was measured when decoded).
-        if (fields.metadata !== row.metadata && fields.metadata !== null && !withinEventMetadata(fields.metadata)) {
-          return yield* Effect.fail(new InvalidInput({
-            message: `Invalid metadata: ${EVENT_METADATA_TOO_LARGE}`,
-            errors: { metadata: EVENT_METADATA_TOO_LARGE }
-          }))
-        }
-        return {
-          row: {
-            ...row,
-            ...fields,
-            user: eventUser,
-            user_id: user.id,
-            organization_user_id: user.organization_user_id,
-            proofs_id: proofsId,
-            consents: gpc.consents,
-            gpc: row.gpc === true,
-            gpc_conflict: gpc.conflict ? true : null,
-            gpc_override: gpcOverride,
-            expression_method: expressionMethodOf(p)
-          },
-          // The user as this transaction found or made it, so afterCreate need not read it again.
-          carry: { user, createdUser: created !== undefined }
-        }
-      }),
-    afterCreate: (p, stored, carry) =>
-      Effect.gen(function*() {
-        const regulation = stored.regulation
-        const out: Array<OutgoingEvent> = [{
-          type: "event.created",
-          regulation,
-          parameters: { source: sourceOf(p), entity: eventOut(stored) }
-        }]
-        if (!carry) return yield* Effect.dieMessage("a consent event's create hook carries its user")
-        const user = carry.user
-        if (carry.createdUser) {
-          out.push({ type: "user.created", regulation, parameters: { entity: yield* presentUser(user, regulation) } })
-        } else if (stored.status === "confirmed") {
-          const r = yield* applyEvent(user, stored)
-          if (r.choicesChanged) out.push(yield* userUpdated(regulation, eventOut(stored), r.before, r.after))
-        }
-        // A pending event on an existing user changes nothing yet: no user.updated (spec 6.5).
-        yield* enqueue(stored.organization_id, out)
-      }),
+      Effect.flatMap(writtenUser(p, row.organization_id, input.user), ({ byId, user: u }) =>
+        Effect.flatMap(resolveUser(row.organization_id, u, row, byId), (resolved) => {
+          // The policy says what a signal refuses: without a signal, it is not read.
+          const signal = row.gpc === true || gpcHolds(resolved.user, row.regulation)
+          const refused = signal ? Effect.map(policyFor(row.organization_id, row.regulation), (policy) => policy?.gpc_purpose_ids) : noPurposes
+          return Effect.flatMap(refused, (purposeIds) => {
+            const gpc = applyGpc(row.consents, { signal, override: input.gpc_override === true, purposeIds })
+            const gpcOverride = input.gpc_override === true ? true : null
+            // A new user starts with the choices as recorded (what the signal refused included), not as sent.
+            const created = resolved.created === undefined ? undefined : gpc.consents === row.consents && gpcOverride === null
+              ? resolved.created
+              : { ...resolved.created, consent_states: firstStates({ ...row, consents: gpc.consents, gpc_override: gpcOverride }) }
+            const user = created ?? resolved.user
+            const inserted = created ? Effect.flatMap(users(), (repo) => repo.create(created)) : Effect.void
+            const proofs = namedProofs(p, row.organization_id, user.id, row.id, [], input.proofs_id ?? [], input.proofs)
+            return Effect.flatMap(
+              Effect.zipRight(inserted, Effect.zipLeft(proofs, requireApprovedContent(row.organization_id, input.notice_text_content_id))),
+              (proofsId) => {
+                const fields = tokenFields(p, row)
+                // A consent token's metadata merged in counts too (the body's own was measured when decoded).
+                if (fields.metadata !== row.metadata && fields.metadata !== null && !withinEventMetadata(fields.metadata)) {
+                  return Effect.failSync(() =>
+                    new InvalidInput({ message: `Invalid metadata: ${EVENT_METADATA_TOO_LARGE}`, errors: { metadata: EVENT_METADATA_TOO_LARGE } })
+                  )
+                }
+                const eventUser: EventUser = {
+                  id: user.id,
+                  ...(user.organization_user_id !== null ? { organization_user_id: user.organization_user_id } : {}),
+                  ...(u.metadata != null ? { metadata: u.metadata } : {}),
+                  ...(u.country != null ? { country: u.country } : {})
+                }
+                return Effect.succeed({
+                  row: {
+                    ...row,
+                    ...fields,
+                    user: eventUser,
+                    user_id: user.id,
+                    organization_user_id: user.organization_user_id,
+                    proofs_id: proofsId,
+                    consents: gpc.consents,
+                    gpc: row.gpc === true,
+                    gpc_conflict: gpc.conflict ? true : null,
+                    gpc_override: gpcOverride,
+                    expression_method: expressionMethodOf(p)
+                  },
+                  // The user as this transaction found or made it, so afterCreate need not read it again.
+                  carry: { user, createdUser: created !== undefined }
+                })
+              }
+            )
+          })
+        })),
+    afterCreate: (p, stored, carry) => {
+      if (!carry) return Effect.dieMessage("a consent event's create hook carries its user")
+      const regulation = stored.regulation
+      const organizationId = stored.organization_id
+      const eventCreated: OutgoingEvent = {
+        type: "event.created",
+        regulation,
+        parameters: { source: sourceOf(p), entity: eventOut(stored) }
+      }
+      const user = carry.user
+      if (carry.createdUser) {
+        return Effect.flatMap(presentUser(user, regulation), (entity) =>
+          enqueue(organizationId, [eventCreated, { type: "user.created", regulation, parameters: { entity } }]))
+      }
+      // A pending event on an existing user changes nothing yet: no user.updated (spec 6.5).
+      if (stored.status !== "confirmed") return enqueue(organizationId, [eventCreated])
+      return Effect.flatMap(applyEvent(user, stored), (r) =>
+        r.choicesChanged
+          ? Effect.flatMap(userUpdated(regulation, eventOut(stored), r.before, r.after), (updated) => enqueue(organizationId, [eventCreated, updated]))
+          : enqueue(organizationId, [eventCreated]))
+    },
     update: (p, before, after, input) =>
       Effect.gen(function*() {
         if (before.status === "confirmed" && after.status !== "confirmed") {

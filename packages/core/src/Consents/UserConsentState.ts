@@ -25,19 +25,21 @@ const wordingMatters = (policy: PolicyRow | undefined): policy is PolicyRow & { 
 
 /** The context of users' states of one organization and regulation, for the given states. */
 export const stateContext = (organizationId: string, regulation: string, states: ReadonlyArray<ConsentState | undefined>) =>
-  Effect.gen(function*() {
-    const policy = yield* policyFor(organizationId, regulation)
-    const now = yield* nowMillis
-    const versions = new Map<string, number>()
-    if (!wordingMatters(policy)) return { policy, latest: undefined, versions, now } satisfies StateContext
-    const latest = yield* latestApprovedVersion(policy.notice_text_id)
-    const ids = new Set(states.flatMap((s) => s?.notice_text_content_id !== undefined ? [s.notice_text_content_id] : []))
-    for (const id of ids) {
-      const found = yield* contentVersionOf(id)
-      if (found !== undefined && found.text_id === policy.notice_text_id) versions.set(id, found.content_version)
-    }
-    return { policy, latest, versions, now } satisfies StateContext
-  })
+  Effect.flatMap(policyFor(organizationId, regulation), (policy) =>
+    Effect.flatMap(nowMillis, (now) => {
+      const versions = new Map<string, number>()
+      if (!wordingMatters(policy)) return Effect.succeed<StateContext>({ policy, latest: undefined, versions, now })
+      // Only a policy that re-collects on new wording reads the versions of the contents.
+      return Effect.gen(function*() {
+        const latest = yield* latestApprovedVersion(policy.notice_text_id)
+        const ids = new Set(states.flatMap((s) => s?.notice_text_content_id !== undefined ? [s.notice_text_content_id] : []))
+        for (const id of ids) {
+          const found = yield* contentVersionOf(id)
+          if (found !== undefined && found.text_id === policy.notice_text_id) versions.set(id, found.content_version)
+        }
+        return { policy, latest, versions, now } satisfies StateContext
+      })
+    }))
 
 /** A user's state for a regulation in a context: the one definition (`consentStateOf`). */
 export const stateIn = (ctx: StateContext, state: ConsentState | undefined): ConsentStateAnswer =>

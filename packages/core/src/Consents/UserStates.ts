@@ -137,25 +137,22 @@ export const stateWith = (user: UserRow, event: MergedEvent) => {
  * Writes a user's new state for one regulation when it differs; answers the user before and
  * after, and whether the choices (not just the time) changed.
  */
-export const setState = (user: UserRow, regulation: string, next: ConsentState | undefined) =>
-  Effect.gen(function*() {
-    const current = stateOf(user.consent_states, regulation)
-    const choicesChanged = !sameConsents(current, next)
-    if (!choicesChanged && current?.updated_at === next?.updated_at && current?.event_id === next?.event_id) return { before: user, after: user, choicesChanged }
-    const repo = yield* users()
-    const after = yield* repo.patch(
-      keyOf(Users.tableDef, user),
-      { consent_states: withState(user.consent_states, regulation, next), updated_at: yield* nowIso },
-      user.version
-    )
-    return { before: user, after, choicesChanged }
-  })
+export const setState = (user: UserRow, regulation: string, next: ConsentState | undefined) => {
+  const current = stateOf(user.consent_states, regulation)
+  const choicesChanged = !sameConsents(current, next)
+  if (!choicesChanged && current?.updated_at === next?.updated_at && current?.event_id === next?.event_id) {
+    return Effect.succeed({ before: user, after: user, choicesChanged })
+  }
+  return Effect.flatMap(Effect.zip(users(), nowIso), ([repo, now]) =>
+    Effect.map(
+      repo.patch(keyOf(Users.tableDef, user), { consent_states: withState(user.consent_states, regulation, next), updated_at: now }, user.version),
+      (after) => ({ before: user, after, choicesChanged })
+    ))
+}
 
 /** Applies a newly confirmed event: incrementally when it is the newest, else from scratch. */
 export const applyEvent = (user: UserRow, event: EventRow) =>
-  Effect.gen(function*() {
-    return yield* setState(user, event.regulation, yield* stateWith(user, event))
-  })
+  Effect.flatMap(stateWith(user, event), (next) => setState(user, event.regulation, next))
 
 export const loadUser = (organizationId: string, id: string) =>
   Effect.flatMap(users(), (repo) =>

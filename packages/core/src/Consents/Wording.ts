@@ -6,8 +6,7 @@ import { NoticeTextContentsResource } from "../Notices/Notices.js"
 
 /** The wording an event names must be an approved content of its organization. */
 export const requireApprovedContent = (organizationId: string, contentId: string | null | undefined) =>
-  Effect.gen(function*() {
-    if (contentId === undefined || contentId === null) return
+  contentId === undefined || contentId === null ? Effect.void : Effect.gen(function*() {
     const found = yield* Effect.flatMap(Storage, (s) => s.repository(NoticeTextContentsResource.tableDef).get(contentId))
     if (Option.isNone(found) || found.value.organization_id !== organizationId || found.value.status !== "approved") {
       return yield* Effect.fail(new InvalidInput({

@@ -35,18 +35,19 @@ export const requireFeature = (def: AnyResource, principal: Principal, organizat
  * or the owner comes from another input, the principal's organizations: when none of them has
  * the feature, no body could succeed. The operator is never gated.
  */
-export const requireFeatureBeforeBody = (def: AnyResource, principal: Principal, body: unknown, ownerKey: string | undefined) =>
-  !def.premiumFeature || isOperator(principal) ? Effect.void : Effect.gen(function*() {
-    const named = ownerKey !== undefined && isPlainObject(body) ? body[ownerKey] : undefined
-    if (typeof named === "string" && named !== "") {
-      yield* requireOrganization(principal, named)
-      return yield* requireFeature(def, principal, named)
-    }
+export const requireFeatureBeforeBody = (def: AnyResource, principal: Principal, body: unknown, ownerKey: string | undefined) => {
+  if (!def.premiumFeature || isOperator(principal)) return Effect.void
+  const named = ownerKey !== undefined && isPlainObject(body) ? body[ownerKey] : undefined
+  if (typeof named === "string" && named !== "") {
+    return Effect.zipRight(requireOrganization(principal, named), requireFeature(def, principal, named))
+  }
+  return Effect.gen(function*() {
     const orgs = organizationsOf(principal)
     if (orgs === "all") return
     for (const org of orgs) if (yield* hasFeature(def, org)) return
     return yield* Effect.fail(featureOff(def))
   })
+}
 
 /** Counts the organization's rows against its quota, inside the creating transaction. */
 export const checkQuota = (

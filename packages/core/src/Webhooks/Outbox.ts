@@ -41,27 +41,22 @@ export const enqueue = (organizationId: string, events: ReadonlyArray<OutgoingEv
  * span is recorded), the parent of their delivery attempts' spans.
  */
 const writeMessages = (organizationId: string, events: ReadonlyArray<OutgoingEvent>) =>
-  Effect.gen(function*() {
-    const storage = yield* Storage
-    const deliveries = storage.repository(DeliveriesTable)
-    const now = yield* nowIso
-    const traceContext = Option.getOrNull(yield* currentTraceparent)
-    let written = 0
-    const write = (targets: ReadonlyArray<Target>) =>
-      Effect.gen(function*() {
+  Effect.flatMap(Effect.zip(Storage, WebhookTargets), ([storage, kept]) =>
+    Effect.flatMap(Effect.zip(nowIso, currentTraceparent), ([now, traceparent]) => {
+      const deliveries = storage.repository(DeliveriesTable)
+      const traceContext = Option.getOrNull(traceparent)
+      // Answers how many rows it wrote.
+      const write = (targets: ReadonlyArray<Target>): Effect.Effect<number> => {
         const rows = messagesOf(organizationId, targets, events, now, traceContext)
-        for (let i = 0; i < rows.length; i += ENQUEUE_PAGE) {
-          yield* Effect.orDie(deliveries.insert(rows.slice(i, i + ENQUEUE_PAGE)))
-        }
-        written += rows.length
-      })
-    const targets = yield* (yield* WebhookTargets).read(organizationId, enabledWebhooks(storage, organizationId))
-    yield* write(targets)
-    const subscribers = yield* subscriberList
-    yield* write(subscribers.map((s) => ({ ...s, id: subscriberTarget(s.id) })))
-    yield* annotateSpan("outbox.messages", written)
-    return written
-  })
+        const pages: Array<ReadonlyArray<DeliveryRow>> = []
+        for (let i = 0; i < rows.length; i += ENQUEUE_PAGE) pages.push(rows.slice(i, i + ENQUEUE_PAGE))
+        return Effect.as(Effect.forEach(pages, (page) => Effect.orDie(deliveries.insert(page)), { discard: true }), rows.length)
+      }
+      const toWebhooks = Effect.flatMap(kept.read(organizationId, enabledWebhooks(storage, organizationId)), write)
+      const toSubscribers = Effect.flatMap(subscriberList, (subscribers) => write(subscribers.map((s) => ({ ...s, id: subscriberTarget(s.id) }))))
+      return Effect.flatMap(Effect.zipWith(toWebhooks, toSubscribers, (a, b) => a + b), (written) =>
+        Effect.as(annotateSpan("outbox.messages", written), written))
+    }))
 
 /** The organization's enabled webhooks, read a page at a time in the order of their ids. */
 const enabledWebhooks = (storage: Storage["Type"], organizationId: string) =>
