@@ -26,7 +26,7 @@ const T0 = Date.parse("2026-03-10T12:00:00.000Z")
 const SECOND = 1000
 /**
  * The sweep's interval in this suite: a millisecond over a second, so that its sleep is told
- * from the other timers' of a store (PostgreSQL folds its row counts every second).
+ * from any other timer on the test clock at a round second.
  */
 const INTERVAL = SECOND + 1
 const iso = (ms: number) => new Date(ms).toISOString()
