@@ -33,7 +33,8 @@ export interface TestServer extends RunningServer {
 export const storeKind = process.env.CMP_TEST_STORE === "postgres" ? "postgres" : "sqlite"
 
 /**
- * Which adapter serves the suite: Express (`startServer`, the default) or, with
+ * Which adapter serves the suite: `http-express`'s (`startServer`, the default: Node's own
+ * `http` server with that adapter's request helpers, as `pnpm start` serves) or, with
  * `CMP_TEST_ADAPTER=fetch`, the web-standard fetch handler on Node's own `http` server.
  */
 export const adapterKind = process.env.CMP_TEST_ADAPTER === "fetch" ? "fetch" : "express"
