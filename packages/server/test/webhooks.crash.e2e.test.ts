@@ -28,9 +28,10 @@ import {
 /**
  * At least once, across processes: the API server runs in this process without a dispatcher,
  * a `worker` process (`tsx src/main.ts worker`) delivers from the same database. The receiver
- * answers 204 and kills that worker with SIGKILL right after writing the response, before the
- * worker can record the outcome. A second worker claims the message when the dead worker's
- * lease (2 s) runs out and sends it again: a duplicate with the same `webhook-id`, never a loss.
+ * stops that worker (SIGSTOP), answers 204 and then kills it (SIGKILL): it has sent the message
+ * and its answer was written, but it can never record the outcome. A second worker claims the
+ * message when the dead worker's lease (2 s) runs out and sends it again: a duplicate with the
+ * same `webhook-id`, never a loss.
  *
  * Run once with ENCRYPTION_KEY given to both processes, once with the key the first start
  * generated and kept in the database: either way the worker opens the signing secrets sealed
@@ -140,11 +141,13 @@ describe(`a worker killed mid-delivery (${storeKind})`, () => {
         res.end()
         return
       }
-      // The first request only: the worker dies having sent the message and got its 204.
+      // The first request only: the worker dies having sent the message and got its 204. It is
+      // stopped before the answer is written: killed only after, a worker given the CPU first (on
+      // a loaded machine) could record the outcome in between.
       void pid.then((p) => {
+        process.kill(p, "SIGSTOP")
         res.statusCode = 204
-        res.end()
-        process.kill(p, "SIGKILL")
+        res.end(() => process.kill(p, "SIGKILL"))
       })
     })
     try {
