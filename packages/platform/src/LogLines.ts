@@ -8,12 +8,11 @@ import * as Logger from "effect/Logger"
  * when the process exits; a process killed outright loses at most the lines of its last turn.
  */
 
+/** The lines of this turn: a flush is scheduled whenever there are any. */
 const pending: Array<string> = []
-let scheduled = false
 let hooked = false
 
 const flush = () => {
-  scheduled = false
   if (pending.length === 0) return
   const text = pending.join("\n")
   pending.length = 0
@@ -21,9 +20,8 @@ const flush = () => {
 }
 
 const lines = Logger.make<unknown, void>((options) => {
-  pending.push(Logger.jsonLogger.log(options))
-  if (scheduled) return
-  scheduled = true
+  // The first line of a turn schedules its flush.
+  if (pending.push(Logger.jsonLogger.log(options)) > 1) return
   setImmediate(flush)
   if (!hooked) {
     hooked = true

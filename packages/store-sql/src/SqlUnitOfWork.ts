@@ -51,6 +51,10 @@ const withRefs = <A, E, R>(refs: FiberRefs.FiberRefs, effect: Effect.Effect<A, E
   return Effect.ensuring(Effect.zipRight(set(refs), effect), set(restored))
 }
 
+/** What a body inside a transaction finds in its context: the connection at its level, and the pending work. */
+const opened = (connection: readonly [Connection, number], pending: Pending) =>
+  Context.make(SqlClient.TransactionConnection, connection).pipe(Context.add(PendingWork, pending))
+
 /** Runs each work once with its values, inside the transaction, before it commits. */
 const runPending = (pending: Pending) =>
   Effect.suspend(() => {
@@ -92,7 +96,7 @@ export const make = Effect.gen(function*() {
           const pending: Pending = new Map()
           const tail: Array<string> = []
           const body = Effect.tap(effect, () => Effect.provideService(runPending(pending), CommitTail, tail))
-          const added = Context.make(SqlClient.TransactionConnection, [conn, 0] as const).pipe(Context.add(PendingWork, pending))
+          const added = opened([conn, 0], pending)
           const inside = Effect.mapInputContext(body, (context: Context.Context<R>) => Context.merge(context, added))
           return Effect.flatMap(Effect.exit(restore(inside)), (exit) => {
             const end: Effect.Effect<void> = Exit.isSuccess(exit)
@@ -151,9 +155,7 @@ export const make = Effect.gen(function*() {
         const pending: Pending = new Map()
         // Each item runs with its caller's fiber refs and context, plus the batch's connection,
         // merged in one copy of the caller's context (it holds every service of the host).
-        const batchAt = (connection: readonly [Connection, number]) =>
-          Context.make(SqlClient.TransactionConnection, connection).pipe(Context.add(PendingWork, pending))
-        const items = batchAt([conn, level + 1])
+        const items = opened([conn, level + 1], pending)
         const refsOf = (refs: FiberRefs.FiberRefs, added: Context.Context<SqlClient.TransactionConnection | PendingWork>) =>
           FiberRefs.updateAs(refs, {
             fiberId: fiber.id(),
@@ -172,7 +174,7 @@ export const make = Effect.gen(function*() {
             // the rest of the batch must not run outside it. They wait for the next batch.
             if (exit._tag === "Failure" && Cause.isDie(exit.cause)) break
           }
-          if (last !== undefined && pending.size > 0) yield* withRefs(refsOf(last, batchAt([conn, level])), runPending(pending), own)
+          if (last !== undefined && pending.size > 0) yield* withRefs(refsOf(last, opened([conn, level], pending)), runPending(pending), own)
         })
       })))
       for (let i = 0; i < exits.length; i++) {
