@@ -531,24 +531,38 @@ const measureDefault = async (
   // The load's own events, by id: what arrives is matched to them, not merely counted.
   const created = new Set<string>()
   const onCreated = (id: string) => created.add(id)
-  if (WARMUP > 0) await postEvents(url, bearer(t.token), () => consentBody(t.org.id), { seconds: WARMUP, onCreated })
-  const { cpuPerRequest, result } = await withCpu(single.proc.pid!, () => postEvents(url, bearer(t.token), () => consentBody(t.org.id), { onCreated }))
-  const ended = Date.now()
   let arrivals = new Map<string, number>()
   const missing = () => [...created].filter((id) => !arrivals.has(id)).length
-  do {
-    await new Promise((r) => setTimeout(r, 250))
-    arrivals = new Map(await ask<Array<[string, number]>>(receiver, "arrivals"))
-  } while (missing() > 0 && Date.now() - ended < 60_000)
+  /** Waits until every event created so far has its webhook, or a minute has passed. */
+  const delivered = async (since: number) => {
+    do {
+      await new Promise((r) => setTimeout(r, 250))
+      arrivals = new Map(await ask<Array<[string, number]>>(receiver, "arrivals"))
+    } while (missing() > 0 && Date.now() - since < 60_000)
+  }
+  if (WARMUP > 0) {
+    await postEvents(url, bearer(t.token), () => consentBody(t.org.id), { seconds: WARMUP, onCreated })
+    // The warm-up's messages are delivered before the load, so the load pays for its own only.
+    await delivered(Date.now())
+  }
+  const pid = single.proc.pid!
+  const cpuBefore = cpuMs(pid)
+  const { cpuPerRequest, result } = await withCpu(pid, () => postEvents(url, bearer(t.token), () => consentBody(t.org.id), { onCreated }))
+  const ended = Date.now()
+  await delivered(ended)
+  // The server's CPU until its dispatcher has delivered the load's last webhook (a poll of the
+  // receiver every 250 ms: an idle dispatcher's own polls are in it too), per answered event.
+  const cpuDelivered = (cpuMs(pid) - cpuBefore) / Math.max(1, result["2xx"])
   const last = Math.max(ended, ...[...created].flatMap((id) => (arrivals.has(id) ? [arrivals.get(id)!] : [])))
   line(
     `consent_events_default_${store}`,
     result.requests.average,
     "req/s",
-    `${(cpuPerRequest / t.baseCpu).toFixed(2)}x the baseline's CPU, ${result.non2xx + result.errors} errors, p99 ${result.latency.p99} ms, ` +
-      `${cpuPerRequest.toFixed(2)} ms CPU each; ${created.size - missing()}/${created.size} webhooks arrived, the last ${((last - ended) / 1000).toFixed(1)} s after the load`
+    `${(cpuDelivered / t.baseCpu).toFixed(2)}x the baseline's CPU, ${result.non2xx + result.errors} errors, p99 ${result.latency.p99} ms, ` +
+      `${cpuDelivered.toFixed(2)} ms CPU each with its webhook delivered (${cpuPerRequest.toFixed(2)} ms over the load alone); ` +
+      `${created.size - missing()}/${created.size} webhooks arrived, the last ${((last - ended) / 1000).toFixed(1)} s after the load`
   )
-  keep(`consent_event_cpu_ratio_${store}`, cpuPerRequest / t.baseCpu, "x", store === "sqlite" ? 2.5 : 3.5, store === "sqlite" ? 2 : 3)
+  keep(`consent_event_cpu_ratio_${store}`, cpuDelivered / t.baseCpu, "x", store === "sqlite" ? 2.5 : 3.5, store === "sqlite" ? 2 : 3)
   if (store === "sqlite") keep("consent_event_p99_sqlite", result.latency.p99, " ms", 50)
   if (missing() > 0) console.log(`# consent_events_default_${store}: ${missing()} webhooks had not arrived a minute after the load`)
   const peak = peakRssMb(single.proc.pid!)
