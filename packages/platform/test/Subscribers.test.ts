@@ -180,6 +180,10 @@ describe.each(stores)("subscribe on %s", (kind) => {
     const attempts = (await cmp.webhooks.deliveries.get(failed!.id, { as: cmp.asOperator() })).attempts ?? []
     expect(attempts.map((a) => a.error)).toEqual(["no CRM contact for ada.lovelace@example.com", "no CRM contact for ada.lovelace@example.com"])
     expect(lines.filter((l) => l.includes("webhook attempt failed"))).toHaveLength(2)
+    // Each line names the message it is about, and nothing of what the handler threw.
+    for (const line of lines.filter((l) => l.includes("webhook attempt failed"))) {
+      expect(JSON.parse(line).annotations).toMatchObject({ delivery_id: failed!.id, error: "handler failed" })
+    }
     expect(lines.join("\n")).not.toContain("ada.lovelace")
   })
 

@@ -223,8 +223,13 @@ const build = (config: DispatcherConfig, subscribers: SubscribersService | undef
           : { status: null, durationMs, error: (settled.left || "handler failed").slice(0, MAX_HANDLER_ERROR), responseExcerpt: null }
       })
 
-    const processOne = (message: DeliveryRecord, leaseUntilMs: number) =>
-      Effect.gen(function*() {
+    const processOne = (message: DeliveryRecord, leaseUntilMs: number) => {
+      // The message's ids annotate the lines logged about it, at the lines themselves: wrapping
+      // every attempt in `Effect.annotateLogs` cost each message a copy of its fiber's references
+      // though most attempts log nothing.
+      const logged = <A, E, R>(line: Effect.Effect<A, E, R>) =>
+        Effect.annotateLogs(line, { delivery_id: message.id, webhook_id: message.webhook_id })
+      return Effect.gen(function*() {
         if (yield* Deferred.isDone(stopping)) {
           // Claimed but not started when the dispatcher began stopping: its lease brings it back.
           return
@@ -232,14 +237,14 @@ const build = (config: DispatcherConfig, subscribers: SubscribersService | undef
         const attemptedAtMs = yield* Clock.currentTimeMillis
         if (attemptedAtMs >= leaseUntilMs) {
           // Waited too long behind other messages of the batch; another worker may own it now.
-          yield* Effect.logWarning("lease expired before sending; left to be claimed again")
+          yield* logged(Effect.logWarning("lease expired before sending; left to be claimed again"))
           return
         }
         const subscriber = subscriberOf(message.webhook_id)
         const handler = subscriber === undefined ? undefined : subscribers?.get(subscriber)
         if (subscriber !== undefined && handler === undefined) {
           // Unsubscribed here since the claim: its lease brings it back for a process that has it.
-          yield* Effect.logWarning("no handler for the subscriber in this process any more; left to be claimed again")
+          yield* logged(Effect.logWarning("no handler for the subscriber in this process any more; left to be claimed again"))
           return
         }
         const found = subscriber === undefined ? yield* endpoints.get(message.webhook_id) : Option.none<Endpoint>()
@@ -284,23 +289,23 @@ const build = (config: DispatcherConfig, subscribers: SubscribersService | undef
         const settled = decision.outcome.status
         yield* annotateSpan("webhook.outcome", settled)
         yield* metrics.deliveryAttempt(settled === "pending" ? "retry" : settled, result.durationMs / 1000)
-        if (!applied) yield* Effect.logWarning("lease lost during the attempt; only the attempt was logged")
+        if (!applied) yield* logged(Effect.logWarning("lease lost during the attempt; only the attempt was logged"))
         else if (decision.outcome.status !== "delivered") {
           // What a host's handler threw is its own text, which may name a person: the delivery log
           // keeps it for the organization, the server log only that the handler failed.
           const error = subscriber !== undefined && result.error !== null ? "handler failed" : result.error ?? ""
-          yield* Effect.logInfo("webhook attempt failed").pipe(
+          yield* logged(Effect.logInfo("webhook attempt failed").pipe(
             Effect.annotateLogs({ status: result.status ?? "none", error, next: decision.outcome.status })
-          )
+          ))
         }
       }).pipe(
-        Effect.annotateLogs({ delivery_id: message.id, webhook_id: message.webhook_id }),
         attemptSpan(message),
         // One broken message must not stop the batch; it stays leased and comes back later.
         Effect.catchAllCause((cause) =>
-          Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : Effect.logError("webhook delivery crashed", cause)
+          Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : logged(Effect.logError("webhook delivery crashed", cause))
         )
       )
+    }
 
     const runOnce: Effect.Effect<number> = Effect.gen(function*() {
       const nowMs = yield* Clock.currentTimeMillis
