@@ -62,6 +62,8 @@ export const JoseTokensLive = (secret?: string, previous?: string) =>
        * the same valid signature. Time bounds are still checked on every call.
        */
       const verified = new Map<string, { claims: TokenClaims; nbf: number }>()
+      /** The same for consent tokens: an end user's app sends its token with every write. */
+      const verifiedConsent = new Map<string, { claims: ConsentTokenClaims; nbf: number }>()
       return {
         issueConsent: (claims: ConsentTokenClaims) =>
           Effect.flatMap(keys.current, ({ key, kid }) => Effect.promise(() =>
@@ -80,8 +82,12 @@ export const JoseTokensLive = (secret?: string, previous?: string) =>
               .setJti(claims.jti)
               .sign(key)
           )),
-        verifyConsent: (token: string, nowSeconds: number) =>
-          verifyWith(
+        verifyConsent: (token: string, nowSeconds: number) => {
+          const hit = verifiedConsent.get(token)
+          if (hit) {
+            return hit.claims.exp > nowSeconds && hit.nbf <= nowSeconds ? Effect.succeed(hit.claims) : Effect.fail(invalidConsent)
+          }
+          return verifyWith(
             keys,
             token,
             (key) => jwtVerify(token, key, { algorithms: ["HS256"], audience: CONSENT_TOKEN_AUDIENCE, currentDate: new Date(nowSeconds * 1000) }),
@@ -97,9 +103,13 @@ export const JoseTokensLive = (secret?: string, previous?: string) =>
               ) return Effect.fail(invalidConsent)
               // A token without an issuer was minted before tokens named one: the core refuses it.
               const named = issuer === undefined ? undefined : { kind: issuer.kind, id: issuer.id }
-              return Effect.succeed<ConsentTokenClaims>({ jti, org, sub, iat, exp, metadata, delegate, issuer: named })
+              const claims: ConsentTokenClaims = { jti, org, sub, iat, exp, metadata, delegate, issuer: named }
+              if (verifiedConsent.size >= 10_000) verifiedConsent.clear()
+              verifiedConsent.set(token, { claims, nbf: typeof payload.nbf === "number" ? payload.nbf : iat })
+              return Effect.succeed(claims)
             })
-          ),
+          )
+        },
         issue: (claims: TokenClaims) =>
           Effect.flatMap(Effect.zip(ids.next, keys.current), ([jti, { key, kid }]) =>
             Effect.promise(() =>

@@ -123,6 +123,22 @@ describe("token signing keys kept in the database", () => {
       assert.isTrue(Option.isSome(row))
     }))
 
+  it.scoped("a consent token verified once is still refused outside its lifetime, and a copy with another signature is refused", () =>
+    Effect.gen(function*() {
+      const { server } = yield* database
+      const a = yield* server()
+      const iat = yield* nowSeconds
+      const token = yield* a.issueConsent({ jti: "j-1", org: "org-1", sub: "u-1", iat, exp: iat + 60, issuer: { kind: "client", id: "key-1" } })
+      assert.strictEqual((yield* a.verifyConsent(token, iat)).sub, "u-1")
+      // The second call is answered from what the first verified: the same bounds hold.
+      assert.strictEqual((yield* a.verifyConsent(token, iat + 59)).sub, "u-1")
+      assert.strictEqual((yield* Effect.flip(a.verifyConsent(token, iat + 60)))._tag, "NotAuthenticated")
+      assert.strictEqual((yield* Effect.flip(a.verifyConsent(token, iat - 1)))._tag, "NotAuthenticated")
+      const [header, payload, signature] = token.split(".")
+      const other = `${header}.${payload}.${signature!.startsWith("A") ? "B" : "A"}${signature!.slice(1)}`
+      assert.strictEqual((yield* Effect.flip(a.verifyConsent(other, iat)))._tag, "NotAuthenticated")
+    }))
+
   it.scoped("a token naming an unknown key, signed with another key, or with alg none is refused", () =>
     Effect.gen(function*() {
       const { server } = yield* database
