@@ -645,11 +645,19 @@ const measureStore = async (store: "sqlite" | "postgres", receiver: Child) => {
     // meanwhile; a worker now drains that backlog.
     if (ONLY.has("deliveries")) {
       worker = await child(SERVER, serverEnv, ["worker"])
+      // From the worker's start line: its start-up is not a delivery's cost.
+      const workerCpu = cpuMs(worker.proc.pid!)
       // The warm-up's events queued their messages too.
       const expected = warmed + ours["2xx"]
       const got = await arrived(receiver, expected)
+      const perMessage = (cpuMs(worker.proc.pid!) - workerCpu) / Math.max(1, got.count!)
       const spanSeconds = (got.last! - got.first!) / 1000
-      line(`webhook_deliveries_${store}`, got.count! / Math.max(spanSeconds, 0.001), "msg/s", `${got.count}/${expected} delivered over ${spanSeconds.toFixed(1)} s`)
+      line(
+        `webhook_deliveries_${store}`,
+        got.count! / Math.max(spanSeconds, 0.001),
+        "msg/s",
+        `${got.count}/${expected} delivered over ${spanSeconds.toFixed(1)} s, ${perMessage.toFixed(2)} ms of the worker's CPU each`
+      )
       if (got.count! >= expected) undelivered = 0
       if (publicWrites) {
         // The public writes below are measured with nothing else running, as the events above.
