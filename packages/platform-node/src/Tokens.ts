@@ -49,6 +49,29 @@ const verifyWith = (
  * token names its signing key (`kid`): `JWT_SECRET` and `JWT_SECRET_PREVIOUS`, or the ring kept in
  * the database (`TokenKeys.ts`).
  */
+const nbfOf = (payload: { readonly nbf?: unknown }, iat: number) => typeof payload.nbf === "number" ? payload.nbf : iat
+
+/**
+ * Tokens already verified, so a client's repeated calls skip the HMAC: the same bytes carry the
+ * same valid signature. Time bounds are still checked on every call. `verify` runs on a miss only.
+ */
+const verifiedOnce = <C extends { readonly exp: number }>(invalid: NotAuthenticated) => {
+  const kept = new Map<string, { readonly claims: C; readonly nbf: number }>()
+  return (
+    token: string,
+    nowSeconds: number,
+    verify: () => Effect.Effect<{ readonly claims: C; readonly nbf: number }, NotAuthenticated>
+  ): Effect.Effect<C, NotAuthenticated> => {
+    const hit = kept.get(token)
+    if (hit) return hit.claims.exp > nowSeconds && hit.nbf <= nowSeconds ? Effect.succeed(hit.claims) : Effect.fail(invalid)
+    return Effect.map(verify(), (verified) => {
+      if (kept.size >= 10_000) kept.clear()
+      kept.set(token, verified)
+      return verified.claims
+    })
+  }
+}
+
 export const JoseTokensLive = (secret?: string, previous?: string) =>
   Layer.effect(
     TokenIssuer,
@@ -57,13 +80,9 @@ export const JoseTokensLive = (secret?: string, previous?: string) =>
       const ids = yield* Ids
       const invalid = new NotAuthenticated({ message: "Invalid or expired access token" })
       const invalidConsent = new NotAuthenticated({ message: "Invalid or expired consent token" })
-      /**
-       * Tokens already verified, so a client's repeated calls skip the HMAC: the same bytes carry
-       * the same valid signature. Time bounds are still checked on every call.
-       */
-      const verified = new Map<string, { claims: TokenClaims; nbf: number }>()
-      /** The same for consent tokens: an end user's app sends its token with every write. */
-      const verifiedConsent = new Map<string, { claims: ConsentTokenClaims; nbf: number }>()
+      const verified = verifiedOnce<TokenClaims>(invalid)
+      // An end user's app sends its consent token with every write.
+      const verifiedConsent = verifiedOnce<ConsentTokenClaims>(invalidConsent)
       return {
         issueConsent: (claims: ConsentTokenClaims) =>
           Effect.flatMap(keys.current, ({ key, kid }) => Effect.promise(() =>
@@ -82,34 +101,28 @@ export const JoseTokensLive = (secret?: string, previous?: string) =>
               .setJti(claims.jti)
               .sign(key)
           )),
-        verifyConsent: (token: string, nowSeconds: number) => {
-          const hit = verifiedConsent.get(token)
-          if (hit) {
-            return hit.claims.exp > nowSeconds && hit.nbf <= nowSeconds ? Effect.succeed(hit.claims) : Effect.fail(invalidConsent)
-          }
-          return verifyWith(
-            keys,
-            token,
-            (key) => jwtVerify(token, key, { algorithms: ["HS256"], audience: CONSENT_TOKEN_AUDIENCE, currentDate: new Date(nowSeconds * 1000) }),
-            invalidConsent
-          ).pipe(
-            Effect.flatMap(({ payload }) => {
-              const { delegate, exp, iat, issuer, jti, metadata, org, sub } = payload as Record<string, unknown>
-              if (
-                typeof sub !== "string" || typeof org !== "string" || typeof jti !== "string" ||
-                typeof exp !== "number" || typeof iat !== "number" ||
-                (metadata !== undefined && !isRecord(metadata)) || (delegate !== undefined && !isRecord(delegate)) ||
-                (issuer !== undefined && !isIssuer(issuer))
-              ) return Effect.fail(invalidConsent)
-              // A token without an issuer was minted before tokens named one: the core refuses it.
-              const named = issuer === undefined ? undefined : { kind: issuer.kind, id: issuer.id }
-              const claims: ConsentTokenClaims = { jti, org, sub, iat, exp, metadata, delegate, issuer: named }
-              if (verifiedConsent.size >= 10_000) verifiedConsent.clear()
-              verifiedConsent.set(token, { claims, nbf: typeof payload.nbf === "number" ? payload.nbf : iat })
-              return Effect.succeed(claims)
-            })
-          )
-        },
+        verifyConsent: (token: string, nowSeconds: number) =>
+          verifiedConsent(token, nowSeconds, () =>
+            verifyWith(
+              keys,
+              token,
+              (key) => jwtVerify(token, key, { algorithms: ["HS256"], audience: CONSENT_TOKEN_AUDIENCE, currentDate: new Date(nowSeconds * 1000) }),
+              invalidConsent
+            ).pipe(
+              Effect.flatMap(({ payload }) => {
+                const { delegate, exp, iat, issuer, jti, metadata, org, sub } = payload as Record<string, unknown>
+                if (
+                  typeof sub !== "string" || typeof org !== "string" || typeof jti !== "string" ||
+                  typeof exp !== "number" || typeof iat !== "number" ||
+                  (metadata !== undefined && !isRecord(metadata)) || (delegate !== undefined && !isRecord(delegate)) ||
+                  (issuer !== undefined && !isIssuer(issuer))
+                ) return Effect.fail(invalidConsent)
+                // A token without an issuer was minted before tokens named one: the core refuses it.
+                const named = issuer === undefined ? undefined : { kind: issuer.kind, id: issuer.id }
+                const claims: ConsentTokenClaims = { jti, org, sub, iat, exp, metadata, delegate, issuer: named }
+                return Effect.succeed({ claims, nbf: nbfOf(payload, iat) })
+              })
+            )),
         issue: (claims: TokenClaims) =>
           Effect.flatMap(Effect.zip(ids.next, keys.current), ([jti, { key, kid }]) =>
             Effect.promise(() =>
@@ -122,31 +135,25 @@ export const JoseTokensLive = (secret?: string, previous?: string) =>
                 .setJti(jti)
                 .sign(key)
             )),
-        verify: (token: string, nowSeconds: number) => {
-          const hit = verified.get(token)
-          if (hit) {
-            return hit.claims.exp > nowSeconds && hit.nbf <= nowSeconds ? Effect.succeed(hit.claims) : Effect.fail(invalid)
-          }
-          return verifyWith(
-            keys,
-            token,
-            (key) => jwtVerify(token, key, { algorithms: ["HS256"], currentDate: new Date(nowSeconds * 1000) }),
-            invalid
-          ).pipe(
-            Effect.flatMap(({ payload }) => {
-              const { aud, exp, iat, kind, org, sub } = payload as Record<string, unknown>
-              if (
-                aud !== undefined ||
-                typeof sub !== "string" || typeof exp !== "number" || typeof iat !== "number" ||
-                typeof kind !== "string" || !kinds.has(kind) || (org !== undefined && typeof org !== "string")
-              ) return Effect.fail(invalid)
-              const claims = { sub, exp, iat, kind, org } as TokenClaims
-              if (verified.size >= 10_000) verified.clear()
-              verified.set(token, { claims, nbf: typeof payload.nbf === "number" ? payload.nbf : iat })
-              return Effect.succeed(claims)
-            })
-          )
-        }
+        verify: (token: string, nowSeconds: number) =>
+          verified(token, nowSeconds, () =>
+            verifyWith(
+              keys,
+              token,
+              (key) => jwtVerify(token, key, { algorithms: ["HS256"], currentDate: new Date(nowSeconds * 1000) }),
+              invalid
+            ).pipe(
+              Effect.flatMap(({ payload }) => {
+                const { aud, exp, iat, kind, org, sub } = payload as Record<string, unknown>
+                if (
+                  aud !== undefined ||
+                  typeof sub !== "string" || typeof exp !== "number" || typeof iat !== "number" ||
+                  typeof kind !== "string" || !kinds.has(kind) || (org !== undefined && typeof org !== "string")
+                ) return Effect.fail(invalid)
+                const claims = { sub, exp, iat, kind, org } as TokenClaims
+                return Effect.succeed({ claims, nbf: nbfOf(payload, iat) })
+              })
+            ))
       }
     })
   )

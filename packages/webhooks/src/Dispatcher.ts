@@ -227,8 +227,8 @@ const build = (config: DispatcherConfig, subscribers: SubscribersService | undef
       // The message's ids annotate the lines logged about it, at the lines themselves: wrapping
       // every attempt in `Effect.annotateLogs` cost each message a copy of its fiber's references
       // though most attempts log nothing.
-      const logged = <A, E, R>(line: Effect.Effect<A, E, R>) =>
-        Effect.annotateLogs(line, { delivery_id: message.id, webhook_id: message.webhook_id })
+      const logged = <A, E, R>(line: Effect.Effect<A, E, R>, more?: Record<string, unknown>) =>
+        Effect.annotateLogs(line, { delivery_id: message.id, webhook_id: message.webhook_id, ...more })
       return Effect.gen(function*() {
         if (yield* Deferred.isDone(stopping)) {
           // Claimed but not started when the dispatcher began stopping: its lease brings it back.
@@ -294,9 +294,7 @@ const build = (config: DispatcherConfig, subscribers: SubscribersService | undef
           // What a host's handler threw is its own text, which may name a person: the delivery log
           // keeps it for the organization, the server log only that the handler failed.
           const error = subscriber !== undefined && result.error !== null ? "handler failed" : result.error ?? ""
-          yield* logged(Effect.logInfo("webhook attempt failed").pipe(
-            Effect.annotateLogs({ status: result.status ?? "none", error, next: decision.outcome.status })
-          ))
+          yield* logged(Effect.logInfo("webhook attempt failed"), { status: result.status ?? "none", error, next: decision.outcome.status })
         }
       }).pipe(
         attemptSpan(message),
