@@ -28,16 +28,26 @@ import { literal } from "./CommitTail.js"
  * it: the transaction then fails with that write's `Conflict` (`failure`), whatever the
  * statement that carried it would have answered. Nothing after a failed statement of a
  * transaction could commit anyway, so only when the failure is reported moves.
+ *
+ * A check (`check`: a row the transaction needs must exist) is deferred the same way: a count
+ * that divides by itself, so that a missing row is an error that aborts the transaction where it
+ * stands, before anything after it (the COMMIT included) runs. The transaction then fails with
+ * the check's own failure.
  */
 export class PipelinedConnection implements Connection {
   /** Statements held back, in order: the transaction begins with its first statement. */
   private pending: Array<string> = ["BEGIN"]
-  /** How many of `pending` are deferred writes (the rest: the BEGIN). */
+  /** How many of `pending` are deferred writes and checks (the rest: the BEGIN). */
   private deferred = 0
+  /** The failures of the checks held back, in order. */
+  private checks: Array<() => unknown> = []
   /** Whether the BEGIN has been sent (with whatever followed it). */
   private begun = false
-  /** The failure of a deferred write, once a message that carried one failed with a Conflict. */
-  failure: Conflict | undefined = undefined
+  /**
+   * The failure of a deferred write or check, once a message that carried one failed with it:
+   * a write's Conflict, or a check's own failure.
+   */
+  failure: unknown = undefined
 
   constructor(
     readonly inner: Connection,
@@ -51,13 +61,25 @@ export class PipelinedConnection implements Connection {
     this.deferred++
   }
 
+  /**
+   * Holds back a check that fails the transaction with `missing()` unless a row matches: `count`
+   * is a statement answering one count (`SELECT COUNT(*) FROM … WHERE …`).
+   */
+  check(count: string, missing: () => unknown): void {
+    this.pending.push(`SELECT 1 / (${count}) AS present`)
+    this.deferred++
+    this.checks.push(missing)
+  }
+
   /** What is held back, then `text`, in one message; answers the rows of each statement of `text`. */
   private sendWith(text: string | undefined): Effect.Effect<ReadonlyArray<ReadonlyArray<any>>, SqlError> {
     return Effect.suspend(() => {
       const held = this.pending
       const deferred = this.deferred
+      const checks = this.checks
       this.pending = []
       this.deferred = 0
+      this.checks = []
       if (held[0] === "BEGIN") this.begun = true
       const statements = text === undefined ? held : [...held, text]
       if (statements.length === 0) return Effect.succeed([])
@@ -69,7 +91,10 @@ export class PipelinedConnection implements Connection {
         }),
         Effect.tapError((error) =>
           Effect.sync(() => {
-            if (deferred > 0 && this.failure === undefined) this.failure = this.conflictOf(error)
+            if (deferred === 0 || this.failure !== undefined) return
+            // Only a check divides: a division by zero is a check that found no row. With
+            // several in one message, the first that fails stops the rest: the first is named.
+            this.failure = checks.length > 0 && sqlState(error) === "22012" ? checks[0]!() : this.conflictOf(error)
           })
         )
       )
@@ -100,6 +125,7 @@ export class PipelinedConnection implements Connection {
     return Effect.suspend(() => {
       this.pending = []
       this.deferred = 0
+      this.checks = []
       return this.begun ? Effect.asVoid(this.inner.executeUnprepared("ROLLBACK", [], undefined)) : Effect.void
     })
   }
@@ -149,6 +175,9 @@ export class PipelinedConnection implements Connection {
     return Stream.unwrap(Effect.as(this.flush(), this.inner.executeStream(sql, params, transformRows)))
   }
 }
+
+/** The SQLSTATE of a PostgreSQL error. */
+const sqlState = (error: SqlError): unknown => (error.cause as { code?: unknown } | undefined)?.code
 
 const hex = (bytes: Uint8Array) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("hex")
 

@@ -79,7 +79,7 @@ export const make = Effect.gen(function*() {
    * on every consent write, the consent log's append costs no round trip of its own. A COMMIT
    * whose message fails leaves the transaction aborted: it is rolled back before the failure is
    * reported, so the connection goes back to the pool clean. A transaction whose deferred write
-   * failed fails with that write's Conflict.
+   * failed fails with that write's Conflict; one whose deferred check failed, with its failure.
    *
    * Written out rather than through `withTransaction`, whose span, scope and context copies cost
    * as much as the statements of a consent event: the connection is taken from the pool, the
@@ -105,7 +105,8 @@ export const make = Effect.gen(function*() {
             return Effect.exit(end).pipe(
               Effect.flatMap((ended): Effect.Effect<A, E | Conflict> => {
                 const outcome: Exit.Exit<A, E> = ended._tag === "Failure" ? ended as Exit.Exit<never> : exit
-                const reported: Exit.Exit<A, E | Conflict> = outcome._tag === "Failure" && conn.failure !== undefined ? Exit.fail(conn.failure) : outcome
+                // A deferred write's Conflict, or a deferred check's own failure (of type E).
+                const reported: Exit.Exit<A, E | Conflict> = outcome._tag === "Failure" && conn.failure !== undefined ? Exit.fail(conn.failure as E | Conflict) : outcome
                 return Effect.zipRight(Scope.close(scope, outcome), reported)
               })
             )

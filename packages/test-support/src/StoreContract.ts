@@ -982,6 +982,43 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
           assert.isTrue(Option.isNone(yield* repo.get("open1")))
         })))
 
+      it.effect("requireRow passes where a row matches, and fails with its own failure where none does", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          yield* repo.create(item("r1"))
+          yield* repo.requireRow([eq("id", "r1")], () => "missing" as const)
+          assert.strictEqual(yield* Effect.flip(repo.requireRow([eq("id", "r2")], () => "missing" as const)), "missing")
+        })))
+
+      it.effect("requireRow inside a transaction: a missing row fails it with the check's failure, and nothing of it commits", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          const uow = yield* UnitOfWork
+          yield* repo.create(item("r1"))
+          // The check last but for writes (a store may send it with the COMMIT) ...
+          const alone = yield* Effect.flip(uow.transaction(Effect.gen(function*() {
+            yield* repo.create(item("n1"))
+            yield* repo.requireRow([eq("id", "gone")], () => "missing" as const)
+            yield* repo.create(item("n2"))
+            yield* repo.patch("r1", { score: 9 }, 1)
+          })))
+          assert.strictEqual(alone, "missing")
+          // ... or followed by a read (a store may send it with the read).
+          const read = yield* Effect.flip(uow.transaction(Effect.gen(function*() {
+            yield* repo.requireRow([eq("id", "gone")], () => "missing" as const)
+            yield* repo.get("r1")
+            yield* repo.create(item("n3"))
+          })))
+          assert.strictEqual(read, "missing")
+          assert.deepStrictEqual((yield* snapshot).data.map((r) => [r.id, r.score, r.version]), [["r1", null, 1]])
+          // A row that exists lets the transaction commit.
+          yield* uow.transaction(Effect.gen(function*() {
+            yield* repo.requireRow([eq("id", "r1")], () => "missing" as const)
+            yield* repo.create(item("n4"))
+          }))
+          assert.deepStrictEqual((yield* snapshot).data.map((r) => r.id), ["n4", "r1"])
+        })))
+
       it.effect("a successful transaction commits every write", () =>
         run(Effect.gen(function*() {
           const repo = yield* items

@@ -36,15 +36,15 @@ export const OrganizationLimitsLive: Layer.Layer<OrganizationLimits, never, Stor
       Effect.provideService(organizationRow(table, organizationId), Storage, storage)
     return OrganizationLimits.of({
       // Counted, not read: on every write an organization owns, its twenty columns decoded for nothing.
-      exists: (organizationId) => Effect.map(storage.repository(Tables.organizations).count([eq("id", organizationId)]), (n) => n > 0),
+      requireExisting: (organizationId, missing) => storage.repository(Tables.organizations).requireRow([eq("id", organizationId)], missing),
       quotaOf: (organizationId, quota) =>
         Effect.map(row(Tables.quotas, organizationId), (r) => {
           const limit = r?.[quota]
           return typeof limit === "number" ? limit : undefined
         }),
-      featuresOf: (organizationId) =>
+      featuresOf: (organizationId, outsideTransaction = false) =>
         Effect.map(
-          cache.read(organizationId, row(Tables.premiumFeatures, organizationId)),
+          cache.read(organizationId, row(Tables.premiumFeatures, organizationId), outsideTransaction),
           (r) => new Set(premiumFeatureFlags.filter((f) => r?.[f] === true))
         )
     })

@@ -49,7 +49,8 @@ export class CredentialCache extends Context.Tag("@cmp/core/CredentialCache")<Cr
       const kept = new KeptValues<CredentialHolder | undefined>(ttlMs, now)
       const keyOf = (table: CredentialTable, id: string) => `${table}:${id}`
       return {
-        read: (table, id, load) => readThrough(kept, keyOf(table, id), load),
+        // Asked while authenticating, before any transaction: a caller may wait for another's load.
+        read: (table, id, load) => readThrough(kept, keyOf(table, id), load, true),
         forget: (table, id) => Effect.sync(() => kept.forget(keyOf(table, id))),
         forgetOrganization: (organizationId) => Effect.sync(() => kept.forgetWhere((holder) => holder?.organizationId === organizationId))
       }

@@ -1,36 +1,28 @@
-import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import { KeptValues, readThrough } from "../Engine/KeptValues.js"
 import type { Row } from "../Engine/Ports.js"
 
 /**
  * An organization's premium-feature row, kept in memory for a moment. Every gated request
  * (each consent event) checks the row; reading it from the database each time cost a query per
  * request. A change made through this process is seen at once (the row is dropped after its
- * commit); one made through another server process is seen within `ttlMs`.
+ * commit); one made through another server process is seen within `ttlMs` (`KeptValues`).
  */
 export interface FeatureCacheService {
-  readonly read: <R>(organizationId: string, load: Effect.Effect<Row | undefined, never, R>) => Effect.Effect<Row | undefined, never, R>
+  /** `join`: the caller holds no transaction, and may wait for a load of the row under way. */
+  readonly read: <R>(organizationId: string, load: Effect.Effect<Row | undefined, never, R>, join?: boolean) => Effect.Effect<Row | undefined, never, R>
   readonly forget: (organizationId: string) => Effect.Effect<void>
 }
 
 export class FeatureCache extends Context.Tag("@cmp/core/FeatureCache")<FeatureCache, FeatureCacheService>() {
-  static readonly layer = (ttlMs = 1000): Layer.Layer<FeatureCache> =>
+  static readonly layer = (ttlMs = 1000, now?: () => number): Layer.Layer<FeatureCache> =>
     Layer.sync(FeatureCache, () => {
-      const entries = new Map<string, { readonly row: Row | undefined; readonly until: number }>()
+      const kept = new KeptValues<Row | undefined>(ttlMs, now)
       return {
-        read: <R>(organizationId: string, load: Effect.Effect<Row | undefined, never, R>) =>
-          Effect.flatMap(Clock.currentTimeMillis, (now) => {
-            const hit = entries.get(organizationId)
-            if (hit && hit.until > now) return Effect.succeed(hit.row)
-            return Effect.tap(load, (row) => {
-              // Bounded: an organization's row is small, but ids come from callers.
-              if (entries.size >= 10_000) entries.clear()
-              entries.set(organizationId, { row, until: now + ttlMs })
-            })
-          }),
-        forget: (organizationId) => Effect.sync(() => entries.delete(organizationId))
+        read: (organizationId, load, join) => readThrough(kept, organizationId, load, join),
+        forget: (organizationId) => Effect.sync(() => kept.forget(organizationId))
       }
     })
 }

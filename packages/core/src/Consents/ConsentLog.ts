@@ -348,6 +348,7 @@ export const layer: Layer.Layer<Storage | UnitOfWork, never, Storage | UnitOfWor
       return {
         find: repo.find,
         count: repo.count,
+        requireRow: repo.requireRow,
         get: repo.get,
         create,
         // Each row read back, so its digest is of what was stored.

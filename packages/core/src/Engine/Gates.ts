@@ -13,38 +13,48 @@ const flagOff = (flag: PremiumFeatureFlag) =>
 
 export const featureOff = (def: AnyResource) => flagOff(def.premiumFeature!)
 
-const hasFlag = (flag: PremiumFeatureFlag, organizationId: string) =>
-  Effect.flatMap(OrganizationLimits, (limits) => Effect.map(limits.featuresOf(organizationId), (features) => features.has(flag)))
+const hasFlag = (flag: PremiumFeatureFlag, organizationId: string, outsideTransaction?: boolean) =>
+  Effect.flatMap(OrganizationLimits, (limits) => Effect.map(limits.featuresOf(organizationId, outsideTransaction), (features) => features.has(flag)))
 
-export const hasFeature = (def: AnyResource, organizationId: string) => hasFlag(def.premiumFeature!, organizationId)
+export const hasFeature = (def: AnyResource, organizationId: string, outsideTransaction?: boolean) =>
+  hasFlag(def.premiumFeature!, organizationId, outsideTransaction)
 
 /** An organization without this premium feature is answered 403 (for gates a declaration cannot name). */
 export const requireFlag = (flag: PremiumFeatureFlag, organizationId: string) =>
   Effect.flatMap(hasFlag(flag, organizationId), (on) => (on ? Effect.void : Effect.fail(flagOff(flag))))
 
-/** A gated service answers 403 to an organization without its premium feature (the operator is never gated). */
-export const requireFeature = (def: AnyResource, principal: Principal, organizationId: unknown): Effect.Effect<void, Forbidden, OrganizationLimits> =>
+/**
+ * A gated service answers 403 to an organization without its premium feature (the operator is
+ * never gated). `outsideTransaction`: the caller holds none (see `OrganizationLimits.featuresOf`).
+ */
+export const requireFeature = (
+  def: AnyResource,
+  principal: Principal,
+  organizationId: unknown,
+  outsideTransaction?: boolean
+): Effect.Effect<void, Forbidden, OrganizationLimits> =>
   !def.premiumFeature || isOperator(principal) || typeof organizationId !== "string"
     ? Effect.void
-    : Effect.flatMap(hasFeature(def, organizationId), (on) => (on ? Effect.void : Effect.fail(featureOff(def))))
+    : Effect.flatMap(hasFeature(def, organizationId, outsideTransaction), (on) => (on ? Effect.void : Effect.fail(featureOff(def))))
 
 /**
  * The premium-feature gate of a write, before its body is validated: an organization without
  * the feature hears 403 whatever else is wrong with the body. The organization is the one the
  * body names in `ownerKey` (one the principal acts in, 403 otherwise); where the body names none,
  * or the owner comes from another input, the principal's organizations: when none of them has
- * the feature, no body could succeed. The operator is never gated.
+ * the feature, no body could succeed. The operator is never gated. It runs before the write's
+ * transaction begins.
  */
 export const requireFeatureBeforeBody = (def: AnyResource, principal: Principal, body: unknown, ownerKey: string | undefined) => {
   if (!def.premiumFeature || isOperator(principal)) return Effect.void
   const named = ownerKey !== undefined && isPlainObject(body) ? body[ownerKey] : undefined
   if (typeof named === "string" && named !== "") {
-    return Effect.zipRight(requireOrganization(principal, named), requireFeature(def, principal, named))
+    return Effect.zipRight(requireOrganization(principal, named), requireFeature(def, principal, named, true))
   }
   return Effect.gen(function*() {
     const orgs = organizationsOf(principal)
     if (orgs === "all") return
-    for (const org of orgs) if (yield* hasFeature(def, org)) return
+    for (const org of orgs) if (yield* hasFeature(def, org, true)) return
     return yield* Effect.fail(featureOff(def))
   })
 }
@@ -82,10 +92,8 @@ export const checkQuota = (
 /** An organization named in an input must exist (the operator can name any id). */
 export const requireExistingOrganization = (organizationId: string) =>
   Effect.flatMap(OrganizationLimits, (limits) =>
-    Effect.flatMap(limits.exists(organizationId), (exists) =>
-      exists ? Effect.void : Effect.fail(
-        new InvalidInput({
-          message: `Invalid organization_id: no organization '${organizationId}'`,
-          errors: { organization_id: "is not an existing organization" }
-        })
-      )))
+    limits.requireExisting(organizationId, () =>
+      new InvalidInput({
+        message: `Invalid organization_id: no organization '${organizationId}'`,
+        errors: { organization_id: "is not an existing organization" }
+      })))

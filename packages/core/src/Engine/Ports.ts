@@ -70,6 +70,12 @@ export type RowKey = string | { readonly organization_id: string; readonly id: s
 export interface Repository<A extends Row = Row> {
   readonly find: (query: FindQuery) => Effect.Effect<Page<A>>
   readonly count: (where: ReadonlyArray<Condition>) => Effect.Effect<number>
+  /**
+   * Fails with `missing()` unless a row matches. Inside a transaction, a store may check it with
+   * the transaction's next statement or its COMMIT rather than wait for the answer (PostgreSQL:
+   * a round trip saved); the transaction then fails with `missing()`, and nothing of it commits.
+   */
+  readonly requireRow: <E>(where: ReadonlyArray<Condition>, missing: () => E) => Effect.Effect<void, E>
   readonly get: (key: RowKey) => Effect.Effect<Option.Option<A>>
   readonly create: (row: A) => Effect.Effect<A, Conflict>
   /** Writes many rows at once and reads nothing back (an outbox of messages). */

@@ -82,7 +82,8 @@ export const create = <S extends Shape, R, C>(
           Effect.flatMap(resolveView(def, at.query, input), (view) => {
             const owner = ownerField === undefined ? undefined : input[ownerField]
             const inOrganization = ownerField !== undefined && ownerField !== "id" ? requireOrganization(principal, owner) : Effect.void
-            const checked = endUser ? inOrganization : Effect.zipRight(inOrganization, requireFeature(def, principal, owner))
+            // Before the transaction begins.
+            const checked = endUser ? inOrganization : Effect.zipRight(inOrganization, requireFeature(def, principal, owner, true))
             const newId = typeof input.id === "string" ? Effect.succeed(input.id) : Effect.flatMap(Ids, (ids) => ids.next)
             return Effect.flatMap(Effect.zipRight(checked, Effect.zip(nowIso, newId)), ([now, id]) => {
               // An end user's device cannot backdate what it records.
