@@ -1,7 +1,7 @@
 import { type ConsentTokenClaims, type ConsentTokenIssuer, Ids, NotAuthenticated, type TokenClaims, TokenIssuer } from "@cmp/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { decodeProtectedHeader, type JWTVerifyResult, jwtVerify, SignJWT } from "jose"
+import { decodeJwt, decodeProtectedHeader, type JWTVerifyResult, jwtVerify, SignJWT } from "jose"
 import type * as crypto from "node:crypto"
 import { type TokenKeySource, tokenKeySource } from "./TokenKeys.js"
 
@@ -49,6 +49,20 @@ const verifyWith = (
  * token names its signing key (`kid`): `JWT_SECRET` and `JWT_SECRET_PREVIOUS`, or the ring kept in
  * the database (`TokenKeys.ts`).
  */
+/**
+ * Whether a token names an audience, read without its signature: an access token never does, so
+ * one that does is refused as an access token before the HMAC. Every write of an end user's app
+ * is tried as an access token first (`authenticate`), and a refusal is not kept: its consent token
+ * paid a whole verification, with its key's import, on each.
+ */
+const namesAudience = (token: string): boolean => {
+  try {
+    return decodeJwt(token).aud !== undefined
+  } catch {
+    return false
+  }
+}
+
 const nbfOf = (payload: { readonly nbf?: unknown }, iat: number) => typeof payload.nbf === "number" ? payload.nbf : iat
 
 /**
@@ -137,7 +151,7 @@ export const JoseTokensLive = (secret?: string, previous?: string) =>
             )),
         verify: (token: string, nowSeconds: number) =>
           verified(token, nowSeconds, () =>
-            verifyWith(
+            namesAudience(token) ? Effect.fail(invalid) : verifyWith(
               keys,
               token,
               (key) => jwtVerify(token, key, { algorithms: ["HS256"], currentDate: new Date(nowSeconds * 1000) }),

@@ -1,6 +1,7 @@
 import { Ids, nowIso, Storage, Tables, type TokenClaims, TokenIssuer } from "@cmp/core"
 import { SqliteStore } from "@cmp/store-sqlite"
 import { assert, describe, it } from "@effect/vitest"
+import { vi } from "vitest"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -137,6 +138,24 @@ describe("token signing keys kept in the database", () => {
       const [header, payload, signature] = token.split(".")
       const other = `${header}.${payload}.${signature!.startsWith("A") ? "B" : "A"}${signature!.slice(1)}`
       assert.strictEqual((yield* Effect.flip(a.verifyConsent(other, iat)))._tag, "NotAuthenticated")
+    }))
+
+  it.scoped("a consent token offered as an access token is refused without checking its signature", () =>
+    Effect.gen(function*() {
+      const { server } = yield* database
+      const a = yield* server()
+      const iat = yield* nowSeconds
+      const token = yield* a.issueConsent({ jti: "j-2", org: "org-1", sub: "u-2", iat, exp: iat + 60, issuer: { kind: "client", id: "key-1" } })
+      const access = yield* a.issue(yield* claims())
+      const spy = vi.spyOn(globalThis.crypto.subtle, "verify")
+      yield* Effect.addFinalizer(() => Effect.sync(() => spy.mockRestore()))
+      // An end user's app sends its consent token with every write; each is tried as an access token first.
+      for (let i = 0; i < 3; i++) assert.strictEqual((yield* Effect.flip(a.verify(token, iat)))._tag, "NotAuthenticated")
+      assert.strictEqual(spy.mock.calls.length, 0)
+      // An access token is still verified (once), and a consent token as what it is.
+      assert.strictEqual((yield* a.verify(access, iat)).sub, "key-1")
+      assert.strictEqual((yield* a.verifyConsent(token, iat)).sub, "u-2")
+      assert.strictEqual(spy.mock.calls.length, 2)
     }))
 
   it.scoped("a token naming an unknown key, signed with another key, or with alg none is refused", () =>
