@@ -8,7 +8,8 @@ import { KeptValues, readThrough } from "../Engine/KeptValues.js"
  * the date before which it refuses consent tokens), its issuer (still there and enabled) and
  * its user (erased since?). Each answer is kept in memory for a moment, like the credential
  * cache's: a change through this process drops it at once, one through another server is seen
- * within `ttlMs`. Only consent-token requests read them.
+ * within `ttlMs`. Only consent-token requests read them, while authenticating, before any
+ * transaction: a caller may wait for another's load of the same answer (`KeptValues`).
  */
 export interface ConsentTokenStatesService {
   /** The organization's `consent_tokens_revoked_before` in epoch ms, `null` for none, `undefined` once it is gone. */
@@ -50,17 +51,18 @@ export class ConsentTokenStates extends Context.Tag("@cmp/core/ConsentTokenState
       const erasures = new KeptValues<number | null>(ttlMs, now)
       const erasureKey = (organizationId: string, userDigest: string) => `${organizationId}:${userDigest}`
       return {
-        organization: (organizationId, load) => readThrough(organizations, organizationId, load),
+        organization: (organizationId, load) => readThrough(organizations, organizationId, load, true),
         issuer: (kind, issuerId, organizationId, load) =>
           Effect.map(
             readThrough(
               issuers,
               `${organizationId}:${kind}:${issuerId}`,
-              Effect.map(load, (alive) => ({ issuerId, organizationId, alive }))
+              Effect.map(load, (alive) => ({ issuerId, organizationId, alive })),
+              true
             ),
             (kept) => kept.alive
           ),
-        erasure: (organizationId, userDigest, load) => readThrough(erasures, erasureKey(organizationId, userDigest), load),
+        erasure: (organizationId, userDigest, load) => readThrough(erasures, erasureKey(organizationId, userDigest), load, true),
         forgetOrganization: (organizationId) =>
           Effect.sync(() => {
             organizations.forget(organizationId)
