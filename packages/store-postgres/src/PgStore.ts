@@ -1,5 +1,5 @@
 import type { StorePorts } from "@cmp/core"
-import { migrations, SqlChangeFeed, SqlStorage } from "@cmp/store-sql"
+import { migrations, SqlChangeFeed, SqlLogScratch, SqlStorage } from "@cmp/store-sql"
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as PgClient from "@effect/sql-pg/PgClient"
@@ -49,14 +49,17 @@ const migrate = Layer.effectDiscard(
     )
 )
 
+/** The pool, and where a consent log verify keeps its scratch: unlogged tables reached through the pool. */
 export const clientLayer = (options: PgStoreOptions) =>
-  PgClient.layer({
-    url: Redacted.make(options.url),
-    maxConnections: options.maxConnections,
-    // Keys inside JSON values are data (webhook payloads, configs): never renamed.
-    transformJson: false,
-    applicationName: "consent-platform"
-  })
+  Layer.effect(SqlLogScratch.ScratchDatabase, Effect.map(SqlClient.SqlClient, SqlLogScratch.sharedScratch)).pipe(
+    Layer.provideMerge(PgClient.layer({
+      url: Redacted.make(options.url),
+      maxConnections: options.maxConnections,
+      // Keys inside JSON values are data (webhook payloads, configs): never renamed.
+      transformJson: false,
+      applicationName: "consent-platform"
+    }))
+  )
 
 /** The core storage ports on PostgreSQL, migrated on start. */
 export const layer = (

@@ -30,6 +30,7 @@ interface Position {
 export const make = Effect.gen(function*() {
   const sql = (yield* SqlClient.SqlClient).withoutTransforms()
   const dialect = dialectOf(sql)
+  const scratchDatabase = yield* SqlLogScratch.ScratchDatabase
 
   /** SQLite: a chain's head row before its first entry (PostgreSQL's function makes its own). */
   const newHead = (organizationId: string, shard: number, at: string) =>
@@ -163,7 +164,9 @@ export const make = Effect.gen(function*() {
       sql`DELETE FROM consent_log_heads WHERE organization_id = ${organizationId}`
     ], { discard: true })), Unavailable.orDie)
 
-  return ConsentLogStore.of({ append, appendOnCommit, entries, heads, scratch: Effect.suspend(() => SqlLogScratch.make(sql, dialect)), forget })
+  const scratch = Effect.flatMap(scratchDatabase.open, (client) => SqlLogScratch.make(client.withoutTransforms(), dialect))
+
+  return ConsentLogStore.of({ append, appendOnCommit, entries, heads, scratch, forget })
 })
 
-export const layer: Layer.Layer<ConsentLogStore, never, SqlClient.SqlClient> = Layer.effect(ConsentLogStore, make)
+export const layer: Layer.Layer<ConsentLogStore, never, SqlClient.SqlClient | SqlLogScratch.ScratchDatabase> = Layer.effect(ConsentLogStore, make)

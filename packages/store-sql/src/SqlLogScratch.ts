@@ -1,6 +1,7 @@
 import type { LatestChange, LogScratch, NotedChange } from "@cmp/core"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import * as crypto from "node:crypto"
@@ -11,9 +12,13 @@ import type { Dialect } from "./SqlValues.js"
  * A consent log verify's scratch: tables of its own, made when it starts and dropped when it
  * ends: one row per subject the log names (its latest change), keyed by subject, and the
  * subjects that have a current row, when the verify needs them.
- * - SQLite: `TEMP` tables, on the temporary file SQLite keeps beside the connection (never in
- *   the database, nor its WAL), given back to the disk when dropped. Each write is a transaction
- *   of its own, so it never lands in another fiber's.
+ * - SQLite: a private database of the verify's own (`ScratchDatabase`), on a temporary file
+ *   SQLite deletes when it is closed (or at once, on a system that lets an open file be
+ *   unlinked, so a killed process leaves nothing). Its page cache is bounded: the scratch is on
+ *   disk, not in the process's memory. It is not the store's connection because that one keeps
+ *   its temporary tables in memory (`temp_store = MEMORY`, for its statement journals), where
+ *   the scratch grew with the log (about 900 bytes per entry); and a write to it never waits
+ *   for, nor holds up, the store's writers.
  * - PostgreSQL: `UNLOGGED` tables (no WAL), since a temporary table lives on one connection and
  *   the verify's statements go to any connection of the pool. A batch travels as one array a
  *   column (`unnest`): as a thousand rows of six parameters, it took more than twice as long.
@@ -21,6 +26,17 @@ import type { Dialect } from "./SqlValues.js"
  *   `consent_log_verify_runs` (migration 0020), which it touches as it goes; the next verify
  *   drops those left untouched for an hour.
  */
+
+/**
+ * Where a verify keeps its scratch: a client opened for the verify's length and closed with its
+ * scope (SQLite), or the store's own (PostgreSQL). Each store's client layer provides it.
+ */
+export class ScratchDatabase extends Context.Tag("@cmp/store-sql/SqlLogScratch/ScratchDatabase")<ScratchDatabase, {
+  readonly open: Effect.Effect<SqlClient.SqlClient, never, Scope.Scope>
+}>() {}
+
+/** PostgreSQL's: the store's own client (its scratch tables are the verify's for its length). */
+export const sharedScratch = (sql: SqlClient.SqlClient): Context.Tag.Service<ScratchDatabase> => ({ open: Effect.succeed(sql) })
 
 /** How long a verify's tables may go untouched before another verify takes them for left behind. */
 const ABANDONED = "1 hour"
@@ -46,11 +62,8 @@ export const make = (sql: Sql, dialect: Dialect): Effect.Effect<LogScratch, neve
   const present = `consent_log_verify_present_${run}`
   const text = dialect === "pg" ? `TEXT COLLATE "C"` : "TEXT"
   const bigint = dialect === "pg" ? "BIGINT" : "INTEGER"
-  const kind = dialect === "pg" ? "UNLOGGED" : "TEMP"
+  const kind = dialect === "pg" ? "UNLOGGED " : ""
   const suffix = dialect === "pg" ? "" : " WITHOUT ROWID"
-
-  /** SQLite: a write is a transaction of its own (the connection is shared, and its transactions with it). */
-  const write = <A, E, R>(effect: Effect.Effect<A, E, R>) => (dialect === "sqlite" ? sql.withTransaction(effect) : effect)
 
   const dropTables = (name: string) =>
     Effect.all([
@@ -82,19 +95,17 @@ export const make = (sql: Sql, dialect: Dialect): Effect.Effect<LogScratch, neve
       yield* sql`INSERT INTO consent_log_verify_runs (run, alive_at) VALUES (${run}, now())`
       touched = yield* Clock.currentTimeMillis
     } else {
-      // Only takes hold while the connection has no temporary table: then dropping gives the file back.
-      yield* sql.unsafe("PRAGMA temp.auto_vacuum = FULL")
       // A journal file made and removed at every write of a batch would take half its time; in
       // memory it holds what one batch changed.
-      yield* sql.unsafe("PRAGMA temp.journal_mode = MEMORY")
+      yield* sql.unsafe("PRAGMA journal_mode = MEMORY")
     }
-    yield* write(sql.unsafe(`CREATE ${kind} TABLE ${changes} (subject ${text} PRIMARY KEY, shard INTEGER NOT NULL, seq ${bigint} NOT NULL,
-      digest TEXT, kind TEXT NOT NULL, mention ${bigint} NOT NULL)${suffix}`))
-    yield* write(sql.unsafe(`CREATE ${kind} TABLE ${present} (subject ${text} PRIMARY KEY)${suffix}`))
+    yield* sql.unsafe(`CREATE ${kind}TABLE ${changes} (subject ${text} PRIMARY KEY, shard INTEGER NOT NULL, seq ${bigint} NOT NULL,
+      digest TEXT, kind TEXT NOT NULL, mention ${bigint} NOT NULL)${suffix}`)
+    yield* sql.unsafe(`CREATE ${kind}TABLE ${present} (subject ${text} PRIMARY KEY)${suffix}`)
   })
 
   const drop = Effect.gen(function*() {
-    yield* write(dropTables(run))
+    yield* dropTables(run)
     if (dialect === "pg") yield* sql`DELETE FROM consent_log_verify_runs WHERE run = ${run}`
   }).pipe(
     Effect.catchAllCause((cause) => Effect.logWarning("A consent log verify's scratch tables were not dropped", cause))
@@ -118,8 +129,8 @@ export const make = (sql: Sql, dialect: Dialect): Effect.Effect<LogScratch, neve
             ${values.map((v) => v.shard)}::integer[], ${values.map((v) => v.seq)}::bigint[], ${values.map((v) => v.digest)}::text[],
             ${values.map((v) => v.kind)}::text[], ${values.map((v) => v.mention)}::bigint[])`
         : sql.insert(values)
-      return write(sql`INSERT INTO ${sql(changes)} ${rows}
-        ON CONFLICT (subject) DO UPDATE SET shard = excluded.shard, seq = excluded.seq, digest = excluded.digest, kind = excluded.kind`)
+      return sql`INSERT INTO ${sql(changes)} ${rows}
+        ON CONFLICT (subject) DO UPDATE SET shard = excluded.shard, seq = excluded.seq, digest = excluded.digest, kind = excluded.kind`
     }).pipe(Effect.zipRight(touch), Unavailable.orDie)
 
   const latestOf = (subjects: ReadonlyArray<string>): Effect.Effect<ReadonlyArray<LatestChange>> =>
@@ -131,9 +142,9 @@ export const make = (sql: Sql, dialect: Dialect): Effect.Effect<LogScratch, neve
 
   const notePresent = (subjects: ReadonlyArray<string>) =>
     Effect.suspend(() =>
-      write(sql`INSERT INTO ${sql(present)} ${
+      sql`INSERT INTO ${sql(present)} ${
         dialect === "pg" ? sql`(subject) SELECT * FROM unnest(${subjects}::text[])` : sql.insert(subjects.map((subject) => ({ subject })))
-      } ON CONFLICT DO NOTHING`)
+      } ON CONFLICT DO NOTHING`
     ).pipe(
       Effect.zipRight(touch),
       Unavailable.orDie

@@ -15,6 +15,7 @@ import * as SqlStoreProbe from "./SqlStoreProbe.js"
 import * as SqlHostMigrator from "./SqlHostMigrator.js"
 import * as RowCounts from "./RowCounts.js"
 import * as SqlChangeFeed from "./SqlChangeFeed.js"
+import type { ScratchDatabase } from "./SqlLogScratch.js"
 
 const ports = <R>(feed: Layer.Layer<ChangeFeed, never, R | SqlClient.SqlClient | UnitOfWork>) =>
   Layer.mergeAll(
@@ -36,12 +37,13 @@ const ports = <R>(feed: Layer.Layer<ChangeFeed, never, R | SqlClient.SqlClient |
  * The core storage ports over whatever `SqlClient` is provided, one module per port (the
  * repository, the unit of work, the delivery queue and its figures, the mail queue, subscriber registrations, usage,
  * the expiry sweep's reads and marks,
- * a host's migrations, the change feed), for SQLite and PostgreSQL. The delivery queue writes its attempts through the repository and its
+ * a host's migrations, the change feed), for SQLite and PostgreSQL, with where a consent log
+ * verify keeps its scratch (`SqlLogScratch.ScratchDatabase`, from the store's client layer). The delivery queue writes its attempts through the repository and its
  * batches through the unit of work, so both are built once and shared. On PostgreSQL the store
  * also folds the row counts its writers leave (`RowCounts`). Its change feed tells the other
  * processes of the store (PostgreSQL's NOTIFY) but hears none of them.
  */
-export const layer: Layer.Layer<StorePorts, never, SqlClient.SqlClient> = ports(SqlChangeFeed.layer)
+export const layer: Layer.Layer<StorePorts, never, SqlClient.SqlClient | ScratchDatabase> = ports(SqlChangeFeed.layer)
 
 /** The same ports, the change feed hearing the other processes through the dialect's `Listen`. */
-export const layerListening: Layer.Layer<StorePorts, never, SqlClient.SqlClient | SqlChangeFeed.Listen> = ports(SqlChangeFeed.layerListening)
+export const layerListening: Layer.Layer<StorePorts, never, SqlClient.SqlClient | ScratchDatabase | SqlChangeFeed.Listen> = ports(SqlChangeFeed.layerListening)

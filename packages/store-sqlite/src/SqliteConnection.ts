@@ -1,4 +1,4 @@
-import { Execute } from "@cmp/store-sql"
+import { Execute, SqlLogScratch } from "@cmp/store-sql"
 import * as Reactivity from "@effect/experimental/Reactivity"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { Connection } from "@effect/sql/SqlConnection"
@@ -24,11 +24,15 @@ import * as Stream from "effect/Stream"
 /** Distinct statements kept prepared: the store's own are a few hundred at most; a filter's `$in` of any length is one more each. */
 const PREPARED = 500
 
+/**
+ * `""` opens a private database on a temporary file, which SQLite deletes when it is closed: no
+ * WAL there, nothing to share it with.
+ */
 const makeConnection = (filename: string) =>
   Effect.gen(function*() {
     const db = new Sqlite(filename)
     yield* Effect.addFinalizer(() => Effect.sync(() => db.close()))
-    db.pragma("journal_mode = WAL")
+    if (filename !== "") db.pragma("journal_mode = WAL")
     const prepared = new Map<string, Sqlite.Statement>()
     const prepare = (sql: string): Sqlite.Statement => {
       const found = prepared.get(sql)
@@ -120,12 +124,28 @@ const make = (filename: string) =>
     return { client, direct }
   })
 
-/** `SqlClient` (and `SqliteClient`, for code written against that client) with `Direct`, on a file or `:memory:`. */
-export const layer = (filename: string): Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient | Execute.Direct> =>
+/** A consent log verify's scratch: a private database of its own, closed (and its file deleted) with the verify. */
+const scratch: Context.Tag.Service<SqlLogScratch.ScratchDatabase> = {
+  open: Effect.gen(function*() {
+    const { client } = yield* make("")
+    // What it keeps in memory, however long the log: 16 MiB of pages, the rest on its file.
+    yield* client.unsafe("PRAGMA cache_size = -16384")
+    return client
+  }).pipe(Effect.provide(Reactivity.layer), Effect.orDie)
+}
+
+/**
+ * `SqlClient` (and `SqliteClient`, for code written against that client) with `Direct`, on a file
+ * or `:memory:`, and where a consent log verify keeps its scratch.
+ */
+export const layer = (
+  filename: string
+): Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient | Execute.Direct | SqlLogScratch.ScratchDatabase> =>
   Layer.scopedContext(
     Effect.map(make(filename), ({ client, direct }) =>
       Context.make(SqlClient.SqlClient, client).pipe(
         Context.add(SqliteClient.SqliteClient, client as unknown as SqliteClient.SqliteClient),
-        Context.add(Execute.Direct, direct)
+        Context.add(Execute.Direct, direct),
+        Context.add(SqlLogScratch.ScratchDatabase, scratch)
       ))
   ).pipe(Layer.provide(Reactivity.layer))

@@ -1,5 +1,5 @@
 import type { StorePorts } from "@cmp/core"
-import { type Execute, migrations, SqlStorage } from "@cmp/store-sql"
+import { type Execute, migrations, type SqlLogScratch, SqlStorage } from "@cmp/store-sql"
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
@@ -57,7 +57,9 @@ const createPrivately = (filename: string) => {
 }
 
 /** The SQLite client alone, in WAL mode. */
-export const clientLayer = (options: SqliteStoreOptions): Layer.Layer<SqlClient.SqlClient | Execute.Direct> => {
+export const clientLayer = (
+  options: SqliteStoreOptions
+): Layer.Layer<SqlClient.SqlClient | Execute.Direct | SqlLogScratch.ScratchDatabase> => {
   // An empty file is an empty database to SQLite.
   if (options.filename !== ":memory:") createPrivately(options.filename)
   return SqliteConnection.layer(options.filename)

@@ -1,4 +1,4 @@
-import { Storage, Tables } from "@cmp/core"
+import { ConsentLogStore, Storage, Tables } from "@cmp/core"
 import { SqlStorage } from "@cmp/store-sql"
 import { migrationSuite, schemaSuite } from "@cmp/test-support/schema-contract"
 import { suite } from "@cmp/test-support/store-contract"
@@ -156,6 +156,35 @@ describe("SqliteStore", () => {
       const lost = yield* Effect.flip(Effect.flatMap(repoA, (repo) => repo.patch("key-1", { enabled: true }, 1)))
       assert.strictEqual(lost._tag, "Conflict")
     }).pipe(Effect.scoped))
+
+  // The store's connection keeps temporary tables in memory: a scratch there grew with the log.
+  it.effect("a consent log verify's scratch is a database of its own, never the store connection's temporary tables, and goes with the verify", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const log = yield* ConsentLogStore
+      const temporaryTables = sql<{ name: string }>`SELECT name FROM sqlite_temp_master WHERE type = 'table'`
+      const changes = Array.from({ length: 3000 }, (_, i) => ({
+        subject: `consent_users:user-${i}`,
+        shard: i % 4,
+        seq: i + 1,
+        digest: `digest-${i}`,
+        kind: "consent_users",
+        order: i
+      }))
+      const [seen, tables] = yield* Effect.scoped(Effect.gen(function*() {
+        const scratch = yield* log.scratch
+        yield* scratch.noteChanges(changes)
+        yield* scratch.notePresent(["consent_users:user-7"])
+        const tables = yield* temporaryTables
+        return [yield* scratch.latest(undefined, 5000), tables] as const
+      }))
+      assert.deepStrictEqual(tables, [])
+      assert.strictEqual(seen.length, 3000)
+      assert.deepStrictEqual(seen.filter((c) => c.present).map((c) => c.subject), ["consent_users:user-7"])
+      // A second verify starts from nothing.
+      const again = yield* Effect.scoped(Effect.flatMap(log.scratch, (scratch) => scratch.latest(undefined, 10)))
+      assert.deepStrictEqual(again, [])
+    }).pipe(Effect.provide(SqliteStore.layer({ filename: ":memory:" }))))
 
   it.effect("a statement's rows as a stream: every row in order; a statement SQLite refuses is a SqlError", () =>
     Effect.gen(function*() {

@@ -306,11 +306,12 @@ const rawRow = (dialect: Dialect, table: TableDef, values: Record<string, unknow
  * The store's migrations on a database that has data: `makeClient()` is a client on a new,
  * empty database (no migrations run).
  */
-export const migrationSuite = (name: string, options: {
+export const migrationSuite = <R>(name: string, options: {
   readonly migrations: Migrations
-  readonly makeClient: () => Layer.Layer<SqlClient.SqlClient, unknown>
+  /** The store's client, with what else its ports need from it (`R`). */
+  readonly makeClient: () => Layer.Layer<SqlClient.SqlClient | R, unknown>
   /** The store's ports over a client (its migrations already run), to read a migrated database through them. */
-  readonly storage: Layer.Layer<StorePorts, never, SqlClient.SqlClient>
+  readonly storage: Layer.Layer<StorePorts, never, SqlClient.SqlClient | R>
 }) =>
   describe(`migrations: ${name}`, () => {
     const at = (n: number) => new Date(Date.UTC(2024, 0, 1, 0, 0, n)).toISOString()
