@@ -14,6 +14,8 @@
  *   BENCH_POLICY=1 (the organization of the event figures has a consent policy for their regulation)
  *   BENCH_EXPORT_EVENTS=50000 (events of the organization exported in the `export` figure)
  *   BENCH_STORES=sqlite,postgres (PostgreSQL only where DATABASE_URL is set)
+ *   BENCH_SERVER_FLAGS="--heap-growing-percent=0" (node's flags for every server process, e.g. to
+ *     weigh a V8 setting against the server's own in alternating runs)
  *   BENCH_ONLY=growth (only when named: the first run seeds stores of up to a million events) and
  *     BENCH_GROWTH=10000,100000,1000000, BENCH_GROWTH_POSTGRES=100000 (consent events the
  *     organization holds, each figure a ratio to the empty store's), BENCH_GROWTH_ROUNDS=2,
@@ -68,7 +70,8 @@ const child = (entry: string, env: Record<string, string>, args: Array<string> =
     const profile = entry.includes("server") && process.env.BENCH_PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : []
     // The server runs as `pnpm start` runs it: the bundle built below, plain JavaScript.
     const command = entry.endsWith(".mjs") ? [path.join(root, entry)] : ["--import", "tsx", path.join(root, entry)]
-    const proc = spawn(process.execPath, [...profile, ...command, ...args], {
+    const flags = entry.includes("server") && process.env.BENCH_SERVER_FLAGS ? process.env.BENCH_SERVER_FLAGS.split(" ") : []
+    const proc = spawn(process.execPath, [...profile, ...flags, ...command, ...args], {
       cwd: import.meta.dirname,
       env: { ...process.env, ...env },
       stdio: ["pipe", "pipe", "inherit"]

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { describeFailure } from "./Failure.js"
+import { tuneHeap } from "./Heap.js"
 
 /**
  * `serve` (the default), `worker`, `bootstrap`, `verify-log`, `rotate-receipt-key`, `rotate-token-key`, `reseal-secrets`, `verify-receipt` or `backup`. Each command is loaded only when asked for, so
@@ -16,6 +17,8 @@ const commands: Record<string, () => Promise<void>> = {
   "verify-receipt": () => import("./VerifyReceipt.js").then((m) => m.verifyReceiptCommand(process.argv.slice(3))),
   backup: () => import("./Backup.js").then((m) => m.backupCommand(process.argv.slice(3)))
 }
+
+tuneHeap()
 
 const command = process.argv[2] ?? "serve"
 const run = commands[command]
