@@ -17,6 +17,8 @@ import {
   bootstrap,
   ConsentEventsResource,
   ConsentPoliciesResource,
+  type ConsentTokenClaims,
+  ConsentUserErasuresTable,
   ConsentUsersResource,
   createSession,
   DeliveriesResource,
@@ -27,6 +29,7 @@ import {
   type FieldInfo,
   MailQueue,
   purgeConsentEventsOf,
+  requireLiveConsentToken,
   OrganizationsResource,
   PremiumFeaturesResource,
   type Principal,
@@ -51,7 +54,15 @@ import { engineLayer } from "./EngineServices.js"
 const ROWS = 20_000
 
 /** The tables that grow with traffic: a plan may seek into them, never read them whole. */
-const big = new Set(["consent_users", "consent_user_states", "consent_events", "webhook_deliveries", "webhook_attempts", "mail_outbox"])
+const big = new Set([
+  "consent_users",
+  "consent_user_states",
+  "consent_events",
+  "webhook_deliveries",
+  "webhook_attempts",
+  "mail_outbox",
+  "consent_user_erasures"
+])
 
 type Dialect = "sqlite" | "pg"
 
@@ -209,6 +220,8 @@ const seed = Effect.gen(function*() {
     status_code: "CASE WHEN i % 100 = 1 THEN 500 ELSE 200 END",
     succeeded: `CASE WHEN i % 100 = 1 THEN ${no} ELSE ${yes} END`
   }))
+  // Erased users of the organization, one a second from 2026-01-01 00:00:01.
+  yield* sql.unsafe(bulkInsert(dialect, ConsentUserErasuresTable, ROWS, { id: "'digest-' || i", organization_id: org, erased_at: "AT(i)" }))
   if (dialect === "pg") yield* sql.unsafe("ANALYZE")
   return { dialect, organizationId, client, publicKey: organization.public_api_key as string, webhookId } satisfies World
 })
@@ -493,6 +506,26 @@ export const queryPlanSuite = (name: string, makeStore: () => Layer.Layer<StoreP
         assert.deepStrictEqual(lookUps.map((p) => /previous_public_api_key/.test(p.statement)), [false, true])
         const whole = lookUps.filter((p) => (dialect === "pg" ? /"Seq Scan"/.test(p.plan) : /\bSCAN organizations\b/.test(p.plan)))
         assert.deepStrictEqual(whole.map((p) => `${p.statement}\n  plan ${p.plan}`), [])
+      }))
+
+    it.effect("a consent token's erasure check: the organization's latest erasure by its index, its own user's only for a token older than that", () =>
+      Effect.gen(function*() {
+        const { organizationId } = yield* Seeded
+        const claims = (issued: string): ConsentTokenClaims => {
+          const iat = Date.parse(issued) / 1000
+          return { jti: "j", org: organizationId, sub: "crm-someone", iat, exp: iat + 3600, issuer: { kind: "host", id: "host" } }
+        }
+        const erasureReads = (plans: ReadonlyArray<{ readonly statement: string }>) =>
+          plans.filter((p) => /\bconsent_user_erasures\b/.test(p.statement)).map((p) => p.statement)
+        const newer = yield* plansOf(requireLiveConsentToken(claims("2026-06-01T00:00:00Z")), true)
+        const newerReads = erasureReads(newer.plans)
+        assert.strictEqual(newerReads.length, 1, newerReads.join("\n"))
+        assert.match(newerReads[0]!, /ORDER BY/)
+        assert.deepStrictEqual(newer.plans.flatMap((p) => p.findings), [])
+        const older = yield* plansOf(requireLiveConsentToken(claims("2026-01-01T03:00:00Z")), true)
+        const ownRead = erasureReads(older.plans).filter((statement) => !/ORDER BY/.test(statement))
+        assert.strictEqual(ownRead.length, 1)
+        assert.deepStrictEqual(older.plans.flatMap((p) => p.findings), [])
       }))
 
     // Last: it removes seeded rows.

@@ -6,7 +6,7 @@ import { KeptValues, readThrough } from "../Engine/KeptValues.js"
 /**
  * What a consent token is checked against on every request: its organization (still there, and
  * the date before which it refuses consent tokens), its issuer (still there and enabled) and
- * its user (erased since?). Each answer is kept in memory for a moment, like the credential
+ * its user (erased since? and, first, any user of the organization since?). Each answer is kept in memory for a moment, like the credential
  * cache's: a change through this process drops it at once, one through another server is seen
  * within `ttlMs`. Only consent-token requests read them, while authenticating, before any
  * transaction: a caller may wait for another's load of the same answer (`KeptValues`).
@@ -30,10 +30,16 @@ export interface ConsentTokenStatesService {
     userDigest: string,
     load: Effect.Effect<number | null, E, R>
   ) => Effect.Effect<number | null, E, R>
+  /** When the organization last erased any of its users, in epoch ms, or `null`. */
+  readonly latestErasure: <E, R>(
+    organizationId: string,
+    load: Effect.Effect<number | null, E, R>
+  ) => Effect.Effect<number | null, E, R>
   readonly forgetOrganization: (organizationId: string) => Effect.Effect<void>
   /** Drops what is kept about an issuer (a key, an integration, a person), in every organization. */
   readonly forgetIssuer: (issuerId: string) => Effect.Effect<void>
   readonly forgetErasure: (organizationId: string, userDigest: string) => Effect.Effect<void>
+  readonly forgetLatestErasure: (organizationId: string) => Effect.Effect<void>
 }
 
 interface KeptIssuer {
@@ -50,6 +56,7 @@ export class ConsentTokenStates extends Context.Tag("@cmp/core/ConsentTokenState
       const issuers = new KeptValues<KeptIssuer>(ttlMs, now)
       const erasures = new KeptValues<number | null>(ttlMs, now)
       const erasureKey = (organizationId: string, userDigest: string) => `${organizationId}:${userDigest}`
+      const latestErasures = new KeptValues<number | null>(ttlMs, now)
       return {
         organization: (organizationId, load) => readThrough(organizations, organizationId, load, true),
         issuer: (kind, issuerId, organizationId, load) =>
@@ -63,13 +70,15 @@ export class ConsentTokenStates extends Context.Tag("@cmp/core/ConsentTokenState
             (kept) => kept.alive
           ),
         erasure: (organizationId, userDigest, load) => readThrough(erasures, erasureKey(organizationId, userDigest), load, true),
+        latestErasure: (organizationId, load) => readThrough(latestErasures, organizationId, load, true),
         forgetOrganization: (organizationId) =>
           Effect.sync(() => {
             organizations.forget(organizationId)
             issuers.forgetWhere((kept) => kept.organizationId === organizationId)
           }),
         forgetIssuer: (issuerId) => Effect.sync(() => issuers.forgetWhere((kept) => kept.issuerId === issuerId)),
-        forgetErasure: (organizationId, userDigest) => Effect.sync(() => erasures.forget(erasureKey(organizationId, userDigest)))
+        forgetErasure: (organizationId, userDigest) => Effect.sync(() => erasures.forget(erasureKey(organizationId, userDigest))),
+        forgetLatestErasure: (organizationId) => Effect.sync(() => latestErasures.forget(organizationId))
       }
     })
 }

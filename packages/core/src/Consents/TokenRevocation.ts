@@ -7,6 +7,7 @@ import { membershipsOf } from "../Accounts/Members.js"
 import { Tables } from "../Accounts/AccountTables.js"
 import { PlatformIntegrationsResource } from "../Accounts/PlatformIntegrations.js"
 import { Settings } from "../Engine/Settings.js"
+import { eq } from "../Engine/Query.js"
 import { ConsentTokenStates } from "../Accounts/TokenStates.js"
 import { ConsentUserErasuresTable, userDigestOf } from "./UserErasures.js"
 
@@ -88,6 +89,25 @@ export const requireLiveConsentToken = (claims: ConsentTokenClaims) =>
     }
     const alive = yield* states.issuer(issuer.kind, issuer.id, claims.org, Effect.suspend(() => issuerAlive(issuer, claims.org)))
     if (!alive) return yield* Effect.fail(refused("whoever minted it has been removed or disabled"))
+    // A token issued after the organization's latest erasure cannot be refused for one: on the
+    // path of every consent-token write, this saves reading its own user's erasure, a read per
+    // user that a kept answer rarely saves (each user has a token of its own).
+    const latestErasure = yield* states.latestErasure(
+      claims.org,
+      Effect.suspend(() =>
+        Effect.map(
+          storage.repository(ConsentUserErasuresTable).find({
+            where: [eq("organization_id", claims.org)],
+            sort: [{ field: "erased_at", direction: -1 }, { field: "id", direction: -1 }],
+            limit: 1,
+            skip: 0,
+            count: false
+          }),
+          (page) => (page.data[0] === undefined ? null : Date.parse(page.data[0].erased_at))
+        )
+      )
+    )
+    if (latestErasure === null || issuedAt > latestErasure) return
     const userDigest = yield* userDigestOf(claims.sub)
     const erasedAt = yield* states.erasure(
       claims.org,

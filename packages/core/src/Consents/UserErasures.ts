@@ -16,7 +16,12 @@ export const ConsentUserErasuresTable = defineTable("consent_user_erasures", {
   /** SHA-256 of the erased user's `organization_user_id`. */
   id: field.string,
   erased_at: field.timestamp
-}, { key: ["organization_id", "id"], references: [ownedByOrganization] })
+}, {
+  key: ["organization_id", "id"],
+  references: [ownedByOrganization],
+  // The organization's latest erasure, read backwards: see `requireLiveConsentToken`.
+  indexes: [{ name: "consent_user_erasures_latest", columns: ["organization_id", "erased_at", "id"] }]
+})
 
 export const userDigestOf = (organizationUserId: string) => Effect.map(Digests, (d) => d.sha256(organizationUserId))
 
@@ -32,5 +37,5 @@ export const recordUserErasure = (organizationId: string, organizationUserId: st
     const repo = (yield* Storage).repository(ConsentUserErasuresTable)
     yield* repo.remove({ organization_id: organizationId, id })
     yield* repo.create({ organization_id: organizationId, id, erased_at: yield* nowIso })
-    yield* Effect.flatMap(ConsentTokenStates, (s) => s.forgetErasure(organizationId, id))
+    yield* Effect.flatMap(ConsentTokenStates, (s) => Effect.zipRight(s.forgetErasure(organizationId, id), s.forgetLatestErasure(organizationId)))
   }).pipe(Effect.orDie)

@@ -27,6 +27,7 @@ import credentialRotation from "./0027_credential_rotation.js"
 import webhookSecretRotation from "./0028_webhook_secret_rotation.js"
 import retention from "./0029_retention.js"
 import auditLogs from "./0030_audit_logs.js"
+import latestErasure from "./0031_latest_erasure.js"
 
 /**
  * Versioned migrations of both stores: a new change is a new entry, never an edit of an old
@@ -61,5 +62,6 @@ export const migrations = {
   "0027_credential_rotation": credentialRotation,
   "0028_webhook_secret_rotation": webhookSecretRotation,
   "0029_retention": retention,
-  "0030_audit_logs": auditLogs
+  "0030_audit_logs": auditLogs,
+  "0031_latest_erasure": latestErasure
 }
