@@ -6,8 +6,9 @@ import { KeptValues, readThrough } from "../Engine/KeptValues.js"
 /**
  * What a consent token is checked against on every request: its organization (still there, and
  * the date before which it refuses consent tokens), its issuer (still there and enabled) and
- * its user (erased since? and, first, any user of the organization since?). Each answer is kept in memory for a moment, like the credential
- * cache's: a change through this process drops it at once, one through another server is seen
+ * its user (any user of the organization erased since? then, only if so, this one?). Each
+ * answer is kept in memory for a moment, like the credential cache's: a change through this
+ * process drops it at once, one through another server is seen
  * within `ttlMs`. Only consent-token requests read them, while authenticating, before any
  * transaction: a caller may wait for another's load of the same answer (`KeptValues`).
  */
