@@ -8,9 +8,9 @@ import { KeptValues, readThrough } from "../Engine/KeptValues.js"
  * the date before which it refuses consent tokens), its issuer (still there and enabled) and
  * its user (any user of the organization erased since? then, only if so, this one?). Each
  * answer is kept in memory for a moment, like the credential cache's: a change through this
- * process drops it at once, one through another server is seen
- * within `ttlMs`. Only consent-token requests read them, while authenticating, before any
- * transaction: a caller may wait for another's load of the same answer (`KeptValues`).
+ * process drops it at once, one through another server is seen within `ttlMs`. Only
+ * consent-token requests read them, while authenticating, before any transaction: a caller may
+ * wait for another's load of the same answer (`KeptValues`).
  */
 export interface ConsentTokenStatesService {
   /** The organization's `consent_tokens_revoked_before` in epoch ms, `null` for none, `undefined` once it is gone. */
