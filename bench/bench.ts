@@ -345,6 +345,26 @@ const measureVerify = async (api: string, op: string, server: Child, store: stri
   )
 }
 
+/**
+ * The server's version and whether it vacuums on its own: with autovacuum off (as on some test
+ * machines) nothing removes the dead row versions an outbox's updates leave, and the figures of a
+ * long run read more of them than a server as PostgreSQL ships it would.
+ */
+const pgSettings = async (base: string) => {
+  const { default: pg } = await import("pg")
+  const c = new pg.Client({ connectionString: base })
+  await c.connect()
+  try {
+    const { rows } = await c.query<{ name: string; setting: string }>(
+      "SELECT name, setting FROM pg_settings WHERE name IN ('server_version', 'autovacuum')"
+    )
+    const of = (name: string) => rows.find((r) => r.name === name)?.setting ?? "?"
+    return `PostgreSQL ${of("server_version")}, autovacuum ${of("autovacuum")}`
+  } finally {
+    await c.end()
+  }
+}
+
 /** A fresh PostgreSQL database for one run, dropped at exit. */
 const pgDatabase = async (base: string, name: string) => {
   const { default: pg } = await import("pg")
@@ -865,6 +885,7 @@ const main = async () => {
     if (ONLY.has("expired")) await measureExpired(growth)
   }
   if (process.env.DATABASE_URL && STORES.has("postgres")) {
+    console.log(`# ${await pgSettings(process.env.DATABASE_URL)}`)
     if (ofStore) await measureStore("postgres", receiver)
     if (ONLY.has("growth")) await measureGrowth(growth, "postgres")
   } else console.log("# PostgreSQL figures: set DATABASE_URL (a server where this role may CREATE DATABASE)")

@@ -93,6 +93,7 @@ export type Operation =
     readonly name: string
     readonly columns: ReadonlyArray<string>
     readonly ifNotExists: boolean
+    readonly where: string | undefined
   }
   | { readonly _tag: "DropIndex"; readonly name: string }
   | { readonly _tag: "AddColumn"; readonly table: string; readonly name: string; readonly column: Column }
@@ -110,8 +111,16 @@ export const createIndex = (
   tableName: string,
   name: string,
   columns: ReadonlyArray<string>,
-  options: { readonly ifNotExists?: boolean } = {}
-): Operation => ({ _tag: "CreateIndex", table: tableName, name, columns, ifNotExists: options.ifNotExists ?? false })
+  options: {
+    readonly ifNotExists?: boolean
+    /**
+     * A partial index: only rows matching this condition (SQL both dialects read alike) have an
+     * entry. A statement reads it only where its own condition repeats this one as written, with
+     * literals, not parameters.
+     */
+    readonly where?: string
+  } = {}
+): Operation => ({ _tag: "CreateIndex", table: tableName, name, columns, ifNotExists: options.ifNotExists ?? false, where: options.where })
 
 export const dropIndex = (name: string): Operation => ({ _tag: "DropIndex", name })
 
@@ -260,7 +269,7 @@ export const statements = (dialect: Dialect, op: Operation): ReadonlyArray<strin
       return [
         `CREATE INDEX ${op.ifNotExists ? "IF NOT EXISTS " : ""}${identifier(op.name)} ON ${identifier(op.table)} (${
           list(op.columns)
-        })`
+        })${op.where === undefined ? "" : ` WHERE ${op.where}`}`
       ]
     case "DropIndex":
       return [`DROP INDEX ${identifier(op.name)}`]

@@ -446,6 +446,30 @@ export const queryPlanSuite = (name: string, makeStore: () => Layer.Layer<StoreP
         yield* usesIndexes(queue.nextDueAt(), ["webhook_deliveries"])
       }))
 
+    it.effect("the dispatcher's reads of leases go through an index of leased messages only", () =>
+      Effect.gen(function*() {
+        const { dialect } = yield* Seeded
+        const queue = yield* DeliveryQueue
+        const now = new Date().toISOString()
+        // On PostgreSQL a `(status, …)` index also holds an entry of every message delivered since
+        // the last vacuum in its `delivering` range: a claim or an idle wait that read leases
+        // through one read all of those, and their rows, each time. SQLite's hold live rows only.
+        const leases = (text: string) => /status = 'delivering' AND \(?(lease_until|webhook_id)/.test(text.replace(/\s+/g, " "))
+        const reads: ReadonlyArray<Effect.Effect<unknown>> = [
+          queue.claim({ now, leaseUntil: new Date(Date.now() + 60_000).toISOString(), workerId: "w2", limit: 8 }),
+          queue.nextDueAt()
+        ]
+        for (const effect of reads) {
+          const { plans } = yield* plansOf(effect)
+          const reading = plans.filter((p) => leases(p.statement))
+          assert.isAbove(reading.length, 0, "no statement read the leases")
+          for (const p of reading) {
+            if (dialect === "pg") assert.include(p.plan, "webhook_deliveries_leased", p.statement)
+            else assert.match(p.plan, /SEARCH webhook_deliveries USING (COVERING )?INDEX \w+ \(status=\?/, p.statement)
+          }
+        }
+      }))
+
     it.effect("the expiry sweep: a range of due users a page at a time, and the guarded mark", () =>
       Effect.gen(function*() {
         const { organizationId } = yield* Seeded

@@ -212,14 +212,20 @@ const differences = (dialect: Dialect, def: TableDef, actual: Actual): ReadonlyA
   if (!same(actual.primaryKey, def.key)) problems.push(`primary key is ${show(actual.primaryKey)}, declared ${show(def.key)}`)
 
   const secondary = actual.indexes.filter((i) => !i.primary)
-  for (const i of secondary) if (i.partial) problems.push(`index ${i.name} is partial, which a declaration cannot say`)
+  const declaredHere = def.indexes.filter((d) => d.only === undefined || d.only === dialect)
+  for (const i of secondary) {
+    const declared = declaredHere.find((d) => d.name === i.name)
+    if (declared === undefined) continue
+    if (i.partial && declared.where === undefined) problems.push(`index ${i.name} is partial, declared whole`)
+    if (!i.partial && declared.where !== undefined) problems.push(`index ${i.name} is whole, declared partial (${declared.where})`)
+  }
   const backsUnique = (i: Index) => i.unique && !i.partial && def.unique.some((u) => sameSet(u, i.columns))
   for (const u of def.unique) {
     if (!actual.indexes.some((i) => i.unique && !i.partial && sameSet(u, i.columns))) {
       problems.push(`unique ${show(u)} has no unique index or constraint`)
     }
   }
-  for (const declared of def.indexes) {
+  for (const declared of declaredHere) {
     const found = secondary.find((i) => i.name === declared.name)
     if (!found) problems.push(`index ${declared.name} ${show(declared.columns)} is declared but does not exist`)
     else if (!same(found.columns, declared.columns)) {
@@ -227,7 +233,7 @@ const differences = (dialect: Dialect, def: TableDef, actual: Actual): ReadonlyA
     } else if (found.unique) problems.push(`index ${declared.name} is unique: declare its columns in \`unique\``)
   }
   for (const i of secondary) {
-    if (!def.indexes.some((d) => d.name === i.name) && !backsUnique(i)) {
+    if (!declaredHere.some((d) => d.name === i.name) && !backsUnique(i)) {
       problems.push(`${i.unique ? "unique " : ""}index ${i.name} ${show(i.columns)} exists but is not declared`)
     }
   }

@@ -15,6 +15,10 @@ export type Row = Record<string, unknown>
 export interface IndexDef {
   readonly name: string
   readonly columns: ReadonlyArray<string>
+  /** A partial index: only the rows that match this condition (as the migration wrote it) have an entry. */
+  readonly where?: string
+  /** The one database that has it, for an index only that database's planner needs. */
+  readonly only?: "pg" | "sqlite"
 }
 
 /**

@@ -32,7 +32,11 @@ export const DeliveryIndexes = [
   { name: "webhook_deliveries_organization", columns: ["organization_id", "created_at"] },
   { name: "webhook_deliveries_webhook", columns: ["webhook_id", "status", "created_at"] },
   // The retention purge finds delivered messages by when they were delivered (their last move).
-  { name: "webhook_deliveries_finished", columns: ["status", "updated_at"] }
+  { name: "webhook_deliveries_finished", columns: ["status", "updated_at"] },
+  // The messages in flight, by when their lease ends. PostgreSQL only: there the `delivering`
+  // range of a `(status, …)` index also holds every delivered message's past version until a
+  // vacuum; SQLite keeps no past versions.
+  { name: "webhook_deliveries_leased", columns: ["lease_until"], where: "status = 'delivering'", only: "pg" }
 ] as const
 
 /** An outbox row: a delivery as the API shows it, less its attempts (read from their log), plus its lease. */

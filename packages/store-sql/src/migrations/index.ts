@@ -28,6 +28,7 @@ import webhookSecretRotation from "./0028_webhook_secret_rotation.js"
 import retention from "./0029_retention.js"
 import auditLogs from "./0030_audit_logs.js"
 import latestErasure from "./0031_latest_erasure.js"
+import leaseIndex from "./0032_lease_index.js"
 
 /**
  * Versioned migrations of both stores: a new change is a new entry, never an edit of an old
@@ -63,5 +64,6 @@ export const migrations = {
   "0028_webhook_secret_rotation": webhookSecretRotation,
   "0029_retention": retention,
   "0030_audit_logs": auditLogs,
-  "0031_latest_erasure": latestErasure
+  "0031_latest_erasure": latestErasure,
+  "0032_lease_index": leaseIndex
 }
