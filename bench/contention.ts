@@ -11,10 +11,14 @@
  * backlog's delivery, and each process's idle polls, then count too). BENCH_CONTENTION_ROUNDS (2)
  * rounds, the single process first in even rounds and the pair first in odd ones.
  *
- * Printed: the pair's CPU per event over the single process's (means over the rounds), each
- * round's figures, errors (every answer must be a 2xx) and webhooks (every one must arrive within
- * a minute after the load). Kept in the budget: the ratio over the load, target 1.1, and the answers
- * that were not 2xx with the webhooks that did not arrive, target 0.
+ * Printed: the pair's CPU per event over the single process's (means over the rounds), until
+ * the load's last webhook arrived and, beside it, over the load alone; each round's figures,
+ * errors (every answer must be a 2xx) and webhooks (every one must arrive within a minute after
+ * the load). Kept in the budget: the ratio until delivered, target 1.1, and the answers that
+ * were not 2xx with the webhooks that did not arrive, target 0. Until delivered, as the `default`
+ * figure is read: one process falls further behind in its deliveries under the whole load than
+ * each of two does under half of it, so over the load alone the single process's figure left
+ * out more of its deliveries (2.0–2.2 s of backlog after the load, against 0.8–0.9 s).
  */
 import type autocannon from "autocannon"
 import type { ChildProcess } from "node:child_process"
@@ -147,13 +151,13 @@ export const measureContention = async (
       `${m.cpuPerEvent.toFixed(2)} ms (${m.cpuPerDelivered.toFixed(2)} ms until delivered; ${m.events} events, ${m.errors} errors, ` +
       `${m.events - m.missing}/${m.events} webhooks, the last ${m.lastAfter.toFixed(1)} s after)`
     ).join("; ")
-  const ratio = mean(pair, (m) => m.cpuPerEvent) / mean(single, (m) => m.cpuPerEvent)
-  const untilDelivered = mean(pair, (m) => m.cpuPerDelivered) / mean(single, (m) => m.cpuPerDelivered)
+  const overLoad = mean(pair, (m) => m.cpuPerEvent) / mean(single, (m) => m.cpuPerEvent)
+  const ratio = mean(pair, (m) => m.cpuPerDelivered) / mean(single, (m) => m.cpuPerDelivered)
   b.line(
     "consent_events_two_processes_postgres",
     ratio,
-    "x one process's CPU per event",
-    `${untilDelivered.toFixed(2)}x until delivered; two processes ${describe(pair)}; one process ${describe(single)}; ` +
+    "x one process's CPU per event until delivered",
+    `${overLoad.toFixed(2)}x over the load alone; two processes ${describe(pair)}; one process ${describe(single)}; ` +
       `${ROUNDS} rounds of ${b.seconds} s, ${b.connections} connections in all`
   )
   const errors = [...single, ...pair].reduce((sum, m) => sum + m.errors, 0)
