@@ -65,10 +65,25 @@ export class PipelinedConnection implements Connection {
    * Holds back a check that fails the transaction with `missing()` unless a row matches: `count`
    * is a statement answering one count (`SELECT COUNT(*) FROM … WHERE …`).
    */
-  check(count: string, missing: () => unknown): void {
-    this.pending.push(`SELECT 1 / (${count}) AS present`)
-    this.deferred++
-    this.checks.push(missing)
+  check(count: string, missing: () => unknown): Effect.Effect<void, SqlError> {
+    return this.checkStatement(`SELECT 1 / (${count}) AS present`, missing)
+  }
+
+  /**
+   * Holds back a whole statement that fails with a division by zero where its check fails (a
+   * data-modifying `WITH` must stand at the top of its statement). A division by zero does not
+   * say which statement of a message raised it: a check already held back is sent first, so
+   * that each message carries one.
+   */
+  checkStatement(text: string, failed: () => unknown): Effect.Effect<void, SqlError> {
+    return Effect.zipRight(
+      this.checks.length > 0 ? this.flush() : Effect.void,
+      Effect.sync(() => {
+        this.pending.push(text)
+        this.deferred++
+        this.checks.push(failed)
+      })
+    )
   }
 
   /** What is held back, then `text`, in one message; answers the rows of each statement of `text`. */
@@ -92,8 +107,8 @@ export class PipelinedConnection implements Connection {
         Effect.tapError((error) =>
           Effect.sync(() => {
             if (deferred === 0 || this.failure !== undefined) return
-            // Only a check divides: a division by zero is a check that found no row. With
-            // several in one message, the first that fails stops the rest: the first is named.
+            // Only a check divides: a division by zero is a check that found no row. A message
+            // carries one check at most (`checkStatement`).
             this.failure = checks.length > 0 && sqlState(error) === "22012" ? checks[0]!() : this.conflictOf(error)
           })
         )

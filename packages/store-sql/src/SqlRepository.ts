@@ -34,16 +34,21 @@ export const make = Effect.gen(function*() {
   const cache = new Map<string, Repository>()
 
   /**
-   * PostgreSQL: the tables with a trigger that may change a row before it is inserted, whose
-   * stored row only the database can tell. Read once, when a write would first be deferred.
+   * PostgreSQL: the tables with a trigger that may change a row before it is inserted, or before
+   * it is updated, whose stored row only the database can tell. Read once, when a write would
+   * first be deferred.
    */
-  let changedOnInsert: ReadonlySet<string> | undefined
-  const tablesChangedOnInsert = Effect.suspend(() =>
-    changedOnInsert !== undefined ? Effect.succeed(changedOnInsert) : execute(sql<{ relname: string }>`SELECT DISTINCT c.relname FROM pg_trigger t
+  let changedBefore: { readonly insert: ReadonlySet<string>; readonly update: ReadonlySet<string> } | undefined
+  const tablesChangedBefore = Effect.suspend(() =>
+    changedBefore !== undefined ? Effect.succeed(changedBefore) : execute(sql<{ relname: string; tgtype: unknown }>`SELECT c.relname, t.tgtype FROM pg_trigger t
       JOIN pg_class c ON c.oid = t.tgrelid
-      WHERE NOT t.tgisinternal AND (t.tgtype & 2) <> 0 AND (t.tgtype & 4) <> 0`).pipe(
-      Effect.map((rows) => (changedOnInsert = new Set(rows.map((r) => r.relname)))),
-      Effect.orElseSucceed((): ReadonlySet<string> | undefined => undefined)
+      WHERE NOT t.tgisinternal AND (t.tgtype & 2) <> 0`).pipe(
+      Effect.map((rows) => {
+        // pg_trigger.tgtype: 2 before, 4 insert, 16 update.
+        const on = (bit: number) => new Set(rows.filter((r) => (Number(r.tgtype) & bit) !== 0).map((r) => r.relname))
+        return (changedBefore = { insert: on(4), update: on(16) })
+      }),
+      Effect.orElseSucceed(() => undefined)
     ))
 
   /**
@@ -202,10 +207,7 @@ export const make = Effect.gen(function*() {
         if (deferTo !== undefined) {
           const [text, params] = sql`SELECT COUNT(*) FROM ${t} WHERE ${conjunction(where)}`.compile()
           const inlined = inline(text, params)
-          if (inlined !== undefined) {
-            deferTo.check(inlined, missing)
-            return Effect.void
-          }
+          if (inlined !== undefined) return Unavailable.orDie(deferTo.check(inlined, missing))
         }
         return Effect.flatMap(count(where), (n) => (n > 0 ? Effect.void : Effect.failSync(missing)))
       })
@@ -320,8 +322,8 @@ export const make = Effect.gen(function*() {
         const encoded = enc(row)
         const deferTo = deferringConnection(fiber)
         if (deferTo === undefined) return createNow(encoded)
-        return Effect.flatMap(tablesChangedOnInsert, (changed) => {
-          const stored = changed === undefined || changed.has(table.table) ? undefined : storedOf(row, encoded)
+        return Effect.flatMap(tablesChangedBefore, (changed) => {
+          const stored = changed === undefined || changed.insert.has(table.table) ? undefined : storedOf(row, encoded)
           const text = stored && insertText([encoded])
           if (!text) return createNow(encoded)
           deferTo.defer(text)
@@ -341,18 +343,66 @@ export const make = Effect.gen(function*() {
             })
           ))
 
-    const write = (key: RowKey, changes: Row, expectedVersion: number): Effect.Effect<Row, NotFound | Conflict> =>
-      Effect.suspend(() => {
-        const values = enc({ ...changes, version: expectedVersion + 1 })
-        // A row never moves to another key (another organization).
-        for (const k of table.key) delete values[k]
-        return execute(sql<Record<string, unknown>>`UPDATE ${t} SET ${sql.update(values)} WHERE ${match(key)} AND ${
+    const writeNow = (key: RowKey, values: Row, expectedVersion: number): Effect.Effect<Row, NotFound | Conflict> =>
+      Effect.suspend(() =>
+        execute(sql<Record<string, unknown>>`UPDATE ${t} SET ${sql.update(values)} WHERE ${match(key)} AND ${
           sql("version")
         } = ${expectedVersion} RETURNING *`)
-      }).pipe(
+      ).pipe(
         Effect.catchTag("SqlError", mapWriteError(table)),
         Effect.flatMap((rows) => (rows.length === 0 ? missed(key) : Effect.succeed(dec(rows[0]!))))
       )
+
+    /**
+     * The row an update stores, as `RETURNING *` would answer it, where that can be told without
+     * the database: the row the caller read at that version with each written value as its
+     * column keeps it. Undefined otherwise.
+     */
+    const updatedOf = (current: Row, values: Row): Row | undefined => {
+      const out: Row = {}
+      for (const c of columns) {
+        if (!Object.hasOwn(current, c)) return undefined
+        out[c] = current[c]
+      }
+      for (const c of Object.keys(values)) {
+        if (!Object.hasOwn(table.fields, c)) return undefined
+        const v = storedValue(table.fields[c]!, values[c])
+        if (v === undefined) return undefined
+        out[c] = v
+      }
+      return out
+    }
+
+    const staleAtCommit = () =>
+      new Conflict({ message: "The record was changed or removed meanwhile; reload it and try again", errors: { version: "is not the current version" } })
+
+    /**
+     * Held back (PostgreSQL, `PipelinedConnection`) when the caller hands the row it read at that
+     * version and the row stored is known without the database's answer: sent with the next
+     * message, as a statement that divides by the count of rows it changed, so that a row that
+     * changed or went meanwhile fails the transaction there. Saves the round trip a known user's
+     * consent write spent on its update.
+     */
+    const write = (key: RowKey, changes: Row, expectedVersion: number, current?: Row): Effect.Effect<Row, NotFound | Conflict> =>
+      Effect.withFiberRuntime<Row, NotFound | Conflict>((fiber) => {
+        const values = enc({ ...changes, version: expectedVersion + 1 })
+        // A row never moves to another key (another organization).
+        for (const k of table.key) delete values[k]
+        const deferTo = current === undefined || current.version !== expectedVersion ? undefined : deferringConnection(fiber)
+        if (deferTo === undefined) return writeNow(key, values, expectedVersion)
+        return Effect.flatMap(tablesChangedBefore, (changed) => {
+          const stored = changed === undefined || changed.update.has(table.table) ? undefined : updatedOf(current!, values)
+          if (stored === undefined) return writeNow(key, values, expectedVersion)
+          const [text, params] = sql`UPDATE ${t} SET ${sql.update(values)} WHERE ${match(key)} AND ${sql("version")} = ${expectedVersion} RETURNING 1`
+            .compile()
+          const inlined = inline(text, params)
+          if (inlined === undefined) return writeNow(key, values, expectedVersion)
+          return deferTo.checkStatement(`WITH changed AS (${inlined}) SELECT 1 / (SELECT COUNT(*) FROM changed) AS present`, staleAtCommit).pipe(
+            Effect.catchTag("SqlError", mapWriteError(table)),
+            Effect.as(stored)
+          )
+        })
+      })
 
     const update = (key: RowKey, row: Row, expectedVersion: number) => {
       const full: Row = {}

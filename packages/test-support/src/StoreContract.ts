@@ -1019,6 +1019,33 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
           assert.deepStrictEqual((yield* snapshot).data.map((r) => r.id), ["n4", "r1"])
         })))
 
+      it.effect("patch given the row as read: answers the row as stored; a row changed since fails the transaction with a Conflict, and nothing of it commits", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          const uow = yield* UnitOfWork
+          yield* repo.create(item("p1", { tags: ["a"] }))
+          // A store may hold the write back and answer the row it will store: it is the row a read finds after the commit.
+          const patched = yield* uow.transaction(Effect.gen(function*() {
+            const current = Option.getOrThrow(yield* repo.get("p1"))
+            const after = yield* repo.patch("p1", { score: 7, active: true, tags: { b: [1, "two"] }, seen_at: at(5), updated_at: at(5) }, 1, current)
+            yield* repo.create(item("p2"))
+            return after
+          }))
+          assert.deepStrictEqual(patched, Option.getOrThrow(yield* repo.get("p1")))
+          assert.deepStrictEqual([patched.score, patched.active, patched.tags, patched.version], [7, true, { b: [1, "two"] }, 2])
+          // Another writer moves the row between this transaction's read and its write.
+          const read = Option.getOrThrow(yield* repo.get("p1"))
+          const version = read.version as number
+          yield* repo.patch("p1", { score: 8 }, version)
+          const stale = yield* Effect.flip(uow.transaction(Effect.gen(function*() {
+            yield* repo.create(item("p3"))
+            yield* repo.patch("p1", { score: 9 }, version, read)
+            yield* repo.create(item("p4"))
+          })))
+          assert.strictEqual(stale._tag, "Conflict")
+          assert.deepStrictEqual((yield* snapshot).data.map((r) => [r.id, r.score, r.version]), [["p1", 8, 3], ["p2", null, 1]])
+        })))
+
       it.effect("a successful transaction commits every write", () =>
         run(Effect.gen(function*() {
           const repo = yield* items

@@ -354,7 +354,7 @@ export const layer: Layer.Layer<Storage | UnitOfWork, never, Storage | UnitOfWor
         // Each row read back, so its digest is of what was stored.
         insert: (rows) => Effect.forEach(rows, create, { discard: true }),
         update: (key, row, expected) => inTransaction(repo.update(key, row, expected), change("update")),
-        patch: (key, changes, expected) => inTransaction(repo.patch(key, changes, expected), change("update")),
+        patch: (key, changes, expected, current) => inTransaction(repo.patch(key, changes, expected, current), change("update")),
         remove: (key, expected) =>
           inTransaction(repo.remove(key, expected), (gone) => Option.isSome(gone) ? change("remove")(gone.value) : undefined)
       }

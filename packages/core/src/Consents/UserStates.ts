@@ -145,7 +145,8 @@ export const setState = (user: UserRow, regulation: string, next: ConsentState |
   }
   return Effect.flatMap(Effect.zip(users(), nowIso), ([repo, now]) =>
     Effect.map(
-      repo.patch(keyOf(Users.tableDef, user), { consent_states: withState(user.consent_states, regulation, next), updated_at: now }, user.version),
+      // The user as this transaction read it: PostgreSQL's store sends the update with the COMMIT.
+      repo.patch(keyOf(Users.tableDef, user), { consent_states: withState(user.consent_states, regulation, next), updated_at: now }, user.version, user),
       (after) => ({ before: user, after, choicesChanged })
     ))
 }

@@ -86,8 +86,13 @@ export interface Repository<A extends Row = Row> {
   readonly insert: (rows: ReadonlyArray<A>) => Effect.Effect<void, Conflict>
   /** Replaces every column but the key and `created_at` with the given row; bumps `version`. */
   readonly update: (key: RowKey, row: A, expectedVersion: number) => Effect.Effect<A, NotFound | Conflict>
-  /** Writes only the given columns (never the key); bumps `version`. */
-  readonly patch: (key: RowKey, changes: Partial<A>, expectedVersion: number) => Effect.Effect<A, NotFound | Conflict>
+  /**
+   * Writes only the given columns (never the key); bumps `version`. With `current`, the row at
+   * `expectedVersion` as the caller read it in the same transaction, a store may hold the write
+   * back until its next message and answer the row it will store: a row that changed or went
+   * meanwhile then fails the transaction with a Conflict at that message (not a NotFound).
+   */
+  readonly patch: (key: RowKey, changes: Partial<A>, expectedVersion: number, current?: A) => Effect.Effect<A, NotFound | Conflict>
   readonly remove: (key: RowKey, expectedVersion?: number) => Effect.Effect<Option.Option<A>, Conflict>
 }
 
