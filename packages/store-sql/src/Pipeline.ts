@@ -76,13 +76,15 @@ export class PipelinedConnection implements Connection {
    * that each message carries one.
    */
   checkStatement(text: string, failed: () => unknown): Effect.Effect<void, SqlError> {
-    return Effect.zipRight(
-      this.checks.length > 0 ? this.flush() : Effect.void,
-      Effect.sync(() => {
-        this.pending.push(text)
-        this.deferred++
-        this.checks.push(failed)
-      })
+    return Effect.suspend(() =>
+      Effect.zipRight(
+        this.checks.length > 0 ? this.flush() : Effect.void,
+        Effect.sync(() => {
+          this.pending.push(text)
+          this.deferred++
+          this.checks.push(failed)
+        })
+      )
     )
   }
 
