@@ -343,12 +343,12 @@ export const make = Effect.gen(function*() {
             })
           ))
 
+    /** The versioned update of one row, sent at once or held back. */
+    const versionedUpdate = (key: RowKey, values: Row, expectedVersion: number) =>
+      sql`UPDATE ${t} SET ${sql.update(values)} WHERE ${match(key)} AND ${sql("version")} = ${expectedVersion}`
+
     const writeNow = (key: RowKey, values: Row, expectedVersion: number): Effect.Effect<Row, NotFound | Conflict> =>
-      Effect.suspend(() =>
-        execute(sql<Record<string, unknown>>`UPDATE ${t} SET ${sql.update(values)} WHERE ${match(key)} AND ${
-          sql("version")
-        } = ${expectedVersion} RETURNING *`)
-      ).pipe(
+      Effect.suspend(() => execute(sql<Record<string, unknown>>`${versionedUpdate(key, values, expectedVersion)} RETURNING *`)).pipe(
         Effect.catchTag("SqlError", mapWriteError(table)),
         Effect.flatMap((rows) => (rows.length === 0 ? missed(key) : Effect.succeed(dec(rows[0]!))))
       )
@@ -393,8 +393,7 @@ export const make = Effect.gen(function*() {
         return Effect.flatMap(tablesChangedBefore, (changed) => {
           const stored = changed === undefined || changed.update.has(table.table) ? undefined : updatedOf(current!, values)
           if (stored === undefined) return writeNow(key, values, expectedVersion)
-          const [text, params] = sql`UPDATE ${t} SET ${sql.update(values)} WHERE ${match(key)} AND ${sql("version")} = ${expectedVersion} RETURNING 1`
-            .compile()
+          const [text, params] = sql`${versionedUpdate(key, values, expectedVersion)} RETURNING 1`.compile()
           const inlined = inline(text, params)
           if (inlined === undefined) return writeNow(key, values, expectedVersion)
           return deferTo.checkStatement(`WITH changed AS (${inlined}) SELECT 1 / (SELECT COUNT(*) FROM changed) AS present`, staleAtCommit).pipe(
