@@ -11,9 +11,7 @@ import {
   UnitOfWork
 } from "@cmp/core"
 import * as SqlClient from "@effect/sql/SqlClient"
-import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
@@ -47,8 +45,11 @@ export const make = Effect.gen(function*() {
    * messages stay leased and are tried again when the lease ends).
    */
   type Completion = Parameters<DeliveryQueue["Type"]["complete"]>[0]
-  const completions = yield* Queue.unbounded<{ readonly completion: Completion; readonly done: Deferred.Deferred<boolean> }>()
-  const completeBatch = (batch: ReadonlyArray<{ readonly completion: Completion; readonly done: Deferred.Deferred<boolean> }>) =>
+  // Each caller waits on its own callback, resumed when its batch ends: no Deferred and no
+  // offering fiber step per message, on a path every delivered message takes.
+  type Waiting = { readonly completion: Completion; readonly done: (answer: Effect.Effect<boolean>) => void }
+  const completions = yield* Queue.unbounded<Waiting>()
+  const completeBatch = (batch: ReadonlyArray<Waiting>) =>
     Effect.exit(unitOfWork.transaction(Effect.gen(function*() {
       yield* Unavailable.orDie(attempts.insert(batch.map((b) => ({ ...b.completion.attempt }))))
       const moved = new Set<unknown>()
@@ -79,10 +80,11 @@ export const make = Effect.gen(function*() {
       }
       return batch.map((b) => moved.has(b.completion.id))
     }))).pipe(
-      Effect.flatMap((exit) =>
-        Effect.forEach(batch, (b, i) =>
-          Deferred.done(b.done, exit._tag === "Success" ? Exit.succeed(exit.value[i]!) : Exit.failCause(exit.cause)), { discard: true })
-      )
+      Effect.map((exit) => {
+        for (let i = 0; i < batch.length; i++) {
+          batch[i]!.done(exit._tag === "Success" ? Effect.succeed(exit.value[i]!) : Effect.failCause(exit.cause))
+        }
+      })
     )
   yield* drainInBatches(completions, 200, completeBatch)
 
@@ -123,9 +125,7 @@ export const make = Effect.gen(function*() {
           ) AS taken
         )
         RETURNING *`.pipe(Effect.map((rows) => rows.map(deliveryRow)), Unavailable.orDie),
-    complete: (completion) =>
-      Effect.flatMap(Deferred.make<boolean>(), (done) =>
-        Effect.zipRight(Queue.offer(completions, { completion, done }), Deferred.await(done))),
+    complete: (completion) => Effect.async<boolean>((done) => void completions.unsafeOffer({ completion, done })),
     nextDueAt: (options) => {
       const handled = new Set((options?.subscribers ?? []).map(subscriberTarget))
       const mine = (webhookId: string) => subscriberOf(webhookId) === undefined || handled.has(webhookId)

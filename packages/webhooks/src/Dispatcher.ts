@@ -7,6 +7,7 @@ import {
   Metrics,
   OutboxSignal,
   subscriberOf,
+  tracingEnabled,
   uuidV7
 } from "@cmp/core"
 import * as Cause from "effect/Cause"
@@ -26,7 +27,7 @@ import { makeTokenCache, type TokenCache } from "./OAuth.js"
 import { decide, DEFAULT_RETRY_SCHEDULE, isSuccess, unavailable } from "./RetryPolicy.js"
 import type { SendResult } from "./Answer.js"
 import { send } from "./Send.js"
-import { sign } from "./Signer.js"
+import { SignError, signNow } from "./Signer.js"
 import { makeSubscribers, type SubscriberHandler, Subscribers, type SubscribersService } from "./Subscribers.js"
 
 /**
@@ -122,6 +123,8 @@ const build = (config: DispatcherConfig, subscribers: SubscribersService | undef
     const wake = yield* Queue.sliding<void>(1)
     // Set when the layer closes: the loop claims nothing more and ends once its round is done.
     const stopping = yield* Deferred.make<void>()
+    // The same, read by every message of a round without an Effect step.
+    let stopped = false
     /** Waits `ms`, or less when the dispatcher is stopping. */
     const pause = (ms: number) => Effect.raceFirst(Effect.sleep(ms), Deferred.await(stopping))
 
@@ -129,25 +132,33 @@ const build = (config: DispatcherConfig, subscribers: SubscribersService | undef
      * One HTTP call's budget: the configured timeout, shortened so the call ends before the
      * lease does (a call outliving its lease could be repeated by another worker).
      */
-    const callTimeout = (leaseUntilMs: number) =>
-      Effect.map(Clock.currentTimeMillis, (now) => Math.max(1, Math.min(timeoutMs, leaseUntilMs - now)))
+    const callTimeout = (clock: Clock.Clock, leaseUntilMs: number) =>
+      Math.max(1, Math.min(timeoutMs, leaseUntilMs - clock.unsafeCurrentTimeMillis()))
 
     /**
      * Signs and sends the exact body; the signature gets this attempt's timestamp, and the
      * secret a rotation replaced signs too while its overlap runs at this attempt's time.
      */
-    const sendSigned = (message: DeliveryRecord, endpoint: Endpoint, body: string, token: string | null, leaseUntilMs: number) =>
-      Effect.gen(function*() {
-        const nowMs = yield* Clock.currentTimeMillis
+    const sendSigned = (
+      clock: Clock.Clock,
+      message: DeliveryRecord,
+      endpoint: Endpoint,
+      body: string,
+      token: string | null,
+      leaseUntilMs: number
+    ): Effect.Effect<SendResult> =>
+      Effect.suspend(() => {
+        const nowMs = clock.unsafeCurrentTimeMillis()
         const previous = endpoint.previousSigningSecret
-        const signature = yield* sign({
+        const signature = signNow({
           secret: endpoint.signingSecret,
           previousSecret: previous != null && nowMs < previous.expiresAtMs ? previous.secret : undefined,
           msgId: message.id,
           timestampSeconds: Math.floor(nowMs / 1000),
           body
         })
-        return yield* send({
+        if (signature instanceof SignError) return Effect.succeed(notSent(signature.message))
+        return send({
           url: endpoint.url,
           method: "POST",
           headers: {
@@ -157,31 +168,31 @@ const build = (config: DispatcherConfig, subscribers: SubscribersService | undef
             ...(token !== null ? { authorization: `Bearer ${token}` } : {})
           },
           body,
-          timeoutMs: yield* callTimeout(leaseUntilMs),
+          timeoutMs: callTimeout(clock, leaseUntilMs),
           allowHosts,
           localAddress
         })
-      }).pipe(Effect.catchTag("SignError", (e) => Effect.succeed(notSent(e.message))))
+      })
 
     /** The call of one attempt, including the token and the one retry after a 401. */
-    const deliver = (message: DeliveryRecord, endpoint: Endpoint, leaseUntilMs: number) =>
-      Effect.gen(function*() {
-        // Real elapsed time of the whole attempt (token, call, 401 retry), like the Sender's own.
-        const started = performance.now()
-        const elapsed = (r: SendResult): SendResult => ({ ...r, durationMs: Math.round(performance.now() - started) })
-        let body: string
-        try {
-          // Serialised once: the signature and the request use these exact bytes.
-          body = JSON.stringify(message.payload)
-        } catch (e) {
-          return notSent(`payload is not serialisable: ${e instanceof Error ? e.message : String(e)}`)
-        }
-        const auth = endpoint.auth
-        if (auth === null) return elapsed(yield* sendSigned(message, endpoint, body, null, leaseUntilMs))
+    const deliver = (clock: Clock.Clock, message: DeliveryRecord, endpoint: Endpoint, leaseUntilMs: number): Effect.Effect<SendResult> => {
+      // Real elapsed time of the whole attempt (token, call, 401 retry), like the Sender's own.
+      const started = performance.now()
+      const elapsed = (r: SendResult): SendResult => ({ ...r, durationMs: Math.round(performance.now() - started) })
+      let body: string
+      try {
+        // Serialised once: the signature and the request use these exact bytes.
+        body = JSON.stringify(message.payload)
+      } catch (e) {
+        return Effect.succeed(notSent(`payload is not serialisable: ${e instanceof Error ? e.message : String(e)}`))
+      }
+      const auth = endpoint.auth
+      if (auth === null) return Effect.map(sendSigned(clock, message, endpoint, body, null, leaseUntilMs), elapsed)
 
+      return Effect.gen(function*() {
         const first = yield* Effect.either(tokens.get(auth))
         if (first._tag === "Left") return elapsed(notSent(first.left.message))
-        const result = yield* sendSigned(message, endpoint, body, first.right, leaseUntilMs)
+        const result = yield* sendSigned(clock, message, endpoint, body, first.right, leaseUntilMs)
         if (result.status !== 401) return elapsed(result)
 
         // The token may have been revoked or expired early: get a new one and try once more
@@ -191,15 +202,16 @@ const build = (config: DispatcherConfig, subscribers: SubscribersService | undef
         if (second._tag === "Left") {
           return elapsed({ ...result, error: `receiver answered 401; ${second.left.message}` })
         }
-        return elapsed(yield* sendSigned(message, endpoint, body, second.right, leaseUntilMs))
+        return elapsed(yield* sendSigned(clock, message, endpoint, body, second.right, leaseUntilMs))
       })
+    }
 
     /** One call of a subscriber's handler, within the same budget as an HTTP call. */
-    const handle = (message: DeliveryRecord, subscriber: string, handler: SubscriberHandler, leaseUntilMs: number) =>
-      Effect.gen(function*() {
+    const handle = (clock: Clock.Clock, message: DeliveryRecord, subscriber: string, handler: SubscriberHandler, leaseUntilMs: number) =>
+      Effect.suspend(() => {
         const started = performance.now()
-        const budget = yield* callTimeout(leaseUntilMs)
-        const settled = yield* Effect.tryPromise({
+        const budget = callTimeout(clock, leaseUntilMs)
+        return Effect.tryPromise({
           try: async () => {
             await handler({
               id: message.id,
@@ -215,58 +227,36 @@ const build = (config: DispatcherConfig, subscribers: SubscribersService | undef
           catch: (e) => e instanceof Error ? e.message : String(e)
         }).pipe(
           Effect.timeoutFail({ duration: Duration.millis(budget), onTimeout: () => `handler did not settle within ${budget} ms` }),
-          Effect.either
+          Effect.either,
+          Effect.map((settled): SendResult => {
+            const durationMs = Math.round(performance.now() - started)
+            return Either.isRight(settled)
+              ? { status: 204, durationMs, error: null, responseExcerpt: null }
+              : { status: null, durationMs, error: (settled.left || "handler failed").slice(0, MAX_HANDLER_ERROR), responseExcerpt: null }
+          })
         )
-        const durationMs = Math.round(performance.now() - started)
-        return Either.isRight(settled)
-          ? { status: 204, durationMs, error: null, responseExcerpt: null }
-          : { status: null, durationMs, error: (settled.left || "handler failed").slice(0, MAX_HANDLER_ERROR), responseExcerpt: null }
       })
 
-    const processOne = (message: DeliveryRecord, leaseUntilMs: number) => {
+    /**
+     * One message's attempt, from the checks before the call to its recorded outcome. Every
+     * delivered message takes this path, so it is a few Effect steps rather than a generator's
+     * one per line: the round's clock is read directly, and the span and its annotations are
+     * only made when a tracer is installed (`tracing`, read once per round).
+     */
+    const processOne = (clock: Clock.Clock, tracing: boolean, message: DeliveryRecord, leaseUntilMs: number) => {
       // The message's ids annotate the lines logged about it, at the lines themselves: wrapping
       // every attempt in `Effect.annotateLogs` cost each message a copy of its fiber's references
       // though most attempts log nothing.
       const logged = <A, E, R>(line: Effect.Effect<A, E, R>, more?: Record<string, unknown>) =>
         Effect.annotateLogs(line, { delivery_id: message.id, webhook_id: message.webhook_id, ...more })
-      return Effect.gen(function*() {
-        if (yield* Deferred.isDone(stopping)) {
-          // Claimed but not started when the dispatcher began stopping: its lease brings it back.
-          return
-        }
-        const attemptedAtMs = yield* Clock.currentTimeMillis
-        if (attemptedAtMs >= leaseUntilMs) {
-          // Waited too long behind other messages of the batch; another worker may own it now.
-          yield* logged(Effect.logWarning("lease expired before sending; left to be claimed again"))
-          return
-        }
-        const subscriber = subscriberOf(message.webhook_id)
-        const handler = subscriber === undefined ? undefined : subscribers?.get(subscriber)
-        if (subscriber !== undefined && handler === undefined) {
-          // Unsubscribed here since the claim: its lease brings it back for a process that has it.
-          yield* logged(Effect.logWarning("no handler for the subscriber in this process any more; left to be claimed again"))
-          return
-        }
-        const found = subscriber === undefined ? yield* endpoints.get(message.webhook_id) : Option.none<Endpoint>()
-        let result: SendResult
-        let gone = false
-        if (subscriber !== undefined && handler !== undefined) {
-          result = yield* handle(message, subscriber, handler, leaseUntilMs)
-        } else if (Option.isNone(found)) {
-          result = notSent("webhook removed")
-          gone = true
-        } else if (!found.value.enabled) {
-          result = notSent("webhook disabled")
-          gone = true
-        } else {
-          result = yield* deliver(message, found.value, leaseUntilMs)
-        }
-        const nowMs = yield* Clock.currentTimeMillis
+
+      /** Records the attempt and the message's next state. */
+      const record = (attemptedAtMs: number, subscriber: string | undefined, result: SendResult, gone: boolean) => {
+        const nowMs = clock.unsafeCurrentTimeMillis()
         const decision = gone
           ? { outcome: unavailable(message.attempts_count), disable: false }
           : decide({ result, previousAttempts: message.attempts_count, retrySchedule, nowMs })
-        if (decision.disable) yield* endpoints.disable(message.webhook_id, "receiver answered 410 Gone")
-        const applied = yield* queue.complete({
+        const completed = queue.complete({
           id: message.id,
           workerId,
           now: iso(nowMs),
@@ -287,17 +277,51 @@ const build = (config: DispatcherConfig, subscribers: SubscribersService | undef
           }
         })
         const settled = decision.outcome.status
-        yield* annotateSpan("webhook.outcome", settled)
-        yield* metrics.deliveryAttempt(settled === "pending" ? "retry" : settled, result.durationMs / 1000)
-        if (!applied) yield* logged(Effect.logWarning("lease lost during the attempt; only the attempt was logged"))
-        else if (decision.outcome.status !== "delivered") {
+        const after = (applied: boolean): Effect.Effect<void> => {
+          const counted = metrics.deliveryAttempt(settled === "pending" ? "retry" : settled, result.durationMs / 1000)
+          const annotated = tracing ? Effect.zipRight(annotateSpan("webhook.outcome", settled), counted) : counted
+          if (!applied) return Effect.zipRight(annotated, logged(Effect.logWarning("lease lost during the attempt; only the attempt was logged")))
+          if (settled === "delivered") return annotated
           // What a host's handler threw is its own text, which may name a person: the delivery log
           // keeps it for the organization, the server log only that the handler failed.
           const error = subscriber !== undefined && result.error !== null ? "handler failed" : result.error ?? ""
-          yield* logged(Effect.logInfo("webhook attempt failed"), { status: result.status ?? "none", error, next: decision.outcome.status })
+          return Effect.zipRight(
+            annotated,
+            logged(Effect.logInfo("webhook attempt failed"), { status: result.status ?? "none", error, next: settled })
+          )
         }
-      }).pipe(
-        attemptSpan(message),
+        const applied = Effect.flatMap(completed, after)
+        return decision.disable ? Effect.zipRight(endpoints.disable(message.webhook_id, "receiver answered 410 Gone"), applied) : applied
+      }
+
+      const attempt: Effect.Effect<void> = Effect.suspend(() => {
+        if (stopped) {
+          // Claimed but not started when the dispatcher began stopping: its lease brings it back.
+          return Effect.void
+        }
+        const attemptedAtMs = clock.unsafeCurrentTimeMillis()
+        if (attemptedAtMs >= leaseUntilMs) {
+          // Waited too long behind other messages of the batch; another worker may own it now.
+          return logged(Effect.logWarning("lease expired before sending; left to be claimed again"))
+        }
+        const subscriber = subscriberOf(message.webhook_id)
+        if (subscriber !== undefined) {
+          const handler = subscribers?.get(subscriber)
+          if (handler === undefined) {
+            // Unsubscribed here since the claim: its lease brings it back for a process that has it.
+            return logged(Effect.logWarning("no handler for the subscriber in this process any more; left to be claimed again"))
+          }
+          return Effect.flatMap(handle(clock, message, subscriber, handler, leaseUntilMs), (result) =>
+            record(attemptedAtMs, subscriber, result, false))
+        }
+        return Effect.flatMap(endpoints.get(message.webhook_id), (found) => {
+          if (Option.isNone(found)) return record(attemptedAtMs, undefined, notSent("webhook removed"), true)
+          if (!found.value.enabled) return record(attemptedAtMs, undefined, notSent("webhook disabled"), true)
+          return Effect.flatMap(deliver(clock, message, found.value, leaseUntilMs), (result) =>
+            record(attemptedAtMs, undefined, result, false))
+        })
+      })
+      return (tracing ? attemptSpan(message)(attempt) : attempt).pipe(
         // One broken message must not stop the batch; it stays leased and comes back later.
         Effect.catchAllCause((cause) =>
           Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : logged(Effect.logError("webhook delivery crashed", cause))
@@ -306,7 +330,9 @@ const build = (config: DispatcherConfig, subscribers: SubscribersService | undef
     }
 
     const runOnce: Effect.Effect<number> = Effect.gen(function*() {
-      const nowMs = yield* Clock.currentTimeMillis
+      const clock = yield* Effect.clock
+      const tracing = yield* tracingEnabled
+      const nowMs = clock.unsafeCurrentTimeMillis()
       const leaseUntilMs = nowMs + leaseMs
       const claimed = yield* queue.claim({
         now: iso(nowMs),
@@ -315,7 +341,7 @@ const build = (config: DispatcherConfig, subscribers: SubscribersService | undef
         limit: batchSize,
         subscribers: subscribers?.names()
       })
-      yield* Effect.forEach(claimed, (m) => processOne(m, leaseUntilMs), { concurrency, discard: true })
+      yield* Effect.forEach(claimed, (m) => processOne(clock, tracing, m, leaseUntilMs), { concurrency, discard: true })
       return claimed.length
     })
 
@@ -345,7 +371,10 @@ const build = (config: DispatcherConfig, subscribers: SubscribersService | undef
     }).pipe(Effect.ensuring(Effect.sync(() => (looping = false))), Effect.annotateLogs({ worker_id: workerId }))
     const running = Effect.map(Deferred.isDone(stopping), (stopped) => looping && !stopped)
 
-    const stop = Effect.asVoid(Deferred.succeed(stopping, undefined))
+    const stop = Effect.suspend(() => {
+      stopped = true
+      return Effect.asVoid(Deferred.succeed(stopping, undefined))
+    })
     const service: DispatcherService = { workerId, runOnce, notify: Effect.asVoid(Queue.offer(wake, undefined)), running }
     return { service, loop, stop }
   })

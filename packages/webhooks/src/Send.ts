@@ -1,5 +1,4 @@
-import { annotateSpan, traced } from "@cmp/core"
-import * as Clock from "effect/Clock"
+import { annotateSpan, traced, tracingEnabled } from "@cmp/core"
 import * as Effect from "effect/Effect"
 import * as http from "node:http"
 import * as https from "node:https"
@@ -53,15 +52,20 @@ const staleSocket = (e: unknown) => {
  * clock must not fire it (or keep it from firing). `durationMs` is measured the same way.
  */
 export const send = (request: SendRequest): Effect.Effect<SendResult> =>
-  exchange(request).pipe(
-    Effect.tap((result) => (result.status === null ? Effect.void : annotateSpan("http.response.status_code", result.status))),
-    // The method only: the URL may carry credentials or ids in its path or query.
-    traced(request.method ?? "POST", { kind: "client", attributes: { "http.request.method": request.method ?? "POST" } })
-  )
+  // Every webhook message takes this path: without a tracer, the call alone.
+  Effect.flatMap(tracingEnabled, (on) =>
+    on
+      ? exchange(request).pipe(
+        Effect.tap((result) => (result.status === null ? Effect.void : annotateSpan("http.response.status_code", result.status))),
+        // The method only: the URL may carry credentials or ids in its path or query.
+        traced(request.method ?? "POST", { kind: "client", attributes: { "http.request.method": request.method ?? "POST" } })
+      )
+      : exchange(request))
 
 const exchange = (request: SendRequest): Effect.Effect<SendResult> =>
-  Effect.flatMap(Clock.currentTimeMillis, (nowMs) =>
+  Effect.clockWith((clock) =>
     Effect.async<SendResult>((resume) => {
+      const nowMs = clock.unsafeCurrentTimeMillis()
       const started = performance.now()
       const reader = responseReader(request.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES, nowMs)
       let settled = false
