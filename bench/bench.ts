@@ -12,6 +12,8 @@
  *   BENCH_LOG_ROUNDS=5 (rounds of each server, in turns, in the `log_cost` figure)
  *   BENCH_VERIFY_ENTRIES=100000 (consent log entries an organization has when its log is verified)
  *   BENCH_POLICY=1 (the organization of the event figures has a consent policy for their regulation)
+ *   BENCH_WEBHOOK_HOST=127.0.0.1 (the receiver's host in the webhook's URL; `localhost` makes the
+ *     sender resolve a name, as it does a customer's)
  *   BENCH_EXPORT_EVENTS=50000 (events of the organization exported in the `export` figure)
  *   BENCH_STORES=sqlite,postgres (PostgreSQL only where DATABASE_URL is set)
  *   BENCH_SERVER_FLAGS="--heap-growing-percent=0" (node's flags for every server process, e.g. to
@@ -50,6 +52,9 @@ const LOG_ROUNDS = Number(process.env.BENCH_LOG_ROUNDS ?? 5)
 const VERIFY_ENTRIES = Number(process.env.BENCH_VERIFY_ENTRIES ?? 100_000)
 /** `BENCH_POLICY=1`: the bench organization has a consent policy for `gdpr`, the regulation of its events. */
 const POLICY = process.env.BENCH_POLICY === "1"
+// The name the webhook's URL gives its receiver (which listens on 127.0.0.1): a name, such as
+// `localhost`, is resolved by the sender as a customer's host name is.
+const WEBHOOK_HOST = process.env.BENCH_WEBHOOK_HOST ?? "127.0.0.1"
 const EXPORT_EVENTS = Number(process.env.BENCH_EXPORT_EVENTS ?? 50_000)
 const STORES = new Set((process.env.BENCH_STORES ?? "sqlite,postgres").split(","))
 const root = path.join(import.meta.dirname, "..")
@@ -513,7 +518,7 @@ const setUp = async (api: string, receiver: Child) => {
   const token = (await json(`${api}/v1/sessions`, "POST", { type: "api-key", key: key.id, secret: key.secret })).access_token as string
   await json(`${api}/v1/webhooks`, "POST", {
     organization_id: org.id,
-    url: `http://127.0.0.1:${receiver.first.port}/hook`,
+    url: `http://${WEBHOOK_HOST}:${receiver.first.port}/hook`,
     event_types: ["event.created"]
   }, token)
   if (POLICY) {
@@ -602,7 +607,7 @@ const serverEnvOf = (sqlitePath: string, databaseUrl: string | undefined): Recor
   LOG_LEVEL: "Warning",
   ADMIN_API_KEY: "admin",
   ADMIN_API_SECRET: "bench-secret-0123456789",
-  WEBHOOK_ALLOW_HOSTS: "127.0.0.1",
+  WEBHOOK_ALLOW_HOSTS: WEBHOOK_HOST,
   EXPORTS_ROOT: path.join(dir, "exports"),
   // Delivery runs in a `pnpm worker` process (started by the `deliveries` figure), the deployment
   // that scales it.

@@ -1,9 +1,9 @@
-import * as dns from "node:dns"
 import type * as http from "node:http"
 import type * as https from "node:https"
 import * as net from "node:net"
 import { isAllowedHost, isNonPublicAddress, normalizeHost } from "./Address.js"
 import { errorMessage } from "./Answer.js"
+import { cachedLookup, type LookupAddress } from "./LookupCache.js"
 
 /**
  * Where a call to a customer's server may go, decided before a socket is opened, for both
@@ -39,10 +39,7 @@ export const headerProblem = (headers: Readonly<Record<string, string>>): string
   return null
 }
 
-interface Resolved {
-  readonly address: string
-  readonly family: number
-}
+type Resolved = LookupAddress
 
 /**
  * Resolves the host and applies the address rules: every resolved address must be public
@@ -60,7 +57,7 @@ const vet = async (
     addresses = [{ address: host, family: literal }]
   } else {
     try {
-      addresses = await dns.promises.lookup(host, { all: true })
+      addresses = await cachedLookup(host)
     } catch (e) {
       return `dns lookup of ${host} failed: ${errorMessage(e)}`
     }
