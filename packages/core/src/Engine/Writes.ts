@@ -26,6 +26,21 @@ const nullsFor = (fields: ReadonlySet<string>, def: AnyResource): Row => {
   return out
 }
 
+/**
+ * What a create starts from before its input: null in every nullable column, then the resource's
+ * defaults. The same for every create of a resource, so made once per resource rather than per
+ * write (a consent event has some thirty columns).
+ */
+const createBases = new WeakMap<AnyResource, Row>()
+const createBase = (def: AnyResource): Row => {
+  let base = createBases.get(def)
+  if (base === undefined) {
+    base = { ...nullsFor(new Set(Object.keys(def.tableDef.fields)), def), ...def.defaults }
+    createBases.set(def, base)
+  }
+  return base
+}
+
 /** What an update (PUT) writes into the updatable fields its body does not name. */
 const replacedFields = (def: AnyResource): Row => {
   const out = nullsFor(def.updateFields, def)
@@ -89,8 +104,7 @@ export const create = <S extends Shape, R, C>(
               // An end user's device cannot backdate what it records.
               const given = endUser ? undefined : input.created_at
               const base: Row = {
-                ...nullsFor(new Set(Object.keys(def.tableDef.fields)), def),
-                ...def.defaults,
+                ...createBase(def),
                 ...input,
                 id,
                 created_at: typeof given === "string" ? new Date(given).toISOString() : now,
