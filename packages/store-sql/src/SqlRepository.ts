@@ -281,10 +281,18 @@ export const make = Effect.gen(function*() {
      * otherwise (a column left to its default, a value the column would convert).
      */
     const storedOf = (row: Row, encoded: Row): Row | undefined => {
-      const out: Row = {}
-      for (const c of columns) {
-        if (!Object.hasOwn(row, c)) return undefined
-        const v = storedValue(table.fields[c]!, encoded[c])
+      for (const c of columns) if (!Object.hasOwn(row, c)) return undefined
+      return keptAs({}, encoded, columns)
+    }
+
+    /**
+     * Each of `names`' encoded value as its declared column keeps it, written into `out`;
+     * undefined where one is not a declared column or would be converted.
+     */
+    const keptAs = (out: Row, encoded: Row, names: ReadonlyArray<string>): Row | undefined => {
+      for (const c of names) {
+        const field = Object.hasOwn(table.fields, c) ? table.fields[c]! : undefined
+        const v = field === undefined ? undefined : storedValue(field, encoded[c])
         if (v === undefined) return undefined
         out[c] = v
       }
@@ -364,13 +372,7 @@ export const make = Effect.gen(function*() {
         if (!Object.hasOwn(current, c)) return undefined
         out[c] = current[c]
       }
-      for (const c of Object.keys(values)) {
-        if (!Object.hasOwn(table.fields, c)) return undefined
-        const v = storedValue(table.fields[c]!, values[c])
-        if (v === undefined) return undefined
-        out[c] = v
-      }
-      return out
+      return keptAs(out, values, Object.keys(values))
     }
 
     const staleAtCommit = () =>

@@ -39,8 +39,6 @@ export const headerProblem = (headers: Readonly<Record<string, string>>): string
   return null
 }
 
-type Resolved = LookupAddress
-
 /**
  * Resolves the host and applies the address rules: every resolved address must be public
  * unless the hostname is allow-listed. Answers the vetted addresses or why the call is refused.
@@ -50,9 +48,9 @@ const vet = async (
   hostname: string,
   allowHosts: ReadonlyArray<string>,
   localAddress: string | undefined
-): Promise<ReadonlyArray<Resolved> | string> => {
+): Promise<ReadonlyArray<LookupAddress> | string> => {
   const literal = net.isIP(host)
-  let addresses: ReadonlyArray<Resolved>
+  let addresses: ReadonlyArray<LookupAddress>
   if (literal !== 0) {
     addresses = [{ address: host, family: literal }]
   } else {
@@ -83,7 +81,7 @@ export interface Target {
   /** The hostname without brackets, lower-cased. */
   readonly host: string
   readonly secure: boolean
-  readonly vetted: ReadonlyArray<Resolved>
+  readonly vetted: ReadonlyArray<LookupAddress>
 }
 
 export type Checked = Pick<SendRequest, "url" | "headers" | "allowHosts" | "localAddress">
@@ -113,7 +111,7 @@ export const prepare = async (request: Checked): Promise<Target | string> => {
  * connection can't be re-resolved to another (private) address after the check, while the
  * request keeps the name for its Host header and TLS server name.
  */
-const pinnedLookup = (addresses: ReadonlyArray<Resolved>): net.LookupFunction => (_hostname, options, callback) => {
+const pinnedLookup = (addresses: ReadonlyArray<LookupAddress>): net.LookupFunction => (_hostname, options, callback) => {
   const wanted = options.family === 4 || options.family === 6
     ? addresses.filter((a) => a.family === options.family)
     : addresses

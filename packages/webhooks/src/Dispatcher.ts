@@ -122,9 +122,9 @@ const build = (config: DispatcherConfig, subscribers: SubscribersService | undef
     // One pending wake-up is enough: it makes the loop poll again, which sees every new message.
     const wake = yield* Queue.sliding<void>(1)
     // Set when the layer closes: the loop claims nothing more and ends once its round is done.
-    const stopping = yield* Deferred.make<void>()
-    // The same, read by every message of a round without an Effect step.
+    // Read as a variable (every message of a round reads it); the Deferred wakes a pause.
     let stopped = false
+    const stopping = yield* Deferred.make<void>()
     /** Waits `ms`, or less when the dispatcher is stopping. */
     const pause = (ms: number) => Effect.raceFirst(Effect.sleep(ms), Deferred.await(stopping))
 
@@ -367,9 +367,9 @@ const build = (config: DispatcherConfig, subscribers: SubscribersService | undef
     /** Rounds until `stop`: a round in progress finishes its calls in flight and records their attempts. */
     const loop: Effect.Effect<void> = Effect.gen(function*() {
       looping = true
-      while (!(yield* Deferred.isDone(stopping))) yield* round
+      while (!stopped) yield* round
     }).pipe(Effect.ensuring(Effect.sync(() => (looping = false))), Effect.annotateLogs({ worker_id: workerId }))
-    const running = Effect.map(Deferred.isDone(stopping), (stopped) => looping && !stopped)
+    const running = Effect.sync(() => looping && !stopped)
 
     const stop = Effect.suspend(() => {
       stopped = true
