@@ -26,14 +26,22 @@ import { ADMIN, call, type CallOptions, type Reply, storeKind, unique } from "./
  *
  * The restored server answers every record acknowledged before the backup began exactly as the
  * first server did, its consent logs verify (`pnpm verify-log` on the restored database too), and
- * a webhook message still pending when the backup was taken is delivered again by the restored
- * server, even though the first one delivered it since: delivery is at least once across a restore.
+ * a webhook message caught mid-attempt by the backup (claimed, its call still open) is delivered
+ * again by the restored server once the claim's lease runs out, even though the first server
+ * delivered it since: delivery is at least once across a restore.
  */
 
 const run = promisify(execFile)
 const main = path.join(packageDir, "dist", "main.mjs")
-/** Retries every second, long enough to outlast a backup: the pending message stays pending until the receiver accepts it. */
+/** Retries every second, long enough to outlast a backup: the message stays undelivered until the receiver accepts it. */
 const RETRY_SCHEDULE = Array.from({ length: 60 }, () => "1").join(",")
+/**
+ * A call may stay open long enough for a backup to be taken while it is (the receiver holds it),
+ * and a claim a backup caught ends soon after: the restored server takes the message again once
+ * the lease has run out, which the default (timeout + 30 s) would make the test wait for.
+ */
+const WEBHOOK_TIMEOUT_MS = 15_000
+const WEBHOOK_LEASE_MS = 16_000
 const ENCRYPTION_KEY = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 const dirs: Array<string> = []
 const tempDir = () => {
@@ -61,7 +69,8 @@ const serverEnv = (store: Record<string, string>) =>
     ENCRYPTION_KEY,
     WEBHOOK_ALLOW_HOSTS: "127.0.0.1",
     WEBHOOK_RETRY_SCHEDULE: RETRY_SCHEDULE,
-    WEBHOOK_TIMEOUT_MS: "2000"
+    WEBHOOK_TIMEOUT_MS: String(WEBHOOK_TIMEOUT_MS),
+    WEBHOOK_LEASE_MS: String(WEBHOOK_LEASE_MS)
   })
 
 type Server = Awaited<ReturnType<typeof startServer>>
@@ -89,20 +98,33 @@ const login = async (base: string, key: string, secret: string) =>
 
 // ---------------------------------------------------------------- a webhook receiver
 
-/** Answers 503 until `accepting`, then 200; records every message id it was sent. */
+/**
+ * Answers 503 (`refuse`), holds each call open without an answer (`hold`), or answers 200
+ * (`accept`); records every message id it was sent. `accept()` also answers the held calls.
+ */
 const receiver = async () => {
   const ids: Array<string> = []
-  const state = { accepting: false }
+  const held: Array<http.ServerResponse> = []
+  const state = { mode: "refuse" as "refuse" | "hold" | "accept" }
   const server = http.createServer((req, res) => {
     req.resume()
     req.on("end", () => {
       ids.push(String(req.headers["webhook-id"]))
-      res.writeHead(state.accepting ? 200 : 503).end()
+      if (state.mode === "hold") held.push(res)
+      else res.writeHead(state.mode === "accept" ? 200 : 503).end()
     })
   })
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`
-  return { url, ids, state, close: () => new Promise<void>((resolve) => server.close(() => resolve())) }
+  const accept = () => {
+    state.mode = "accept"
+    for (const res of held.splice(0)) res.writeHead(200).end()
+  }
+  const close = () => {
+    for (const res of held.splice(0)) res.destroy()
+    return new Promise<void>((resolve) => server.close(() => resolve()))
+  }
+  return { url, ids, held, state, accept, close }
 }
 
 const eventually = async <T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 20_000): Promise<T> => {
@@ -121,7 +143,7 @@ interface Spread {
   /** The organization that keeps receiving consent events. */
   readonly org: string
   readonly key: { readonly id: string; readonly secret: string }
-  /** The organization whose webhook message is pending when the backup is taken. */
+  /** The organization whose webhook message is mid-attempt when the backup is taken. */
   readonly quiet: { readonly org: string; readonly key: string; readonly secret: string; readonly webhook: string }
   /** What to read back: `as` a principal (the operator, or an organization's key), a path. */
   readonly reads: ReadonlyArray<{ readonly as: "operator" | "org" | "quiet"; readonly path: string }>
@@ -335,10 +357,15 @@ const backupAndRestore = async (options: {
       const d = await pendingDelivery(first.url, spread)
       return d.status === "pending" && hook.ids.includes(d.id) ? d : undefined
     }, "the quiet webhook's message to be tried and refused")
+    // The next try is held open from before the backup begins until after it ends, so the backup
+    // holds the message claimed by the first server, as any backup may catch a message.
+    hook.state.mode = "hold"
+    await eventually(async () => (hook.held.length > 0 ? true : undefined), "a try held open")
     const { all, before } = await backupWhileWriting(first.url, spread, options.backup)
+    expect(hook.held.length, "the try was still open when the backup ended").toBe(1)
     const events = await eventsOf(first.url, spread, before)
     // The first server delivers the message after the backup was taken.
-    hook.state.accepting = true
+    hook.accept()
     await eventually(async () => ((await pendingDelivery(first.url, spread)).status === "delivered" ? true : undefined), "the first delivery")
     const deliveredBefore = hook.ids.filter((id) => id === pending.id).length
     await stop(first)
@@ -349,8 +376,13 @@ const backupAndRestore = async (options: {
     const restored = await startServer(serverEnv(store))
     try {
       await checkRestored(restored.url, spread, { reads, spreadEvents, events, all })
-      // The backup holds the message as pending: the restored server sends it again, under the same id.
-      await eventually(async () => ((await pendingDelivery(restored.url, spread)).status === "delivered" ? true : undefined), "the second delivery")
+      // The backup holds the message as claimed: the restored server takes it again when the
+      // claim's lease has run out, and sends it under the same id.
+      await eventually(
+        async () => ((await pendingDelivery(restored.url, spread)).status === "delivered" ? true : undefined),
+        "the second delivery",
+        WEBHOOK_LEASE_MS + 20_000
+      )
       expect(hook.ids.filter((id) => id === pending.id).length).toBe(deliveredBefore + 1)
     } finally {
       await stop(restored)
@@ -363,7 +395,7 @@ const backupAndRestore = async (options: {
 // ---------------------------------------------------------------- SQLite
 
 describe.skipIf(storeKind !== "sqlite")("SQLite: pnpm backup while the server writes, restored into a new directory", () => {
-  it("the restored server answers every record acknowledged before the backup began, its logs verify, and a pending webhook message is delivered again", async () => {
+  it("the restored server answers every record acknowledged before the backup began, its logs verify, and a webhook message caught mid-attempt is delivered again", async () => {
     const dir = tempDir()
     const file = path.join(dir, "consent.db")
     const backupFile = path.join(tempDir(), "consent-backup.db")
@@ -429,7 +461,7 @@ const pgDump = (url: string, file: string) => run("pg_dump", ["--format=custom",
 const pgRestore = (file: string, url: string) => run("pg_restore", ["--no-owner", "--no-privileges", "--exit-on-error", "--dbname", url, file])
 
 describe.skipIf(storeKind !== "postgres" || pgReason !== undefined)(`PostgreSQL: pg_dump -Fc and pg_restore into a new database${pgReason ? ` (skipped: ${pgReason})` : ""}`, () => {
-  it("a dump taken while the server writes, restored into a new database: every record acknowledged before it, logs that verify, a pending message delivered again", async () => {
+  it("a dump taken while the server writes, restored into a new database: every record acknowledged before it, logs that verify, a message caught mid-attempt delivered again", async () => {
     const source = await newDatabase()
     const dumpFile = path.join(tempDir(), "consent.dump")
     await backupAndRestore({
