@@ -7,7 +7,7 @@ import { CommitTail, literal } from "./CommitTail.js"
 import { execute } from "./Execute.js"
 import * as SqlLogScratch from "./SqlLogScratch.js"
 import * as Unavailable from "./Unavailable.js"
-import { dialectOf } from "./SqlValues.js"
+import { dialectOf, rowLimit } from "./SqlValues.js"
 
 /**
  * The consent log over `SqlClient`. A chain's head row is what concurrent writers of that chain
@@ -135,7 +135,7 @@ export const make = Effect.gen(function*() {
       const after = options.after === undefined ? sql`1=1` : sql`(shard, seq) > (${options.after.shard}, ${options.after.seq})`
       return sql<Record<string, unknown>>`SELECT organization_id, shard, seq, created_at, changes, hash FROM consent_log
         WHERE organization_id = ${organizationId} AND ${chain} AND ${after}
-        ORDER BY shard, seq LIMIT ${options.limit}`
+        ORDER BY shard, seq LIMIT ${rowLimit(sql, options.limit)}`
     }).pipe(
       Effect.map((rows) =>
         rows.map((r) => ({

@@ -18,7 +18,7 @@ import * as Queue from "effect/Queue"
 import { drainInBatches } from "./Batches.js"
 import { execute } from "./Execute.js"
 import * as Unavailable from "./Unavailable.js"
-import { decodeRow, decodeValue, dialectOf } from "./SqlValues.js"
+import { decodeRow, decodeValue, dialectOf, rowLimit } from "./SqlValues.js"
 
 /**
  * The webhook delivery queue over `SqlClient`: leases due messages of the outbox table
@@ -110,18 +110,18 @@ export const make = Effect.gen(function*() {
       sql<Record<string, unknown>>`WITH due AS (
           SELECT id, next_attempt_at FROM webhook_deliveries
           WHERE status = 'pending' AND next_attempt_at <= ${now} AND ${claimable(subscribers)}
-          ORDER BY next_attempt_at ASC LIMIT ${limit} ${skipLocked}
+          ORDER BY next_attempt_at ASC LIMIT ${rowLimit(sql, limit)} ${skipLocked}
         ), lapsed AS (
           SELECT id, next_attempt_at FROM webhook_deliveries
           WHERE status = 'delivering' AND lease_until <= ${now} AND ${claimable(subscribers)}
-          LIMIT ${limit} ${skipLocked}
+          LIMIT ${rowLimit(sql, limit)} ${skipLocked}
         )
         UPDATE webhook_deliveries
         SET status = 'delivering', lease_until = ${leaseUntil}, leased_by = ${workerId}, version = version + 1
         WHERE id IN (
           SELECT id FROM (
             SELECT id, next_attempt_at FROM due UNION ALL SELECT id, next_attempt_at FROM lapsed
-            ORDER BY next_attempt_at ASC LIMIT ${limit}
+            ORDER BY next_attempt_at ASC LIMIT ${rowLimit(sql, limit)}
           ) AS taken
         )
         RETURNING *`.pipe(Effect.map((rows) => rows.map(deliveryRow)), Unavailable.orDie),
@@ -161,7 +161,7 @@ export const make = Effect.gen(function*() {
       unitOfWork.transaction(Effect.gen(function*() {
         const picked = yield* sql<{ id: string }>`SELECT id FROM webhook_deliveries
           WHERE status = 'delivered' AND updated_at < ${before}
-          ORDER BY updated_at ASC LIMIT ${limit} ${skipLocked}`
+          ORDER BY updated_at ASC LIMIT ${rowLimit(sql, limit)} ${skipLocked}`
         if (picked.length === 0) return 0
         const ids = picked.map((r) => r.id)
         yield* sql`DELETE FROM webhook_attempts WHERE delivery_id IN ${sql.in(ids)}`

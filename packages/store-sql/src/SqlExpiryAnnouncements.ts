@@ -3,7 +3,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Unavailable from "./Unavailable.js"
-import { decodeRow, dialectOf, encodeValue } from "./SqlValues.js"
+import { decodeRow, dialectOf, encodeValue, rowLimit } from "./SqlValues.js"
 
 /**
  * The expiry sweep's reads and marks over `SqlClient`, the same SQL on both dialects: a range
@@ -30,7 +30,7 @@ export const make = Effect.gen(function*() {
         WHERE organization_id = ${organizationId} AND regulation = ${regulation}
           AND ${past} AND last_event_at <= ${at(upTo)}
           AND last_event_id IS NOT NULL AND announced_event_id IS DISTINCT FROM last_event_id
-        ORDER BY last_event_at, user_id LIMIT ${limit}`.pipe(
+        ORDER BY last_event_at, user_id LIMIT ${rowLimit(sql, limit)}`.pipe(
         Effect.map((rows) => rows.map((raw) => decodeRow(dialect, dueFields, raw) as unknown as DueUser)),
         Unavailable.orDie
       )

@@ -6,7 +6,7 @@ import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import * as crypto from "node:crypto"
 import * as Unavailable from "./Unavailable.js"
-import type { Dialect } from "./SqlValues.js"
+import { type Dialect, rowLimit } from "./SqlValues.js"
 
 /**
  * A consent log verify's scratch: tables of its own, made when it starts and dropped when it
@@ -155,7 +155,7 @@ export const make = (sql: Sql, dialect: Dialect): Effect.Effect<LogScratch, neve
       sql<Record<string, unknown>>`SELECT c.subject, c.shard, c.seq, c.digest, c.kind, c.mention,
           CASE WHEN EXISTS (SELECT 1 FROM ${sql(present)} p WHERE p.subject = c.subject) THEN 1 ELSE 0 END AS present
         FROM ${sql(changes)} c
-        WHERE ${after === undefined ? sql`1=1` : sql`c.subject > ${after}`} ORDER BY c.subject LIMIT ${limit}`
+        WHERE ${after === undefined ? sql`1=1` : sql`c.subject > ${after}`} ORDER BY c.subject LIMIT ${rowLimit(sql, limit)}`
     ).pipe(
       Effect.map((found) => found.map((r) => ({ ...latestOfRow(r), present: int(r.present) === 1 }))),
       Effect.zipLeft(touch),

@@ -4,7 +4,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Unavailable from "./Unavailable.js"
-import { decodeRow, decodeValue, dialectOf } from "./SqlValues.js"
+import { decodeRow, decodeValue, dialectOf, rowLimit } from "./SqlValues.js"
 
 /**
  * The mail queue over `SqlClient`: leases due mails of the mail outbox (`mail_outbox`) to a
@@ -26,7 +26,7 @@ export const make = Effect.gen(function*() {
           SELECT id FROM mail_outbox
           WHERE (status = 'pending' AND next_attempt_at <= ${now}) OR (status = 'sending' AND lease_until <= ${now})
           ORDER BY next_attempt_at ASC
-          LIMIT ${limit}
+          LIMIT ${rowLimit(sql, limit)}
           ${skipLocked}
         )
         RETURNING *`.pipe(Effect.map((rows) => rows.map(mailRow)), Unavailable.orDie),
@@ -59,7 +59,7 @@ export const make = Effect.gen(function*() {
           if (removed >= limit) break
           const rows = yield* sql<{ id: unknown }>`DELETE FROM mail_outbox WHERE id IN (
               SELECT id FROM mail_outbox WHERE status = ${status} AND updated_at < ${before}
-              ORDER BY updated_at ASC LIMIT ${limit - removed} ${skipLocked}
+              ORDER BY updated_at ASC LIMIT ${rowLimit(sql, limit - removed)} ${skipLocked}
             )
             RETURNING id`
           removed += rows.length

@@ -21,7 +21,7 @@ import { execute } from "./Execute.js"
 import { deferringConnection, inline, literalOf } from "./Pipeline.js"
 import { counted, countsOf } from "./RowCounts.js"
 import * as Unavailable from "./Unavailable.js"
-import { decodeValue, dialectOf, encodeValue, mapWriteError, storedValue } from "./SqlValues.js"
+import { decodeValue, dialectOf, encodeValue, mapWriteError, rowLimit, storedValue } from "./SqlValues.js"
 
 /**
  * The repository port over `SqlClient`, for SQLite and PostgreSQL: one repository per declared
@@ -225,7 +225,7 @@ export const make = Effect.gen(function*() {
           : sql`ORDER BY ${orderBy(q)}`
         const read = q.limit === 0
           ? Effect.succeed([])
-          : execute(sql<Record<string, unknown>>`SELECT * FROM ${t} WHERE ${where} ${order} LIMIT ${q.limit} OFFSET ${skip}`)
+          : execute(sql<Record<string, unknown>>`SELECT * FROM ${t} WHERE ${where} ${order} LIMIT ${rowLimit(sql, q.limit)} OFFSET ${skip}`)
         return Effect.flatMap(read, (rows) => {
           const page = (total: number): Page<Row> => ({ total, limit: q.limit, skip, data: rows.map(dec) })
           if (q.count === false) return Effect.succeed(page(skip + rows.length))
@@ -292,7 +292,7 @@ export const make = Effect.gen(function*() {
     const keptAs = (out: Row, encoded: Row, names: ReadonlyArray<string>): Row | undefined => {
       for (const c of names) {
         const field = Object.hasOwn(table.fields, c) ? table.fields[c]! : undefined
-        const v = field === undefined ? undefined : storedValue(field, encoded[c])
+        const v = field === undefined ? undefined : storedValue(field, encoded[c], dialect)
         if (v === undefined) return undefined
         out[c] = v
       }
@@ -322,6 +322,19 @@ export const make = Effect.gen(function*() {
       )
 
     /**
+     * SQLite answers `RETURNING *` with the values as inserted (its triggers cannot change them):
+     * where those are known without it (see `storedOf`), the row is not read back and decoded.
+     */
+    const createKnown = (row: Row, encoded: Row) => {
+      const stored = storedOf(row, encoded)
+      if (stored === undefined) return createNow(encoded)
+      return execute(sql`INSERT INTO ${t} ${sql.insert(encoded)}`).pipe(
+        Effect.catchTag("SqlError", mapWriteError(table)),
+        Effect.as(stored)
+      )
+    }
+
+    /**
      * Deferred where the row stored is known without the database's answer (see `storedOf`),
      * which saves a round trip, and the decoding of the row read back.
      */
@@ -329,7 +342,7 @@ export const make = Effect.gen(function*() {
       Effect.withFiberRuntime<Row, Conflict>((fiber) => {
         const encoded = enc(row)
         const deferTo = deferringConnection(fiber)
-        if (deferTo === undefined) return createNow(encoded)
+        if (deferTo === undefined) return dialect === "sqlite" ? createKnown(row, encoded) : createNow(encoded)
         return Effect.flatMap(tablesChangedBefore, (changed) => {
           const stored = changed === undefined || changed.insert.has(table.table) ? undefined : storedOf(row, encoded)
           const text = stored && insertText([encoded])
@@ -375,6 +388,16 @@ export const make = Effect.gen(function*() {
       return keptAs(out, values, Object.keys(values))
     }
 
+    /** SQLite, as `createKnown`: the row the caller read with the values written, when that is known. */
+    const writeKnown = (key: RowKey, values: Row, expectedVersion: number, current: Row): Effect.Effect<Row, NotFound | Conflict> => {
+      const stored = updatedOf(current, values)
+      if (stored === undefined) return writeNow(key, values, expectedVersion)
+      return execute(sql`${versionedUpdate(key, values, expectedVersion)} RETURNING 1`).pipe(
+        Effect.catchTag("SqlError", mapWriteError(table)),
+        Effect.flatMap((rows) => (rows.length === 0 ? missed(key) : Effect.succeed(stored)))
+      )
+    }
+
     const staleAtCommit = () =>
       new Conflict({ message: "The record was changed or removed meanwhile; reload it and try again", errors: { version: "is not the current version" } })
 
@@ -390,7 +413,9 @@ export const make = Effect.gen(function*() {
         const values = enc({ ...changes, version: expectedVersion + 1 })
         // A row never moves to another key (another organization).
         for (const k of table.key) delete values[k]
-        const deferTo = current === undefined || current.version !== expectedVersion ? undefined : deferringConnection(fiber)
+        const known = current !== undefined && current.version === expectedVersion
+        if (known && dialect === "sqlite") return writeKnown(key, values, expectedVersion, current)
+        const deferTo = known ? deferringConnection(fiber) : undefined
         if (deferTo === undefined) return writeNow(key, values, expectedVersion)
         return Effect.flatMap(tablesChangedBefore, (changed) => {
           const stored = changed === undefined || changed.update.has(table.table) ? undefined : updatedOf(current!, values)

@@ -3,7 +3,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Unavailable from "./Unavailable.js"
-import { decodeRow, dialectOf, encodeValue } from "./SqlValues.js"
+import { decodeRow, dialectOf, encodeValue, rowLimit } from "./SqlValues.js"
 
 /**
  * The registrations of in-process subscribers over `SqlClient` (the `subscribers` table): a save
@@ -27,8 +27,8 @@ export const make = Effect.gen(function*() {
       for (;;) {
         const after = all.length === 0 ? undefined : all[all.length - 1]!.id
         const rows = yield* (after === undefined
-          ? sql<Record<string, unknown>>`SELECT * FROM subscribers ORDER BY id LIMIT ${LIST_PAGE}`
-          : sql<Record<string, unknown>>`SELECT * FROM subscribers WHERE id > ${after} ORDER BY id LIMIT ${LIST_PAGE}`)
+          ? sql<Record<string, unknown>>`SELECT * FROM subscribers ORDER BY id LIMIT ${rowLimit(sql, LIST_PAGE)}`
+          : sql<Record<string, unknown>>`SELECT * FROM subscribers WHERE id > ${after} ORDER BY id LIMIT ${rowLimit(sql, LIST_PAGE)}`)
         for (const row of rows) all.push(decode(row))
         if (rows.length < LIST_PAGE) return all
       }

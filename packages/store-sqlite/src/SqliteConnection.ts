@@ -33,18 +33,26 @@ const makeConnection = (filename: string) =>
     const db = new Sqlite(filename)
     yield* Effect.addFinalizer(() => Effect.sync(() => db.close()))
     if (filename !== "") db.pragma("journal_mode = WAL")
-    const prepared = new Map<string, Sqlite.Statement>()
+    // A second chance rather than strict LRU order: a hit only marks its entry, where moving it
+    // to the end of the map cost two map writes on every statement run.
+    const prepared = new Map<string, { readonly statement: Sqlite.Statement; used: boolean }>()
     const prepare = (sql: string): Sqlite.Statement => {
       const found = prepared.get(sql)
       if (found !== undefined) {
-        // Most recently used last: the first in the map is the one to drop.
-        prepared.delete(sql)
-        prepared.set(sql, found)
-        return found
+        found.used = true
+        return found.statement
       }
       const statement = db.prepare(sql)
-      if (prepared.size >= PREPARED) prepared.delete(prepared.keys().next().value!)
-      prepared.set(sql, statement)
+      // The oldest entry not used since it was last passed over goes; a used one moves to the end.
+      while (prepared.size >= PREPARED) {
+        const [oldest, entry] = prepared.entries().next().value!
+        prepared.delete(oldest)
+        if (entry.used) {
+          entry.used = false
+          prepared.set(oldest, entry)
+        }
+      }
+      prepared.set(sql, { statement, used: false })
       return statement
     }
     const runSync = (sql: string, params: ReadonlyArray<unknown>, raw = false): ReadonlyArray<any> => {
