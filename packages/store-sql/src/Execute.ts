@@ -31,14 +31,36 @@ export class Direct extends Context.Tag("@cmp/store-sql/Execute/Direct")<Direct,
  */
 export const execute = <A>(statement: Statement.Statement<A>): Effect.Effect<ReadonlyArray<A>, SqlError> =>
   Effect.withFiberRuntime((fiber) => {
-    if (fiber.getFiberRef(FiberRef.currentTracerEnabled)) return statement
-    const context = fiber.currentContext
-    const transaction = context.unsafeMap.get(SqlClient.TransactionConnection.key) as
-      | readonly [Connection, number]
-      | undefined
-    const direct = transaction === undefined ? context.unsafeMap.get(Direct.key) as DirectStatements | undefined : undefined
-    const connection = transaction !== undefined ? transaction[0] : direct !== undefined && !direct.inTransaction() ? direct.connection : undefined
+    const connection = directConnection(fiber)
     if (connection === undefined) return statement
     const [text, params] = statement.compile()
     return connection.execute(text, params, undefined) as Effect.Effect<ReadonlyArray<A>, SqlError>
   })
+
+/**
+ * `execute` of a statement's text and parameters made by the caller (in the client's dialect:
+ * `?` or `$1` placeholders), for a statement whose text the caller keeps rather than compiles
+ * again on every run.
+ */
+export const executeText = <A extends object = Record<string, unknown>>(
+  sql: SqlClient.SqlClient,
+  text: string,
+  params: ReadonlyArray<unknown>
+): Effect.Effect<ReadonlyArray<A>, SqlError> =>
+  Effect.withFiberRuntime((fiber) => {
+    const connection = directConnection(fiber)
+    if (connection === undefined) return sql.unsafe<A>(text, params)
+    return connection.execute(text, params, undefined) as Effect.Effect<ReadonlyArray<A>, SqlError>
+  })
+
+/** The connection a statement may run on straight away (see `execute`), if any. */
+const directConnection = (fiber: { getFiberRef<A>(ref: FiberRef.FiberRef<A>): A; readonly currentContext: Context.Context<never> }): Connection | undefined => {
+  if (fiber.getFiberRef(FiberRef.currentTracerEnabled)) return undefined
+  const context = fiber.currentContext
+  const transaction = context.unsafeMap.get(SqlClient.TransactionConnection.key) as
+    | readonly [Connection, number]
+    | undefined
+  if (transaction !== undefined) return transaction[0]
+  const direct = context.unsafeMap.get(Direct.key) as DirectStatements | undefined
+  return direct !== undefined && !direct.inTransaction() ? direct.connection : undefined
+}

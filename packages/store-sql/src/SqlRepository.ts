@@ -17,7 +17,7 @@ import type * as Statement from "@effect/sql/Statement"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import { execute } from "./Execute.js"
+import { execute, executeText } from "./Execute.js"
 import { deferringConnection, inline, literalOf } from "./Pipeline.js"
 import { counted, countsOf } from "./RowCounts.js"
 import * as Unavailable from "./Unavailable.js"
@@ -299,6 +299,45 @@ export const make = Effect.gen(function*() {
       return out
     }
 
+    /**
+     * An INSERT of rows that all name the same columns, as text and parameters. The text is kept
+     * per columns and number of rows: compiled on every write, it cost about as much as SQLite's
+     * run of it, and the statement cache hashed a new string each time. Undefined where a row
+     * names other columns than the first (the statement is compiled as usual then).
+     */
+    const insertTexts = new Map<string, string>()
+    const insertStatement = (encoded: ReadonlyArray<Row>, returning: boolean): readonly [string, Array<unknown>] | undefined => {
+      const names = Object.keys(encoded[0]!)
+      const params: Array<unknown> = []
+      for (const row of encoded) {
+        let n = 0
+        for (const name in row) if (Object.hasOwn(row, name)) n++
+        if (n !== names.length) return undefined
+        for (const name of names) {
+          if (!Object.hasOwn(row, name)) return undefined
+          params.push(row[name])
+        }
+      }
+      const key = `${encoded.length}${returning ? "*" : ""}|${names.join(",")}`
+      let text = insertTexts.get(key)
+      if (text === undefined) {
+        let i = 0
+        const placeholder = dialect === "pg" ? () => `$${++i}` : () => "?"
+        const values = encoded.map(() => `(${names.map(placeholder).join(",")})`).join(",")
+        text = `INSERT INTO ${quoted(table.table)} (${names.map(quoted).join(",")}) VALUES ${values}${returning ? " RETURNING *" : ""}`
+        // Row counts of a batch vary; the texts kept stay few.
+        if (insertTexts.size >= 200) insertTexts.clear()
+        insertTexts.set(key, text)
+      }
+      return [text, params]
+    }
+    const inserted = (encoded: ReadonlyArray<Row>, returning: boolean) => {
+      const made = insertStatement(encoded, returning)
+      return made !== undefined
+        ? executeText(sql, made[0], made[1])
+        : execute(sql<Record<string, unknown>>`INSERT INTO ${t} ${sql.insert(encoded)}${sql.literal(returning ? " RETURNING *" : "")}`)
+    }
+
     /** Many rows in one statement, nothing read back (the outbox of one change). */
     const insert = (rows: ReadonlyArray<Row>) =>
       rows.length === 0 ? Effect.void : Effect.withFiberRuntime<void, Conflict>((fiber) => {
@@ -309,14 +348,14 @@ export const make = Effect.gen(function*() {
           deferTo!.defer(text)
           return Effect.void
         }
-        return execute(sql`INSERT INTO ${t} ${sql.insert(encoded)}`).pipe(
+        return inserted(encoded, false).pipe(
           Effect.catchTag("SqlError", mapWriteError(table)),
           Effect.asVoid
         )
       })
 
     const createNow = (encoded: Row) =>
-      execute(sql<Record<string, unknown>>`INSERT INTO ${t} ${sql.insert(encoded)} RETURNING *`).pipe(
+      inserted([encoded], true).pipe(
         Effect.catchTag("SqlError", mapWriteError(table)),
         Effect.map((rows) => dec(rows[0]!))
       )
@@ -328,7 +367,7 @@ export const make = Effect.gen(function*() {
     const createKnown = (row: Row, encoded: Row) => {
       const stored = storedOf(row, encoded)
       if (stored === undefined) return createNow(encoded)
-      return execute(sql`INSERT INTO ${t} ${sql.insert(encoded)}`).pipe(
+      return inserted([encoded], false).pipe(
         Effect.catchTag("SqlError", mapWriteError(table)),
         Effect.as(stored)
       )
