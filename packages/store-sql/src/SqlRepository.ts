@@ -253,19 +253,29 @@ export const make = Effect.gen(function*() {
         Unavailable.orDie
       )
 
+    const quoted = (name: string) => `"${name.replace(/"/g, '""')}"`
+    /** The columns every row names, in the first row's order; undefined where one names others. */
+    const sharedColumns = (encoded: ReadonlyArray<Row>): ReadonlyArray<string> | undefined => {
+      const names = Object.keys(encoded[0]!)
+      for (const row of encoded) {
+        let n = 0
+        for (const name in row) if (Object.hasOwn(row, name)) n++
+        if (n !== names.length) return undefined
+        for (const name of names) if (!Object.hasOwn(row, name)) return undefined
+      }
+      return names
+    }
     /**
      * Deferred inserts (PostgreSQL, `PipelinedConnection`): the statement's text with its values
      * as literals, all rows naming the same columns; undefined where one cannot be written so.
      */
-    const quoted = (name: string) => `"${name.replace(/"/g, '""')}"`
     const insertText = (encoded: ReadonlyArray<Row>): string | undefined => {
-      const names = Object.keys(encoded[0]!)
+      const names = sharedColumns(encoded)
+      if (names === undefined) return undefined
       const values: Array<string> = []
       for (const row of encoded) {
-        if (Object.keys(row).length !== names.length) return undefined
         const literals: Array<string> = []
         for (const name of names) {
-          if (!Object.hasOwn(row, name)) return undefined
           const value = literalOf(row[name])
           if (value === undefined) return undefined
           literals.push(value)
@@ -307,17 +317,10 @@ export const make = Effect.gen(function*() {
      */
     const insertTexts = new Map<string, string>()
     const insertStatement = (encoded: ReadonlyArray<Row>, returning: boolean): readonly [string, Array<unknown>] | undefined => {
-      const names = Object.keys(encoded[0]!)
+      const names = sharedColumns(encoded)
+      if (names === undefined) return undefined
       const params: Array<unknown> = []
-      for (const row of encoded) {
-        let n = 0
-        for (const name in row) if (Object.hasOwn(row, name)) n++
-        if (n !== names.length) return undefined
-        for (const name of names) {
-          if (!Object.hasOwn(row, name)) return undefined
-          params.push(row[name])
-        }
-      }
+      for (const row of encoded) for (const name of names) params.push(row[name])
       const key = `${encoded.length}${returning ? "*" : ""}|${names.join(",")}`
       let text = insertTexts.get(key)
       if (text === undefined) {
