@@ -29,13 +29,17 @@ export const make = Effect.gen(function*() {
         Effect.asVoid
       ),
     outbox: Effect.gen(function*() {
-      // `delivering` is pending too: leased, not yet settled.
-      const [row] = yield* sql<{ n: unknown; oldest: unknown }>`SELECT COUNT(*) AS n, MIN(created_at) AS oldest
-        FROM webhook_deliveries WHERE status IN ('pending', 'delivering')`
-      const pending = Number(row?.n ?? 0)
-      if (pending === 0 || row?.oldest == null) return { pending, oldestAgeSeconds: 0 }
+      // `delivering` is pending too: leased, not yet settled. Each status through its own
+      // partial index (a condition over both would read the whole table).
+      const rows = yield* sql<{ n: unknown; oldest: unknown }>`SELECT COUNT(*) AS n, MIN(created_at) AS oldest
+          FROM webhook_deliveries WHERE status = 'pending'
+        UNION ALL SELECT COUNT(*) AS n, MIN(created_at) AS oldest
+          FROM webhook_deliveries WHERE status = 'delivering'`
+      const pending = rows.reduce((n, r) => n + Number(r.n ?? 0), 0)
+      const oldest = rows.map((r) => r.oldest).filter((t) => t != null).map(millisOf)
+      if (pending === 0 || oldest.length === 0) return { pending, oldestAgeSeconds: 0 }
       const now = yield* Clock.currentTimeMillis
-      return { pending, oldestAgeSeconds: Math.max(0, (now - millisOf(row.oldest)) / 1000) }
+      return { pending, oldestAgeSeconds: Math.max(0, (now - Math.min(...oldest)) / 1000) }
     }).pipe(Unavailable.orDie),
     // Every process of the platform names its connections alike (`application_name`).
     connections: dialectOf(sql) === "pg"

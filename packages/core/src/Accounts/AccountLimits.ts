@@ -1,6 +1,6 @@
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { premiumFeatureFlags } from "../Domain/Account.js"
+import { type PremiumFeatureFlag, premiumFeatureFlags } from "../Domain/Account.js"
 import { FeatureCache } from "./FeatureCache.js"
 import { OrganizationLimits } from "../Engine/OrganizationLimits.js"
 import { type Row, Storage, type TableDef } from "../Engine/Ports.js"
@@ -34,6 +34,18 @@ export const OrganizationLimitsLive: Layer.Layer<OrganizationLimits, never, Stor
     const cache = yield* FeatureCache
     const row = (table: TableDef, organizationId: string) =>
       Effect.provideService(organizationRow(table, organizationId), Storage, storage)
+    // The set of a cached row, made once while the cache keeps that row (a write asks twice).
+    const sets = new WeakMap<Row, ReadonlySet<PremiumFeatureFlag>>()
+    const none: ReadonlySet<PremiumFeatureFlag> = new Set()
+    const flagsOf = (r: Row | undefined): ReadonlySet<PremiumFeatureFlag> => {
+      if (r === undefined) return none
+      let set = sets.get(r)
+      if (set === undefined) {
+        set = new Set(premiumFeatureFlags.filter((f) => r[f] === true))
+        sets.set(r, set)
+      }
+      return set
+    }
     return OrganizationLimits.of({
       // Counted, not read: on every write an organization owns, its twenty columns decoded for nothing.
       requireExisting: (organizationId, missing) => storage.repository(Tables.organizations).requireRow([eq("id", organizationId)], missing),
@@ -43,10 +55,7 @@ export const OrganizationLimitsLive: Layer.Layer<OrganizationLimits, never, Stor
           return typeof limit === "number" ? limit : undefined
         }),
       featuresOf: (organizationId, outsideTransaction = false) =>
-        Effect.map(
-          cache.read(organizationId, row(Tables.premiumFeatures, organizationId), outsideTransaction),
-          (r) => new Set(premiumFeatureFlags.filter((f) => r?.[f] === true))
-        )
+        Effect.map(cache.read(organizationId, row(Tables.premiumFeatures, organizationId), outsideTransaction), flagsOf)
     })
   })
 )

@@ -35,10 +35,10 @@ const userView = ["regulation", "consents", "gpc", "consent_state", "expires_at"
 
 /** A written event counts as ingested; one through the public key is a public write, by how it ended. */
 const eventWritten: OperationMetric = (metrics, { principal, status }) =>
-  Effect.all([
+  Effect.zipRight(
     principal === "PublicKey" ? metrics.publicWrite(outcomeOf(status)) : Effect.void,
     status === 201 ? metrics.consentEventsIngested(1) : Effect.void
-  ], { discard: true })
+  )
 
 /** What an event holds where its write says nothing (its regulation apart, which the write may name). */
 export const EVENT_DEFAULTS = {

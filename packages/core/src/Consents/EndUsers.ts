@@ -1,6 +1,7 @@
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { nowIso } from "../Engine/Clock.js"
+import { both } from "../Engine/Sequence.js"
 import { type EventConsents, type EventUser, type EventUserInput } from "../Domain/Consent.js"
 import { Forbidden, InvalidInput } from "../Domain/Errors.js"
 import { verifyUserIdAuth } from "./VouchedUsers.js"
@@ -137,7 +138,7 @@ export const resolveUser = (
   return Effect.flatMap(found, (found): Effect.Effect<ResolvedUser, never, Ids> => {
     if (Option.isSome(found)) return Effect.succeed({ user: found.value, created: undefined })
     const newId = u.id != null ? Effect.succeed(u.id) : Effect.flatMap(Ids, (ids) => ids.next)
-    return Effect.map(Effect.zip(nowIso, newId), ([now, id]) => {
+    return Effect.map(both(nowIso, newId), ([now, id]) => {
       const created: UserRow = {
         id,
         organization_id: organizationId,

@@ -1,6 +1,7 @@
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { nowIso } from "../Engine/Clock.js"
+import { both } from "../Engine/Sequence.js"
 import { type ConsentState, type EventConsents, type UserConsents, type UserConsentStates } from "../Domain/Consent.js"
 import { emptyState, lastMerged, mergeAll, mergeEvent, sameConsents, withLast } from "./Merge.js"
 export { withLast }
@@ -143,7 +144,7 @@ export const setState = (user: UserRow, regulation: string, next: ConsentState |
   if (!choicesChanged && current?.updated_at === next?.updated_at && current?.event_id === next?.event_id) {
     return Effect.succeed({ before: user, after: user, choicesChanged })
   }
-  return Effect.flatMap(Effect.zip(users(), nowIso), ([repo, now]) =>
+  return Effect.flatMap(both(users(), nowIso), ([repo, now]) =>
     Effect.map(
       // The user as this transaction read it: PostgreSQL's store sends the update with the COMMIT.
       repo.patch(keyOf(Users.tableDef, user), { consent_states: withState(user.consent_states, regulation, next), updated_at: now }, user.version, user),

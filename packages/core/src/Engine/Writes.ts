@@ -2,6 +2,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { nowIso } from "./Clock.js"
+import { both } from "./Sequence.js"
 import { Ids, keyOf, type Row, signalOutbox, UnitOfWork } from "./Ports.js"
 import { isEndUser, type Principal, requireOrganization } from "./Principal.js"
 import { type AnyResource, type ResourceDef } from "./Resource.js"
@@ -100,7 +101,7 @@ export const create = <S extends Shape, R, C>(
             // Before the transaction begins.
             const checked = endUser ? inOrganization : Effect.zipRight(inOrganization, requireFeature(def, principal, owner, true))
             const newId = typeof input.id === "string" ? Effect.succeed(input.id) : Effect.flatMap(Ids, (ids) => ids.next)
-            return Effect.flatMap(Effect.zipRight(checked, Effect.zip(nowIso, newId)), ([now, id]) => {
+            return Effect.flatMap(Effect.zipRight(checked, both(nowIso, newId)), ([now, id]) => {
               // An end user's device cannot backdate what it records.
               const given = endUser ? undefined : input.created_at
               const base: Row = {
@@ -114,7 +115,7 @@ export const create = <S extends Shape, R, C>(
               const prepared: Effect.Effect<Prepared<S["stored"], C>, DomainError, R | CoreServices> = def.hooks.prepare
                 ? def.hooks.prepare(principal, base, input)
                 : Effect.succeed({ row: base })
-              return Effect.flatMap(Effect.zip(prepared, UnitOfWork), ([early, uow]) =>
+              return Effect.flatMap(both(prepared, UnitOfWork), ([early, uow]) =>
                 uow.transaction(inTransaction(def, principal, early, input, decoded.input, owner, view)).pipe(
                   Effect.tap((out) => committed(def, out)),
                   // A visitor's write answers only what the declaration lists (never through the host API, whose callers hold no public key).
@@ -145,7 +146,7 @@ const inTransaction = <S extends Shape, R, C>(
     : Effect.succeed(early)
   return Effect.zipRight(
     gates,
-    Effect.flatMap(Effect.zip(completing, repoOf(def)), ([completed, repo]) => {
+    Effect.flatMap(both(completing, repoOf(def)), ([completed, repo]) => {
       const prepared: Prepared<S["stored"], C> = { ...completed, carry: completed.carry ?? early.carry }
       return Effect.flatMap(repo.create(prepared.row), (stored) => {
         const after = def.hooks.afterCreate ? def.hooks.afterCreate(principal, stored, prepared.carry) : Effect.void

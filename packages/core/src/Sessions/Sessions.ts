@@ -2,6 +2,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import { nowIso, nowMillis, nowSeconds } from "../Engine/Clock.js"
+import { both } from "../Engine/Sequence.js"
 import { answers, defineAction } from "../Engine/Action.js"
 import { InvitationAcceptInput, Session, SessionInput } from "../Domain/Account.js"
 import { InvalidInput, NotAuthenticated } from "../Domain/Errors.js"
@@ -95,7 +96,7 @@ const credentialTables: Record<Exclude<CredentialTable, "public_keys">, TableDef
  * Answers the table the credential was found in.
  */
 const requireCredential = (organizationId: string, tables: ReadonlyArray<keyof typeof credentialTables>, id: string) =>
-  Effect.flatMap(Effect.zip(CredentialCache, Storage), ([cache, storage]) => {
+  Effect.flatMap(both(CredentialCache, Storage), ([cache, storage]) => {
     // Built only when failing: an error captures a stack trace.
     const gone = Effect.failSync(() => new NotAuthenticated({ message: "The credential of this token no longer exists" }))
     // Asked on every request: the tables in turn, without a generator.
@@ -156,7 +157,7 @@ const principalOf = (claims: TokenClaims): Effect.Effect<Principal, NotAuthentic
  */
 export const authenticate = (token: string | undefined) => {
   if (!token) return Effect.fail(new NotAuthenticated({ message: "No access token was sent" }))
-  return Effect.flatMap(Effect.zip(TokenIssuer, nowSeconds), ([tokens, now]) =>
+  return Effect.flatMap(both(TokenIssuer, nowSeconds), ([tokens, now]) =>
     Effect.matchEffect(tokens.verify(token, now), {
       // Not an access token: perhaps an end user's consent token, which reaches only its own consent.
       onFailure: (invalid) =>

@@ -5,6 +5,7 @@ import { acceptsType, type WebhookEventType } from "../Domain/Webhook.js"
 import { Storage } from "../Engine/Ports.js"
 import { eq } from "../Engine/Query.js"
 import { sortableId } from "../Engine/Random.js"
+import { both, bothWith, eachOf } from "../Engine/Sequence.js"
 import { annotateSpan, currentTraceparent, traced } from "../Engine/Tracing.js"
 import { WebhooksResource } from "./Webhooks.js"
 import { flattenPayload } from "./Flatten.js"
@@ -41,8 +42,8 @@ export const enqueue = (organizationId: string, events: ReadonlyArray<OutgoingEv
  * span is recorded), the parent of their delivery attempts' spans.
  */
 const writeMessages = (organizationId: string, events: ReadonlyArray<OutgoingEvent>) =>
-  Effect.flatMap(Effect.zip(Storage, WebhookTargets), ([storage, kept]) =>
-    Effect.flatMap(Effect.zip(nowIso, currentTraceparent), ([now, traceparent]) => {
+  Effect.flatMap(both(Storage, WebhookTargets), ([storage, kept]) =>
+    Effect.flatMap(both(nowIso, currentTraceparent), ([now, traceparent]) => {
       const deliveries = storage.repository(DeliveriesTable)
       const traceContext = Option.getOrNull(traceparent)
       // Answers how many rows it wrote.
@@ -50,11 +51,11 @@ const writeMessages = (organizationId: string, events: ReadonlyArray<OutgoingEve
         const rows = messagesOf(organizationId, targets, events, now, traceContext)
         const pages: Array<ReadonlyArray<DeliveryRow>> = []
         for (let i = 0; i < rows.length; i += ENQUEUE_PAGE) pages.push(rows.slice(i, i + ENQUEUE_PAGE))
-        return Effect.as(Effect.forEach(pages, (page) => Effect.orDie(deliveries.insert(page)), { discard: true }), rows.length)
+        return Effect.as(eachOf(pages, (page) => Effect.orDie(deliveries.insert(page))), rows.length)
       }
       const toWebhooks = Effect.flatMap(kept.read(organizationId, enabledWebhooks(storage, organizationId)), write)
       const toSubscribers = Effect.flatMap(subscriberList, (subscribers) => write(subscribers.map((s) => ({ ...s, id: subscriberTarget(s.id) }))))
-      return Effect.flatMap(Effect.zipWith(toWebhooks, toSubscribers, (a, b) => a + b), (written) =>
+      return Effect.flatMap(bothWith(toWebhooks, toSubscribers, (a, b) => a + b), (written) =>
         Effect.as(annotateSpan("outbox.messages", written), written))
     }))
 

@@ -28,15 +28,22 @@ export const DeliveryTraceFields = {
 } as const
 
 export const DeliveryIndexes = [
-  { name: "webhook_deliveries_due", columns: ["status", "next_attempt_at"] },
+  // Partial by status: a message that moves (pending, delivering, delivered) leaves one index and
+  // enters another, and no other index entry of it moves. Statements read them by naming the
+  // status as a literal.
+  // The claim and the idle wait: pending messages by when they are due.
+  { name: "webhook_deliveries_due", columns: ["next_attempt_at"], where: "status = 'pending'" },
   { name: "webhook_deliveries_organization", columns: ["organization_id", "created_at"] },
-  { name: "webhook_deliveries_webhook", columns: ["webhook_id", "status", "created_at"] },
+  // The delivery log of one webhook, and the replay of its failed messages.
+  { name: "webhook_deliveries_webhook", columns: ["webhook_id", "created_at"] },
+  // The oldest pending message of each webhook, in the delivery stats.
+  { name: "webhook_deliveries_webhook_pending", columns: ["webhook_id", "created_at"], where: "status = 'pending'" },
   // The retention purge finds delivered messages by when they were delivered (their last move).
-  { name: "webhook_deliveries_finished", columns: ["status", "updated_at"] },
-  // The messages in flight, by when their lease ends. PostgreSQL only: there the `delivering`
-  // range of a `(status, …)` index also holds every delivered message's past version until a
-  // vacuum; SQLite keeps no past versions.
-  { name: "webhook_deliveries_leased", columns: ["lease_until"], where: "status = 'delivering'", only: "pg" }
+  { name: "webhook_deliveries_finished", columns: ["updated_at"], where: "status = 'delivered'" },
+  // The messages in flight, by when their lease ends (a lapsed lease is claimed again). On
+  // PostgreSQL a `(status, …)` index would also hold, in its `delivering` range, an entry of
+  // every message delivered since the last vacuum.
+  { name: "webhook_deliveries_leased", columns: ["lease_until"], where: "status = 'delivering'" }
 ] as const
 
 /** An outbox row: a delivery as the API shows it, less its attempts (read from their log), plus its lease. */

@@ -29,6 +29,7 @@ import retention from "./0029_retention.js"
 import auditLogs from "./0030_audit_logs.js"
 import latestErasure from "./0031_latest_erasure.js"
 import leaseIndex from "./0032_lease_index.js"
+import outboxPartialIndexes from "./0033_outbox_partial_indexes.js"
 
 /**
  * Versioned migrations of both stores: a new change is a new entry, never an edit of an old
@@ -65,5 +66,6 @@ export const migrations = {
   "0029_retention": retention,
   "0030_audit_logs": auditLogs,
   "0031_latest_erasure": latestErasure,
-  "0032_lease_index": leaseIndex
+  "0032_lease_index": leaseIndex,
+  "0033_outbox_partial_indexes": outboxPartialIndexes
 }
