@@ -66,7 +66,7 @@ const INT32 = 2 ** 31
  * would round, text it would refuse or change, bytes). A NULL in a column declared not null is
  * left to the database to refuse.
  */
-export const storedValue = (info: FieldInfo, v: unknown, dialect: Dialect = "pg"): unknown => {
+export const storedValue = (info: FieldInfo, v: unknown, dialect: Dialect): unknown => {
   if (v === null || v === undefined) return info.nullable ? null : undefined
   switch (info.kind) {
     case "boolean":

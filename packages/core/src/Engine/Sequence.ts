@@ -4,7 +4,7 @@ import * as Effect from "effect/Effect"
  * Two effects one after the other, their results paired. `Effect.zip` and `Effect.zipWith` run
  * through `Effect.all` whatever their options (a read of the fiber's runtime, a finalizer mask,
  * an uninterruptible region and a loop: about fifteen steps of the runtime, where these take
- * four). A consent event ran a dozen of them: 8 % of its CPU (docs/benchmarks.md).
+ * four). A consent event ran a dozen of them: about 6 % of its CPU (docs/benchmarks.md).
  */
 export const both = <A, E, R, B, E2, R2>(
   first: Effect.Effect<A, E, R>,
