@@ -18,10 +18,10 @@
  *   `GET /v1/consents/users/:id` of users spread over the store; a page of 100 consent users,
  *   newest first (`$limit=100&$sort[created_at]=-1`), and the first page by cursor
  *   (`$limit=100&$cursor=`); `GET /v1/webhooks/deliveries/stats?organization_id=`;
- * - the log, once every store has 5,000 more events (the empty store's log), sent one at a time
- *   on SQLite: `GET /v1/consents/log/verify`, the CPU per 1,000 entries. Every entry is then one
- *   event's, the seeded ones too (seeded one at a time on SQLite): an entry of several events (a
- *   group commit's) costs more;
+ * - the log, once every store has 5,000 more events (the empty store's log), sent one at a time:
+ *   `GET /v1/consents/log/verify`, the CPU per 1,000 entries. Every entry is then one event's,
+ *   the seeded ones too (seeded one at a time): an entry of several events (a group commit's)
+ *   costs more;
  * - ingest: the CPU a consent event costs, loaded as the `events` figure loads it.
  * A figure is CPU per answer: the server's, and on PostgreSQL its database backends' too (where
  * a read that grows with the store spends its time). A read's is measured over a fixed number of
@@ -38,13 +38,18 @@ import pg from "pg"
 
 /** Bumped when `seed.ts` writes something else: the stores seeded before are not used again. */
 const SEED_VERSION = 1
+/**
+ * PostgreSQL's seeds: 2 since its transactions commit in groups too, so that its seed is written
+ * one event at a time (each an entry of its own), as SQLite's is.
+ */
+const SEED_VERSION_POSTGRES = 2
 /** A figure is kept in the budget within this ratio to the empty store's. */
 const TARGET = 1.2
 /** Rounds of every figure, in turns over the sizes (BENCH_GROWTH_ROUNDS). */
 const ROUNDS = Number(process.env.BENCH_GROWTH_ROUNDS ?? 2)
 /** Events each store gets over HTTP before its reads: the empty store's page of users. */
 const READ_EVENTS = 100
-/** Events each store has got over HTTP when its log is verified (the empty store's log), one at a time on SQLite. */
+/** Events each store has got over HTTP when its log is verified (the empty store's log), one at a time. */
 const VERIFY_EVENTS = 5000
 
 export interface GrowthServer {
@@ -191,7 +196,7 @@ const dropAtExit = (base: string, name: string) =>
  * database alone.
  */
 const postgresCopy = async (tools: GrowthTools, base: string, size: number) => {
-  const template = `cmp_bench_growth_m${migrationCount(tools.root)}_v${SEED_VERSION}_n${size}`
+  const template = `cmp_bench_growth_m${migrationCount(tools.root)}_v${SEED_VERSION_POSTGRES}_n${size}`
   const described = await withClient(base, (c) =>
     c.query<{ comment: string | null }>("SELECT shobj_description(oid, 'pg_database') AS comment FROM pg_database WHERE datname = $1", [template]))
   let comment = described.rows[0]?.comment ?? null
@@ -466,12 +471,12 @@ const measureAll = async (tools: GrowthTools, store: Store, runs: ReadonlyArray<
     }))
   }
 
-  // Events of new users over HTTP, one at a time on SQLite, so that each is an entry of its own
-  // (the loads of the ingest send 50 at once, whose events share entries there: group commit).
+  // Events of new users over HTTP, one at a time, so that each is an entry of its own (the loads
+  // of the ingest send 50 at once, whose events share entries: group commit).
   const send = async (events: number) => {
     for (const r of runs) {
       // Every answer waited for: one given up on may have been written all the same.
-      const sent = await postEvents(tools, r, { amount: events, connections: r.database ? 10 : 1, timeout: 600 })
+      const sent = await postEvents(tools, r, { amount: events, connections: 1, timeout: 600 })
       if (sent["2xx"] !== events) {
         throw new Error(`growth: ${errorsOf(sent)} of ${events} events failed: ${JSON.stringify(sent.statusCodeStats)}, ${sent.errors} errors`)
       }

@@ -21,12 +21,12 @@ const store = process.env.GROWTH_STORE === "postgres" ? "postgres" : "sqlite"
 const target = process.env.GROWTH_TARGET!
 const events = Number(process.env.GROWTH_EVENTS ?? 100_000)
 /**
- * Writes in flight at once. On SQLite one: writes that overlap share a COMMIT (group commit),
- * and the log then holds one entry per chain for all of them, while the figure is read per
- * entry; one at a time, every event is an entry of its own, as the API writes it when its events
- * do not overlap. On PostgreSQL every transaction is its own entry anyway, and the pool runs ten.
+ * Writes in flight at once: one. Writes that overlap share a COMMIT (group commit, on both
+ * stores), and the log then holds one entry per chain for all of them, while the figure is read
+ * per entry; one at a time, every event is an entry of its own, as the API writes it when its
+ * events do not overlap.
  */
-const CONCURRENCY = store === "postgres" ? 50 : 1
+const CONCURRENCY = 1
 /** Users sampled for the keyed reads, spread evenly over the store. */
 const SAMPLE = 100
 

@@ -48,6 +48,13 @@ export class PipelinedConnection implements Connection {
    * a write's Conflict, or a check's own failure.
    */
   failure: unknown = undefined
+  /** A statement failed: PostgreSQL has aborted the transaction, and nothing more of it runs. */
+  aborted = false
+  /** Messages sent so far. */
+  private sends = 0
+  /** Writes held back or sent so far, and how many of `pending` are writes. */
+  private writes = 0
+  private pendingWrites = 0
 
   constructor(
     readonly inner: Connection,
@@ -59,6 +66,47 @@ export class PipelinedConnection implements Connection {
   defer(text: string): void {
     this.pending.push(text)
     this.deferred++
+    this.writes++
+    this.pendingWrites++
+  }
+
+  /**
+   * Where the work of one of several transactions run in this one begins (a group commit): what
+   * is held back then, and how much has been written and sent.
+   */
+  mark(): Mark {
+    return { pending: this.pending.length, deferred: this.deferred, checks: this.checks.length, sends: this.sends, writes: this.writes, pendingWrites: this.pendingWrites }
+  }
+
+  /** How many writes made since `mark` have reached the database (and so cannot just be dropped). */
+  writesSentSince(mark: Mark): number {
+    const held = this.sends === mark.sends ? this.pendingWrites - mark.pendingWrites : this.pendingWrites
+    return this.writes - mark.writes - held
+  }
+
+  /**
+   * Drops what was held back since `mark`, none of which was sent: what is held back now came
+   * after the mark, or after the last message if one went since.
+   */
+  dropSince(mark: Mark): void {
+    if (this.sends === mark.sends) {
+      this.pending.length = mark.pending
+      this.deferred = mark.deferred
+      this.checks.length = mark.checks
+      this.pendingWrites = mark.pendingWrites
+    } else {
+      this.pending = []
+      this.deferred = 0
+      this.checks = []
+      this.pendingWrites = 0
+    }
+  }
+
+  /** Counts a statement sent as it comes that may write, and notes a failure: the transaction is then aborted. */
+  private direct<A>(text: string, effect: Effect.Effect<A, SqlError>): Effect.Effect<A, SqlError> {
+    if (!reads(text)) this.writes++
+    this.sends++
+    return Effect.tapError(effect, () => Effect.sync(() => { this.aborted = true }))
   }
 
   /**
@@ -83,6 +131,11 @@ export class PipelinedConnection implements Connection {
           this.pending.push(text)
           this.deferred++
           this.checks.push(failed)
+          // A data-modifying check (an update under its version) writes.
+          if (!reads(text)) {
+            this.writes++
+            this.pendingWrites++
+          }
         })
       )
     )
@@ -97,9 +150,12 @@ export class PipelinedConnection implements Connection {
       this.pending = []
       this.deferred = 0
       this.checks = []
+      this.pendingWrites = 0
       if (held[0] === "BEGIN") this.begun = true
       const statements = text === undefined ? held : [...held, text]
       if (statements.length === 0) return Effect.succeed([])
+      this.sends++
+      if (text !== undefined && !reads(text)) this.writes++
       return this.inner.executeUnprepared(statements.join(";\n"), [], undefined).pipe(
         Effect.map((rows) => {
           // One statement answers its rows; several, an array of each one's rows.
@@ -108,6 +164,7 @@ export class PipelinedConnection implements Connection {
         }),
         Effect.tapError((error) =>
           Effect.sync(() => {
+            this.aborted = true
             if (deferred === 0 || this.failure !== undefined) return
             // Only a check divides: a division by zero is a check that found no row. A message
             // carries one check at most (`checkStatement`).
@@ -152,9 +209,9 @@ export class PipelinedConnection implements Connection {
     params: ReadonlyArray<unknown>,
     transformRows: (<A extends object>(row: ReadonlyArray<A>) => ReadonlyArray<A>) | undefined
   ): Effect.Effect<ReadonlyArray<any>, SqlError> {
-    if (this.pending.length === 0) return this.inner.execute(sql, params, transformRows)
+    if (this.pending.length === 0) return this.direct(sql, this.inner.execute(sql, params, transformRows))
     const inlined = inline(sql, params)
-    if (inlined === undefined) return Effect.zipRight(this.flush(), this.inner.execute(sql, params, transformRows))
+    if (inlined === undefined) return Effect.zipRight(this.flush(), Effect.suspend(() => this.direct(sql, this.inner.execute(sql, params, transformRows))))
     return Effect.map(this.sendWith(inlined), (results) => {
       const rows = results[results.length - 1] ?? []
       return transformRows ? transformRows(rows) : rows
@@ -167,7 +224,7 @@ export class PipelinedConnection implements Connection {
     transformRows: (<A extends object>(row: ReadonlyArray<A>) => ReadonlyArray<A>) | undefined
   ): Effect.Effect<ReadonlyArray<any>, SqlError> {
     if (this.pending.length === 0 || params.length > 0) {
-      return Effect.zipRight(this.flush(), this.inner.executeUnprepared(sql, params, transformRows))
+      return Effect.zipRight(this.flush(), Effect.suspend(() => this.direct(sql, this.inner.executeUnprepared(sql, params, transformRows))))
     }
     // Text without parameters joins the message as it is; its own answer is as it would be alone.
     return Effect.map(this.sendWith(sql), (results) => {
@@ -177,11 +234,11 @@ export class PipelinedConnection implements Connection {
   }
 
   executeRaw(sql: string, params: ReadonlyArray<unknown>): Effect.Effect<unknown, SqlError> {
-    return Effect.zipRight(this.flush(), this.inner.executeRaw(sql, params))
+    return Effect.zipRight(this.flush(), Effect.suspend(() => this.direct(sql, this.inner.executeRaw(sql, params))))
   }
 
   executeValues(sql: string, params: ReadonlyArray<unknown>): Effect.Effect<ReadonlyArray<ReadonlyArray<unknown>>, SqlError> {
-    return Effect.zipRight(this.flush(), this.inner.executeValues(sql, params))
+    return Effect.zipRight(this.flush(), Effect.suspend(() => this.direct(sql, this.inner.executeValues(sql, params))))
   }
 
   executeStream(
@@ -189,12 +246,29 @@ export class PipelinedConnection implements Connection {
     params: ReadonlyArray<unknown>,
     transformRows: (<A extends object>(row: ReadonlyArray<A>) => ReadonlyArray<A>) | undefined
   ): Stream.Stream<any, SqlError> {
-    return Stream.unwrap(Effect.as(this.flush(), this.inner.executeStream(sql, params, transformRows)))
+    return Stream.unwrap(Effect.map(this.flush(), () => {
+      if (!reads(sql)) this.writes++
+      this.sends++
+      return this.inner.executeStream(sql, params, transformRows).pipe(Stream.tapError(() => Effect.sync(() => { this.aborted = true })))
+    }))
   }
 }
 
+/** Where one transaction of a group begins on a shared connection (`PipelinedConnection.mark`). */
+export interface Mark {
+  readonly pending: number
+  readonly deferred: number
+  readonly checks: number
+  readonly sends: number
+  readonly writes: number
+  readonly pendingWrites: number
+}
+
+/** A statement that only reads (a plain SELECT): one that may write is anything else. */
+const reads = (text: string): boolean => /^\s*select\b/i.test(text) && !/\bfor\s+(update|no\s+key\s+update|share|key\s+share)\b/i.test(text)
+
 /** The SQLSTATE of a PostgreSQL error. */
-const sqlState = (error: SqlError): unknown => (error.cause as { code?: unknown } | undefined)?.code
+export const sqlState = (error: SqlError): unknown => (error.cause as { code?: unknown } | undefined)?.code
 
 const hex = (bytes: Uint8Array) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("hex")
 

@@ -6,6 +6,7 @@ import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import type * as Fiber from "effect/Fiber"
 import * as FiberRef from "effect/FiberRef"
 import * as FiberRefs from "effect/FiberRefs"
 import * as Layer from "effect/Layer"
@@ -15,7 +16,7 @@ import * as Scope from "effect/Scope"
 import { drainInBatches } from "./Batches.js"
 import { CommitTail } from "./CommitTail.js"
 import * as Unavailable from "./Unavailable.js"
-import { PipelinedConnection } from "./Pipeline.js"
+import { PipelinedConnection, sqlState } from "./Pipeline.js"
 import { conflictOf, dialectOf } from "./SqlValues.js"
 
 /** The values handed to each work to run before a COMMIT, in the order they came. */
@@ -51,6 +52,34 @@ const withRefs = <A, E, R>(refs: FiberRefs.FiberRefs, effect: Effect.Effect<A, E
   return Effect.ensuring(Effect.zipRight(set(refs), effect), set(restored))
 }
 
+/** Items of a group run with their caller's fiber refs, plus what the group's transaction adds to the context. */
+const refsOf = (
+  fiber: Fiber.RuntimeFiber<unknown, unknown>,
+  refs: FiberRefs.FiberRefs,
+  added: Context.Context<SqlClient.TransactionConnection | PendingWork>
+) =>
+  FiberRefs.updateAs(refs, {
+    fiberId: fiber.id(),
+    fiberRef: FiberRef.currentContext,
+    value: Context.merge(FiberRefs.getOrDefault(refs, FiberRef.currentContext), added)
+  })
+
+/** Transactions run together on PostgreSQL: at most this many at once, each group of at most `GROUP_SIZE`. */
+const GROUP_RUNNERS = 2
+const GROUP_SIZE = 32
+
+/**
+ * A failed COMMIT that certainly did not commit: its message carried a write that broke a
+ * constraint, or a check that failed, or PostgreSQL refused it (a serialization failure, a
+ * deadlock). Anything else (a lost connection) may have committed.
+ */
+const refused = (conn: PipelinedConnection, cause: Cause.Cause<unknown>): boolean => {
+  if (conn.failure !== undefined) return true
+  const error = Cause.squash(cause)
+  const state = String(sqlState(error as SqlError) ?? "")
+  return /^(23|22|40)/.test(state)
+}
+
 /** What a body inside a transaction finds in its context: the connection at its level, and the pending work. */
 const opened = (connection: readonly [Connection, number], pending: Pending) =>
   Context.make(SqlClient.TransactionConnection, connection).pipe(Context.add(PendingWork, pending))
@@ -63,7 +92,7 @@ const runPending = (pending: Pending) =>
     return Effect.forEach(works, ([work, values]) => work.run(values), { discard: true })
   })
 
-/** The unit-of-work port over `SqlClient`: transactions (grouped under one COMMIT on SQLite) and locks. */
+/** The unit-of-work port over `SqlClient`: transactions (grouped under one COMMIT) and locks. */
 export const make = Effect.gen(function*() {
   const sql = (yield* SqlClient.SqlClient).withoutTransforms()
   const dialect = dialectOf(sql)
@@ -130,7 +159,7 @@ export const make = Effect.gen(function*() {
     /** Tells the caller its outcome (once). A callback, not a Deferred: one is made per write. */
     readonly done: (exit: Exit.Exit<unknown, unknown>) => void
   }
-  const waiting = dialect === "sqlite" ? yield* Queue.unbounded<Waiting>() : undefined
+  const waiting = yield* Queue.unbounded<Waiting>()
 
   /**
    * One item of a batch in a savepoint of its own, named as `withTransaction` names its first
@@ -157,17 +186,11 @@ export const make = Effect.gen(function*() {
         // Each item runs with its caller's fiber refs and context, plus the batch's connection,
         // merged in one copy of the caller's context (it holds every service of the host).
         const items = opened([conn, level + 1], pending)
-        const refsOf = (refs: FiberRefs.FiberRefs, added: Context.Context<SqlClient.TransactionConnection | PendingWork>) =>
-          FiberRefs.updateAs(refs, {
-            fiberId: fiber.id(),
-            fiberRef: FiberRef.currentContext,
-            value: Context.merge(FiberRefs.getOrDefault(refs, FiberRef.currentContext), added)
-          })
         let last: FiberRefs.FiberRefs | undefined
         return Effect.gen(function*() {
           for (const item of batch) {
             const exit = yield* Effect.exit(
-              withRefs(refsOf(item.refs, items), droppedOnFailure(pending, Unavailable.classifyTransaction(inSavepoint(conn, item.effect))), own)
+              withRefs(refsOf(fiber, item.refs, items), droppedOnFailure(pending, Unavailable.classifyTransaction(inSavepoint(conn, item.effect))), own)
             )
             exits.push(exit)
             if (exit._tag === "Success") last = item.refs
@@ -175,7 +198,7 @@ export const make = Effect.gen(function*() {
             // the rest of the batch must not run outside it. They wait for the next batch.
             if (exit._tag === "Failure" && Cause.isDie(exit.cause)) break
           }
-          if (last !== undefined && pending.size > 0) yield* withRefs(refsOf(last, opened([conn, level], pending)), runPending(pending), own)
+          if (last !== undefined && pending.size > 0) yield* withRefs(refsOf(fiber, last, opened([conn, level], pending)), runPending(pending), own)
         })
       })))
       for (let i = 0; i < exits.length; i++) {
@@ -190,12 +213,96 @@ export const make = Effect.gen(function*() {
       } else if (rest.length > 0) yield* Queue.offerAll(waiting!, rest)
     })
 
-  if (waiting) {
-    yield* drainInBatches(waiting, 64, runBatch)
-    yield* Effect.addFinalizer(() =>
-      Effect.flatMap(Queue.takeAll(waiting), (left) => Effect.fiberIdWith((id) => Effect.sync(() => { for (const item of left) item.done(Exit.interrupt(id)) })))
-    )
-  }
+  /** Runs one item alone, in an outermost transaction of its own, with its caller's fiber refs. */
+  const alone = (item: Waiting, own: FiberRefs.FiberRefs) =>
+    Effect.flatMap(Effect.exit(withRefs(item.refs, ownTransaction(item.effect), own)), (exit) => Effect.sync(() => item.done(exit)))
+
+  /**
+   * Group commit (PostgreSQL): transactions that queue up while the runners are busy run one
+   * after another in one transaction on one pipelined connection, each at its outermost level,
+   * so that its writes are held back and go with the next item's first statement: a consent
+   * event then costs one round trip instead of two, and the BEGIN, the COMMIT, the consent log's
+   * append and taking a connection from the pool are paid once per group. No savepoint per item
+   * (each would be a subtransaction): an item that fails before any of its writes reached the
+   * database has what it held back dropped, and the group goes on. Anything else that would
+   * leave the transaction holding what must not commit (a statement that failed, which aborts
+   * the transaction in PostgreSQL without saying whose it was; an item that failed after its
+   * writes were sent; a COMMIT refused for a write it carried) rolls the group back, and every
+   * item whose outcome is not known yet runs again, alone, as it would have without the group.
+   * Each caller hears its outcome only after the COMMIT: nothing is acknowledged before it is
+   * durable. A COMMIT that fails otherwise (a connection lost) may or may not have committed:
+   * its items hear that failure and are not run again.
+   */
+  const runGroup = (batch: ReadonlyArray<Waiting>): Effect.Effect<void> =>
+    Effect.withFiberRuntime((fiber) => {
+      const own = fiber.getFiberRefs()
+      if (batch.length === 1) return alone(batch[0]!, own)
+      return Effect.uninterruptibleMask((restore) =>
+        Effect.flatMap(Scope.make(), (scope) =>
+          Effect.flatMap(Effect.exit(Scope.extend(sql.reserve, scope)), (reserved): Effect.Effect<void> => {
+            if (reserved._tag === "Failure") return Effect.zipRight(Scope.close(scope, Exit.void), Effect.forEach(batch, (item) => alone(item, own), { discard: true }))
+            const conn = new PipelinedConnection(reserved.value, conflictOf)
+            const pending: Pending = new Map()
+            const tail: Array<string> = []
+            const items = opened([conn, 0], pending)
+            /** Each item's outcome, and whether it stands whatever the group's (a failure that wrote nothing). */
+            const exits: Array<Exit.Exit<unknown, unknown>> = []
+            const settled: Array<boolean> = []
+            let last: FiberRefs.FiberRefs | undefined
+            let broken = false
+            const body = Effect.gen(function*() {
+              for (let i = 0; i < batch.length; i++) {
+                const item = batch[i]!
+                const mark = conn.mark()
+                const exit = yield* Effect.exit(
+                  restore(withRefs(refsOf(fiber, item.refs, items), droppedOnFailure(pending, Unavailable.classifyTransaction(item.effect)), own))
+                )
+                exits.push(exit)
+                if (exit._tag === "Success") {
+                  last = item.refs
+                  continue
+                }
+                // A statement failed: whose, PostgreSQL does not say. Every item runs again alone.
+                if (conn.aborted) return yield* Effect.sync(() => { broken = true })
+                settled[i] = true
+                // Its writes are in the transaction: the others run again alone.
+                if (conn.writesSentSince(mark) > 0) return yield* Effect.sync(() => { broken = true })
+                conn.dropSince(mark)
+              }
+              if (last !== undefined && pending.size > 0) {
+                yield* withRefs(refsOf(fiber, last, opened([conn, 0], pending)), Effect.provideService(runPending(pending), CommitTail, tail), own)
+              }
+            })
+            return Effect.flatMap(Effect.exit(body), (ran): Effect.Effect<void> => {
+              if (ran._tag === "Failure" && conn.aborted) broken = true
+              const commit: Effect.Effect<Exit.Exit<void, unknown>> = broken || ran._tag === "Failure" || last === undefined
+                ? Effect.as(Effect.ignore(conn.rollback()), ran)
+                : Effect.exit(Effect.tapError(conn.commit(tail), () => Effect.ignore(conn.rollback())))
+              return Effect.flatMap(commit, (ended) => {
+                // A COMMIT refused for a write or a check its message carried did not commit.
+                if (!broken && last !== undefined && ended._tag === "Failure" && refused(conn, ended.cause)) broken = true
+                return Effect.zipRight(
+                  Scope.close(scope, Exit.void),
+                  Effect.forEach(batch, (item, i) => {
+                    if (settled[i]) return Effect.sync(() => item.done(exits[i]!))
+                    if (broken || i >= exits.length) return alone(item, own)
+                    // A failed COMMIT (or the work before it) loses every write of the group.
+                    if (ended._tag === "Failure") return Effect.flatMap(Effect.exit(Unavailable.classifyTransaction(ended)), (failed) => Effect.sync(() => item.done(failed)))
+                    return Effect.sync(() => item.done(exits[i]!))
+                  }, { discard: true })
+                )
+              })
+            })
+          })
+        )
+      )
+    })
+
+  if (dialect === "sqlite") yield* drainInBatches(waiting, 64, runBatch)
+  else for (let i = 0; i < GROUP_RUNNERS; i++) yield* drainInBatches(waiting, GROUP_SIZE, runGroup)
+  yield* Effect.addFinalizer(() =>
+    Effect.flatMap(Queue.takeAll(waiting), (left) => Effect.fiberIdWith((id) => Effect.sync(() => { for (const item of left) item.done(Exit.interrupt(id)) })))
+  )
 
   /** Read off the fiber's context in one step: every write of the consent path begins here. */
   const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
@@ -206,7 +313,6 @@ export const make = Effect.gen(function*() {
       if (Option.isSome(open)) return droppedOnFailure(open.value, plainTransaction(effect))
       // Inside one begun on the client directly: a savepoint, whose work runs at once.
       if (Option.isSome(Context.getOption(context, SqlClient.TransactionConnection))) return plainTransaction(effect)
-      if (!waiting) return ownTransaction(effect)
       const refs = fiber.getFiberRefs()
       return Effect.async<unknown, unknown>((resume) => {
         // A queue shut down (the store closing) takes nothing: the caller is interrupted, as

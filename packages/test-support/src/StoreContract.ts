@@ -1175,11 +1175,14 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
           const repo = yield* items
           const uow = yield* UnitOfWork
           const marker = FiberRef.unsafeMake("none")
-          // Twenty transactions at once (SQLite runs them as one group commit): every third fails
-          // after its first write, every fifth dies; each must see its own fiber refs.
+          // Twenty transactions at once (run as group commits): every third fails after its first
+          // write, every fifth dies; each must see its own fiber refs. Every other one reads after
+          // that write, which sends it to the database (PostgreSQL holds an insert back until a
+          // statement needs an answer): a failure then leaves a write that must not commit.
           const one = (i: number) =>
             uow.transaction(Effect.gen(function*() {
               yield* repo.create(item(`c${i}`, { name: `c${i}` }))
+              if (i % 2 === 1) yield* repo.count([cmp("name", "eq", `c${i}`)])
               assert.strictEqual(yield* FiberRef.get(marker), `caller-${i}`)
               if (i % 5 === 4) return yield* Effect.dieMessage(`crash ${i}`)
               if (i % 3 === 2) return yield* Effect.fail(`failed ${i}` as const)
@@ -1196,6 +1199,35 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
               committed.push(`c${i}`, `d${i}`)
             }
           })
+          assert.deepStrictEqual((yield* snapshot).data.map((r) => r.id).sort(), committed.sort())
+        })))
+
+      it.effect("concurrent transactions whose writes meet on a unique key: each caller hears its own Conflict or success, and exactly what succeeded commits", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          const uow = yield* UnitOfWork
+          // Twenty at once (run together on both stores): each pair writes the same unique name,
+          // so one of each pair commits and the other hears a Conflict, whichever runs first.
+          // Each begins with a read, which carries the writes held back before it (PostgreSQL).
+          const one = (i: number) =>
+            uow.transaction(Effect.gen(function*() {
+              yield* repo.count([cmp("name", "eq", `own-${i}`)])
+              yield* repo.create(item(`k${i}`, { name: `own-${i}` }))
+              yield* repo.create(item(`s${i}`, { name: `shared-${Math.floor(i / 2)}` }))
+              return i
+            })).pipe(Effect.exit)
+          const exits = yield* Effect.all(Array.from({ length: 20 }, (_, i) => one(i)), { concurrency: "unbounded" })
+          const committed: Array<string> = []
+          for (let pair = 0; pair < 10; pair++) {
+            const both = [exits[2 * pair]!, exits[2 * pair + 1]!]
+            const won = both.filter(Exit.isSuccess)
+            assert.strictEqual(won.length, 1, `one of pair ${pair} commits`)
+            const lost = both.find(Exit.isFailure)!
+            assert.isTrue(Exit.isFailure(lost) && Option.isSome(Cause.failureOption(lost.cause)) && Option.getOrThrow(Cause.failureOption(lost.cause)) instanceof Conflict, `the other of pair ${pair} hears a Conflict`)
+            const i = (won[0] as Exit.Success<number, unknown>).value
+            assert.oneOf(i, [2 * pair, 2 * pair + 1])
+            committed.push(`k${i}`, `s${i}`)
+          }
           assert.deepStrictEqual((yield* snapshot).data.map((r) => r.id).sort(), committed.sort())
         })))
 

@@ -125,7 +125,7 @@ export class UnitOfWork extends Context.Tag("@cmp/core/UnitOfWork")<
      * Inside a transaction: keeps `value` for `work`, whose `run` gets it, with the values of
      * the other transactions committed with this one, inside the transaction just before its
      * COMMIT. A value handed over in a savepoint that rolls back is dropped with it; a `run` that
-     * fails fails the COMMIT. A store that commits many transactions at once (SQLite's group
+     * fails fails the COMMIT. A store that commits many transactions at once (a group
      * commit) calls each `run` once for all of them, which is what makes the work cheaper there
      * than doing it in each. Outside a transaction, `run` gets the value at once.
      */
