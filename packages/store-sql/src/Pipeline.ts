@@ -102,11 +102,21 @@ export class PipelinedConnection implements Connection {
     }
   }
 
-  /** Counts a statement sent as it comes that may write, and notes a failure: the transaction is then aborted. */
-  private direct<A>(text: string, effect: Effect.Effect<A, SqlError>): Effect.Effect<A, SqlError> {
-    if (!reads(text)) this.writes++
+  /** Counts a message about to be sent, carrying `text` last (a write unless it only reads). */
+  private sending(text: string | undefined): void {
     this.sends++
-    return Effect.tapError(effect, () => Effect.sync(() => { this.aborted = true }))
+    if (text !== undefined && !reads(text)) this.writes++
+  }
+
+  /** A failed statement aborts the transaction. */
+  private readonly abort = Effect.sync(() => {
+    this.aborted = true
+  })
+
+  /** A statement sent as it comes, counted, its failure noted. */
+  private direct<A>(text: string, effect: Effect.Effect<A, SqlError>): Effect.Effect<A, SqlError> {
+    this.sending(text)
+    return Effect.tapError(effect, () => this.abort)
   }
 
   /**
@@ -154,8 +164,7 @@ export class PipelinedConnection implements Connection {
       if (held[0] === "BEGIN") this.begun = true
       const statements = text === undefined ? held : [...held, text]
       if (statements.length === 0) return Effect.succeed([])
-      this.sends++
-      if (text !== undefined && !reads(text)) this.writes++
+      this.sending(text)
       return this.inner.executeUnprepared(statements.join(";\n"), [], undefined).pipe(
         Effect.map((rows) => {
           // One statement answers its rows; several, an array of each one's rows.
@@ -247,9 +256,8 @@ export class PipelinedConnection implements Connection {
     transformRows: (<A extends object>(row: ReadonlyArray<A>) => ReadonlyArray<A>) | undefined
   ): Stream.Stream<any, SqlError> {
     return Stream.unwrap(Effect.map(this.flush(), () => {
-      if (!reads(sql)) this.writes++
-      this.sends++
-      return this.inner.executeStream(sql, params, transformRows).pipe(Stream.tapError(() => Effect.sync(() => { this.aborted = true })))
+      this.sending(sql)
+      return this.inner.executeStream(sql, params, transformRows).pipe(Stream.tapError(() => this.abort))
     }))
   }
 }

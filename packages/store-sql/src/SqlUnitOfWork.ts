@@ -245,28 +245,31 @@ export const make = Effect.gen(function*() {
             const pending: Pending = new Map()
             const tail: Array<string> = []
             const items = opened([conn, 0], pending)
-            /** Each item's outcome, and whether it stands whatever the group's (a failure that wrote nothing). */
+            /**
+             * The outcome of each item run and not to run again: a failure stands whatever the
+             * group's (it wrote nothing, or what it wrote goes with the group's rollback).
+             */
             const exits: Array<Exit.Exit<unknown, unknown>> = []
-            const settled: Array<boolean> = []
             let last: FiberRefs.FiberRefs | undefined
             let broken = false
             const body = Effect.gen(function*() {
-              for (let i = 0; i < batch.length; i++) {
-                const item = batch[i]!
+              for (const item of batch) {
                 const mark = conn.mark()
                 const exit = yield* Effect.exit(
                   restore(withRefs(refsOf(fiber, item.refs, items), droppedOnFailure(pending, Unavailable.classifyTransaction(item.effect)), own))
                 )
+                // A statement failed: whose, PostgreSQL does not say. Every item runs again alone.
+                if (conn.aborted) return
                 exits.push(exit)
                 if (exit._tag === "Success") {
                   last = item.refs
                   continue
                 }
-                // A statement failed: whose, PostgreSQL does not say. Every item runs again alone.
-                if (conn.aborted) return yield* Effect.sync(() => { broken = true })
-                settled[i] = true
                 // Its writes are in the transaction: the others run again alone.
-                if (conn.writesSentSince(mark) > 0) return yield* Effect.sync(() => { broken = true })
+                if (conn.writesSentSince(mark) > 0) {
+                  broken = true
+                  return
+                }
                 conn.dropSince(mark)
               }
               if (last !== undefined && pending.size > 0) {
@@ -274,7 +277,9 @@ export const make = Effect.gen(function*() {
               }
             })
             return Effect.flatMap(Effect.exit(body), (ran): Effect.Effect<void> => {
-              if (ran._tag === "Failure" && conn.aborted) broken = true
+              // A statement failed, even one whose error an item caught and went on: PostgreSQL
+              // would answer the COMMIT with a ROLLBACK, and every item would lose its writes.
+              if (conn.aborted) broken = true
               const commit: Effect.Effect<Exit.Exit<void, unknown>> = broken || ran._tag === "Failure" || last === undefined
                 ? Effect.as(Effect.ignore(conn.rollback()), ran)
                 : Effect.exit(Effect.tapError(conn.commit(tail), () => Effect.ignore(conn.rollback())))
@@ -284,11 +289,12 @@ export const make = Effect.gen(function*() {
                 return Effect.zipRight(
                   Scope.close(scope, Exit.void),
                   Effect.forEach(batch, (item, i) => {
-                    if (settled[i]) return Effect.sync(() => item.done(exits[i]!))
-                    if (broken || i >= exits.length) return alone(item, own)
+                    const exit = exits[i]
+                    if (exit?._tag === "Failure") return Effect.sync(() => item.done(exit))
+                    if (broken || exit === undefined) return alone(item, own)
                     // A failed COMMIT (or the work before it) loses every write of the group.
                     if (ended._tag === "Failure") return Effect.flatMap(Effect.exit(Unavailable.classifyTransaction(ended)), (failed) => Effect.sync(() => item.done(failed)))
-                    return Effect.sync(() => item.done(exits[i]!))
+                    return Effect.sync(() => item.done(exit))
                   }, { discard: true })
                 )
               })

@@ -1231,6 +1231,23 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
           assert.deepStrictEqual((yield* snapshot).data.map((r) => r.id).sort(), committed.sort())
         })))
 
+      it.effect("a transaction that goes on after a statement of its own failed (the error caught) does not cost the others theirs", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          const uow = yield* UnitOfWork
+          const sql = yield* SqlClient.SqlClient
+          // Twenty at once (run together on both stores). The last one runs a statement that
+          // fails on PostgreSQL (which then aborts the transaction it is in) and catches the
+          // error, writing nothing: the others' writes must commit all the same.
+          const one = (i: number) =>
+            uow.transaction(i === 19
+              ? Effect.as(Effect.ignore(sql`SELECT CAST('not a number' AS integer) AS n`), i)
+              : Effect.as(repo.create(item(`f${i}`, { name: `f${i}` })), i)).pipe(Effect.exit)
+          const exits = yield* Effect.all(Array.from({ length: 20 }, (_, i) => one(i)), { concurrency: "unbounded" })
+          exits.forEach((exit, i) => assert.deepStrictEqual(exit, Exit.succeed(i)))
+          assert.deepStrictEqual((yield* snapshot).data.map((r) => r.id).sort(), Array.from({ length: 19 }, (_, i) => `f${i}`).sort())
+        })))
+
       it.effect("work handed over before commit runs once per COMMIT, inside it, with the values of the transactions that commit", () =>
         run(Effect.gen(function*() {
           const repo = yield* items
