@@ -1,7 +1,7 @@
 import type { Conflict } from "@cmp/core"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { Connection } from "@effect/sql/SqlConnection"
-import type { SqlError } from "@effect/sql/SqlError"
+import { SqlError } from "@effect/sql/SqlError"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import type * as Fiber from "effect/Fiber"
@@ -59,7 +59,13 @@ export class PipelinedConnection implements Connection {
   constructor(
     readonly inner: Connection,
     /** The Conflict a write's failure is, if it is one. */
-    private readonly conflictOf: (error: SqlError) => Conflict | undefined
+    private readonly conflictOf: (error: SqlError) => Conflict | undefined,
+    /**
+     * Whether a message may carry several checks. A failed one then cannot be named, so only a
+     * caller for whom any failed statement means the same (a group commit, which runs its
+     * transactions again alone) allows it.
+     */
+    private readonly checksTogether = false
   ) {}
 
   /** Holds back a write whose outcome the caller already knows; a failure is reported later. */
@@ -131,12 +137,12 @@ export class PipelinedConnection implements Connection {
    * Holds back a whole statement that fails with a division by zero where its check fails (a
    * data-modifying `WITH` must stand at the top of its statement). A division by zero does not
    * say which statement of a message raised it: a check already held back is sent first, so
-   * that each message carries one.
+   * that each message carries one, unless checks may go together (`checksTogether`).
    */
   checkStatement(text: string, failed: () => unknown): Effect.Effect<void, SqlError> {
     return Effect.suspend(() =>
       Effect.zipRight(
-        this.checks.length > 0 ? this.flush() : Effect.void,
+        this.checks.length > 0 && !this.checksTogether ? this.flush() : Effect.void,
         Effect.sync(() => {
           this.pending.push(text)
           this.deferred++
@@ -175,9 +181,10 @@ export class PipelinedConnection implements Connection {
           Effect.sync(() => {
             this.aborted = true
             if (deferred === 0 || this.failure !== undefined) return
-            // Only a check divides: a division by zero is a check that found no row. A message
-            // carries one check at most (`checkStatement`).
-            this.failure = checks.length > 0 && sqlState(error) === "22012" ? checks[0]!() : this.conflictOf(error)
+            // Only a check divides: a division by zero is a check that found no row, the one
+            // the message carried (several only when `checksTogether`: which failed is unknown).
+            if (checks.length > 0 && sqlState(error) === "22012") this.failure = checks.length === 1 ? checks[0]!() : undefined
+            else this.failure = this.conflictOf(error)
           })
         )
       )
@@ -191,10 +198,20 @@ export class PipelinedConnection implements Connection {
 
   /**
    * The COMMIT, after what is held back and the statements that go with it (`CommitTail`). A
-   * transaction that sent nothing and has nothing to send ends without a message.
+   * transaction that sent nothing and has nothing to send ends without a message. One in which
+   * a statement failed (its failure caught by the caller, which went on) cannot commit:
+   * PostgreSQL would answer its COMMIT with a ROLLBACK and no error. If it wrote anything, the
+   * COMMIT fails, so that its caller is not told its writes committed; if it only read, it
+   * ends with a ROLLBACK, which loses nothing.
    */
   commit(tail: ReadonlyArray<string>): Effect.Effect<void, SqlError> {
     return Effect.suspend(() => {
+      if (this.aborted) {
+        if (this.writes === 0 && tail.length === 0) return this.rollback()
+        return Effect.fail(
+          new SqlError({ cause: undefined, message: "a statement of the transaction failed and PostgreSQL aborted it: nothing of it was committed" })
+        )
+      }
       if (!this.begun && this.deferred === 0 && tail.length === 0) {
         this.pending = []
         return Effect.void

@@ -241,7 +241,9 @@ export const make = Effect.gen(function*() {
         Effect.flatMap(Scope.make(), (scope) =>
           Effect.flatMap(Effect.exit(Scope.extend(sql.reserve, scope)), (reserved): Effect.Effect<void> => {
             if (reserved._tag === "Failure") return Effect.zipRight(Scope.close(scope, Exit.void), Effect.forEach(batch, (item) => alone(item, own), { discard: true }))
-            const conn = new PipelinedConnection(reserved.value, conflictOf)
+            // Any failed statement sends every item back to run alone, where its checks are
+            // told apart: here they may share a message.
+            const conn = new PipelinedConnection(reserved.value, conflictOf, true)
             const pending: Pending = new Map()
             const tail: Array<string> = []
             const items = opened([conn, 0], pending)

@@ -1248,6 +1248,24 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
           assert.deepStrictEqual((yield* snapshot).data.map((r) => r.id).sort(), Array.from({ length: 19 }, (_, i) => `f${i}`).sort())
         })))
 
+      it.effect("a transaction alone that goes on after a statement of its own failed (the error caught) is told it committed only if its writes did", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          const uow = yield* UnitOfWork
+          const sql = yield* SqlClient.SqlClient
+          // A statement that fails on both stores: SQLite goes on with the transaction, PostgreSQL
+          // aborts it and would answer its COMMIT with a ROLLBACK. Either the caller hears a
+          // failure, or what it wrote is there; each write before and after the failed statement.
+          const caught = Effect.ignore(sql`SELECT no_such_column FROM no_such_table`)
+          const before = yield* Effect.exit(uow.transaction(Effect.as(Effect.zipRight(repo.create(item("written-before")), caught), "done")))
+          const after = yield* Effect.exit(uow.transaction(Effect.as(Effect.zipRight(caught, repo.create(item("written-after"))), "done")))
+          for (const [exit, id] of [[before, "written-before"], [after, "written-after"]] as const) {
+            const stored = Option.isSome(yield* repo.get(id))
+            if (Exit.isSuccess(exit)) assert.isTrue(stored, `${id}: told it committed, so it is stored`)
+            else assert.isFalse(stored, `${id}: told it failed, so nothing of it is stored`)
+          }
+        })))
+
       it.effect("work handed over before commit runs once per COMMIT, inside it, with the values of the transactions that commit", () =>
         run(Effect.gen(function*() {
           const repo = yield* items
