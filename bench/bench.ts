@@ -595,7 +595,46 @@ const measureDefault = async (
   if (missing() > 0) console.log(`# consent_events_default_${store}: ${missing()} webhooks had not arrived a minute after the load`)
   const peak = peakRssMb(single.proc.pid!)
   await stopChild(single)
+  await measureBareDelivery(store, receiver, t.org.id, cpuDelivered, t.baseCpu)
   return peak
+}
+
+/**
+ * The least a server that delivers each event's webhook must spend (`baseline.ts` with its
+ * webhook: the event and its outbox message written together, the message sent signed on
+ * kept-alive connections and marked delivered), loaded and counted as the default figure is:
+ * from the load's start until its last webhook arrived. Not a target: it shows how much of the
+ * default figure's ratio to the bare insert any delivering server pays.
+ */
+const measureBareDelivery = async (store: "sqlite" | "postgres", receiver: Child, organizationId: string, cpuDelivered: number, baseCpu: number) => {
+  const database: Record<string, string> = store === "postgres"
+    ? { BASELINE_PG: await pgDatabase(process.env.DATABASE_URL!, `cmp_bench_deliver_${process.pid}`) }
+    : { BASELINE_DB: path.join(dir, "baseline-delivering.db") }
+  const bare = await child("bench/baseline.ts", {
+    ...database,
+    BASELINE_WEBHOOK: `http://127.0.0.1:${receiver.first.port}/hook`,
+    BASELINE_WEBHOOK_SECRET: `whsec_${crypto.randomBytes(32).toString("base64")}`
+  })
+  const url = `http://127.0.0.1:${bare.first.port}`
+  await ask(receiver, "reset")
+  let sent = 0
+  if (WARMUP > 0) {
+    sent += (await postEvents(url, {}, () => consentBody(organizationId), { seconds: WARMUP }))["2xx"]
+    await arrived(receiver, sent, 60_000)
+  }
+  const before = cpuMs(bare.proc.pid!)
+  const result = await postEvents(url, {}, () => consentBody(organizationId))
+  sent += result["2xx"]
+  const got = await arrived(receiver, sent, 60_000)
+  const cpu = (cpuMs(bare.proc.pid!) - before) / Math.max(1, result["2xx"])
+  line(
+    `consent_events_default_${store}_bare_delivery`,
+    result.requests.average,
+    "req/s",
+    `${cpu.toFixed(2)} ms CPU each with its webhook delivered, ${(cpu / baseCpu).toFixed(2)}x the bare insert; ` +
+      `the default figure is ${(cpuDelivered / cpu).toFixed(2)}x it; ${got.count}/${sent} webhooks arrived`
+  )
+  await stopChild(bare)
 }
 
 /** A server's environment, on this SQLite file or, where `databaseUrl` is given, on that PostgreSQL database. */
