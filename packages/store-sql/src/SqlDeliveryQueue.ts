@@ -67,13 +67,27 @@ export const make = Effect.gen(function*() {
           RETURNING d.id`.pipe(Unavailable.orDie)
         for (const r of rows) moved.add(r.id)
       } else {
-        for (const { completion: { id, now, outcome, workerId } } of batch) {
-          // On the batch's connection: one statement per message, inside the transaction.
+        // One statement per outcome: the messages of a batch mostly end alike (delivered at their
+        // first attempt, with the same status), and each statement costs more than its rows. The
+        // latest completion time of the group stands for all of it: they are written together.
+        const groups = new Map<string, Array<Completion>>()
+        for (const { completion } of batch) {
+          const { outcome, workerId } = completion
+          const key = JSON.stringify([workerId, outcome.status, outcome.attempts_count, outcome.next_attempt_at, outcome.last_status_code])
+          const group = groups.get(key)
+          if (group === undefined) groups.set(key, [completion])
+          else group.push(completion)
+        }
+        for (const group of groups.values()) {
+          const { outcome, workerId } = group[0]!
+          let now = group[0]!.now
+          for (const c of group) if (c.now > now) now = c.now
+          // On the batch's connection, inside the transaction.
           const rows = yield* execute(sql<{ id: unknown }>`UPDATE webhook_deliveries
             SET status = ${outcome.status}, attempts_count = ${outcome.attempts_count},
                 next_attempt_at = ${outcome.next_attempt_at}, last_status_code = ${outcome.last_status_code},
                 lease_until = NULL, leased_by = NULL, updated_at = ${now}, version = version + 1
-            WHERE id = ${id} AND leased_by = ${workerId} AND status = 'delivering'
+            WHERE id IN ${sql.in(group.map((c) => c.id))} AND leased_by = ${workerId} AND status = 'delivering'
             RETURNING id`).pipe(Unavailable.orDie)
           for (const r of rows) moved.add(r.id)
         }
