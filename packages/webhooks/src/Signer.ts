@@ -40,28 +40,12 @@ export interface SignOptions {
   readonly body: string
 }
 
-/**
- * Signers by secret: making one decodes its key, on every message of an endpoint otherwise.
- * Secrets are few (one or two per endpoint); the map is emptied if it ever holds many.
- */
-const signers = new Map<string, Webhook>()
-const MAX_SIGNERS = 1024
-const signerOf = (secret: string): Webhook => {
-  let signer = signers.get(secret)
-  if (signer === undefined) {
-    signer = new Webhook(secret)
-    if (signers.size >= MAX_SIGNERS) signers.clear()
-    signers.set(secret, signer)
-  }
-  return signer
-}
-
 /** `sign` without an Effect around it, for the dispatcher's path of every message. */
 export const signNow = (options: SignOptions): SignatureHeaders | SignError => {
   try {
     const at = new Date(options.timestampSeconds * 1000)
     const signatures = [options.secret, ...(options.previousSecret === undefined ? [] : [options.previousSecret])]
-      .map((secret) => signerOf(secret).sign(options.msgId, at, options.body))
+      .map((secret) => new Webhook(secret).sign(options.msgId, at, options.body))
     return {
       "webhook-id": options.msgId,
       "webhook-timestamp": String(options.timestampSeconds),
