@@ -37,7 +37,7 @@ import { RelationsLive } from "./Registry.js"
 import { OrganizationLimitsLive } from "./Accounts/AccountLimits.js"
 import { Settings, type SettingsShape } from "./Engine/Settings.js"
 import type { DeliveryStats } from "./Webhooks/DeliveryStats.js"
-import type { DeliveryQueue, Endpoints, SubscriberRegistrations } from "./Webhooks/Ports.js"
+import type { DeliveryHandOff, DeliveryQueue, Endpoints, SubscriberRegistrations } from "./Webhooks/Ports.js"
 import { WebhookTargets } from "./Webhooks/Targets.js"
 import { ConsentPolicies } from "./Consents/PolicyCache.js"
 import { NoticeVersions } from "./Notices/NoticeVersions.js"
@@ -95,6 +95,7 @@ export type PlatformServices =
   | HostPorts
   | Endpoints
   | OutboxSignal
+  | DeliveryHandOff
   | MailSignal
   | ApiUsage
   | Metrics

@@ -10,6 +10,7 @@ import {
   ExpirySweep,
   forgetOtherWebhookChanges,
   Ids,
+  DeliveryHandOff,
   OutboxSignal,
   MailDispatcher,
   Retention,
@@ -100,7 +101,7 @@ export const layer = (options: PlatformOptions): Layer.Layer<PlatformServices, u
       Layer.provideMerge(Dispatcher.layer({ allowHosts, localAddress: options.webhookLocalAddress, ...dispatcher })),
       Layer.provideMerge(Layer.merge(withEndpoints, MailDispatcher.layer({ workerId: dispatcher.workerId }).pipe(Layer.provide(withEndpoints))))
     )
-    : Layer.mergeAll(withEndpoints, OutboxSignal.ringing.pipe(Layer.provide(withEndpoints)), MailSignal.None, ReadinessLive.layer.pipe(Layer.provide(withEndpoints)))
+    : Layer.mergeAll(withEndpoints, OutboxSignal.ringing.pipe(Layer.provide(withEndpoints)), DeliveryHandOff.None, MailSignal.None, ReadinessLive.layer.pipe(Layer.provide(withEndpoints)))
   // Page hosts nobody proved are released wherever the platform runs (servers and workers alike).
   const releasing = options.domainRelease === false
     ? delivering

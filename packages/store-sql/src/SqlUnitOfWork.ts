@@ -19,8 +19,21 @@ import * as Unavailable from "./Unavailable.js"
 import { PipelinedConnection, sqlState } from "./Pipeline.js"
 import { conflictOf, dialectOf } from "./SqlValues.js"
 
-/** The values handed to each work to run before a COMMIT, in the order they came. */
-type Pending = Map<CommitWork<unknown>, Array<unknown>>
+/** The values handed to each work, in the order they came. */
+type Handed = Map<CommitWork<unknown>, Array<unknown>>
+
+/** What the transaction (or group) has been handed: work to run before its COMMIT, and after it. */
+class Pending {
+  readonly before: Handed = new Map()
+  readonly after: Handed = new Map()
+}
+
+/** Where each work's values stand, to cut them back to; undefined when none were handed over. */
+const marksOf = (handed: Handed) => handed.size === 0 ? undefined : new Map([...handed].map(([work, values]) => [work, values.length]))
+const cutBack = (handed: Handed, marks: Map<CommitWork<unknown>, number> | undefined) => {
+  if (marks === undefined) handed.clear()
+  else for (const [work, values] of handed) values.length = marks.get(work) ?? 0
+}
 
 /** The pending work of the transaction (or group of transactions) a fiber is inside. */
 class PendingWork extends Context.Tag("@cmp/store-sql/UnitOfWork/PendingWork")<PendingWork, Pending>() {}
@@ -29,11 +42,12 @@ class PendingWork extends Context.Tag("@cmp/store-sql/UnitOfWork/PendingWork")<P
 const droppedOnFailure = <A, E, R>(pending: Pending, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.suspend(() => {
     // Most savepoints begin with nothing handed over yet: then all goes.
-    const marks = pending.size === 0 ? undefined : new Map([...pending].map(([work, values]) => [work, values.length]))
+    const before = marksOf(pending.before)
+    const after = marksOf(pending.after)
     return Effect.onError(effect, () =>
       Effect.sync(() => {
-        if (marks === undefined) pending.clear()
-        else for (const [work, values] of pending) values.length = marks.get(work) ?? 0
+        cutBack(pending.before, before)
+        cutBack(pending.after, after)
       }))
   })
 
@@ -84,13 +98,31 @@ const refused = (conn: PipelinedConnection, cause: Cause.Cause<unknown>): boolea
 const opened = (connection: readonly [Connection, number], pending: Pending) =>
   Context.make(SqlClient.TransactionConnection, connection).pipe(Context.add(PendingWork, pending))
 
-/** Runs each work once with its values, inside the transaction, before it commits. */
-const runPending = (pending: Pending) =>
+/** Runs each work once with its values. */
+const runHanded = (handed: Handed) =>
   Effect.suspend(() => {
-    const works = [...pending].filter(([, values]) => values.length > 0)
-    pending.clear()
+    const works = [...handed].filter(([, values]) => values.length > 0)
+    handed.clear()
     return Effect.forEach(works, ([work, values]) => work.run(values), { discard: true })
   })
+
+/** Runs each work handed over to run before the COMMIT, inside the transaction. */
+const runPending = (pending: Pending) => runHanded(pending.before)
+
+/**
+ * Runs each work handed over to run after the COMMIT, once it succeeded. The COMMIT is done
+ * whatever the work does: a work that fails is logged, and the callers hear their commit.
+ */
+const runCommitted = (pending: Pending): Effect.Effect<void> =>
+  pending.after.size === 0
+    ? Effect.void
+    : Effect.catchAllCause(runHanded(pending.after), (cause) => Effect.logError("work after a COMMIT failed", cause))
+
+const keep = <T>(handed: Handed, work: CommitWork<T>, value: T) => {
+  const values = handed.get(work as CommitWork<unknown>)
+  if (values) values.push(value)
+  else handed.set(work as CommitWork<unknown>, [value])
+}
 
 /** The unit-of-work port over `SqlClient`: transactions (grouped under one COMMIT) and locks. */
 export const make = Effect.gen(function*() {
@@ -122,7 +154,7 @@ export const make = Effect.gen(function*() {
         Effect.flatMap(Effect.exit(Scope.extend(sql.reserve, scope)), (reserved): Effect.Effect<A, E | Conflict | SqlError, R> => {
           if (reserved._tag === "Failure") return Effect.zipRight(Scope.close(scope, reserved), reserved as Exit.Exit<never, SqlError>)
           const conn = new PipelinedConnection(reserved.value, conflictOf)
-          const pending: Pending = new Map()
+          const pending = new Pending()
           const tail: Array<string> = []
           const body = Effect.tap(effect, () => Effect.provideService(runPending(pending), CommitTail, tail))
           const added = opened([conn, 0], pending)
@@ -136,7 +168,7 @@ export const make = Effect.gen(function*() {
                 const outcome: Exit.Exit<A, E> = ended._tag === "Failure" ? ended as Exit.Exit<never> : exit
                 // A deferred write's Conflict, or a deferred check's own failure (of type E).
                 const reported: Exit.Exit<A, E | Conflict> = outcome._tag === "Failure" && conn.failure !== undefined ? Exit.fail(conn.failure as E | Conflict) : outcome
-                return Effect.zipRight(Scope.close(scope, outcome), reported)
+                return Effect.zipRight(Scope.close(scope, outcome), outcome._tag === "Success" ? Effect.zipRight(runCommitted(pending), reported) : reported)
               })
             )
           })
@@ -179,10 +211,10 @@ export const make = Effect.gen(function*() {
   const runBatch = (batch: ReadonlyArray<Waiting>) =>
     Effect.gen(function*() {
       const exits: Array<Exit.Exit<unknown, unknown>> = []
+      const pending = new Pending()
       const outcome = yield* Effect.exit(plainTransaction(Effect.withFiberRuntime((fiber) => {
         const [conn, level] = Context.unsafeGet(fiber.currentContext, SqlClient.TransactionConnection)
         const own = fiber.getFiberRefs()
-        const pending: Pending = new Map()
         // Each item runs with its caller's fiber refs and context, plus the batch's connection,
         // merged in one copy of the caller's context (it holds every service of the host).
         const items = opened([conn, level + 1], pending)
@@ -198,9 +230,10 @@ export const make = Effect.gen(function*() {
             // the rest of the batch must not run outside it. They wait for the next batch.
             if (exit._tag === "Failure" && Cause.isDie(exit.cause)) break
           }
-          if (last !== undefined && pending.size > 0) yield* withRefs(refsOf(fiber, last, opened([conn, level], pending)), runPending(pending), own)
+          if (last !== undefined && pending.before.size > 0) yield* withRefs(refsOf(fiber, last, opened([conn, level], pending)), runPending(pending), own)
         })
       })))
+      if (outcome._tag === "Success") yield* runCommitted(pending)
       for (let i = 0; i < exits.length; i++) {
         const exit = exits[i]!
         // A failed COMMIT loses every write of the batch: each caller hears that failure.
@@ -244,7 +277,7 @@ export const make = Effect.gen(function*() {
             // Any failed statement sends every item back to run alone, where its checks are
             // told apart: here they may share a message.
             const conn = new PipelinedConnection(reserved.value, conflictOf, true)
-            const pending: Pending = new Map()
+            const pending = new Pending()
             const tail: Array<string> = []
             const items = opened([conn, 0], pending)
             /**
@@ -274,7 +307,7 @@ export const make = Effect.gen(function*() {
                 }
                 conn.dropSince(mark)
               }
-              if (last !== undefined && pending.size > 0) {
+              if (last !== undefined && pending.before.size > 0) {
                 yield* withRefs(refsOf(fiber, last, opened([conn, 0], pending)), Effect.provideService(runPending(pending), CommitTail, tail), own)
               }
             })
@@ -288,8 +321,11 @@ export const make = Effect.gen(function*() {
               return Effect.flatMap(commit, (ended) => {
                 // A COMMIT refused for a write or a check its message carried did not commit.
                 if (!broken && last !== undefined && ended._tag === "Failure" && refused(conn, ended.cause)) broken = true
+                // Only a group that committed hands over what its items kept for after it: one
+                // that rolled back runs them again alone, and each run hands over its own.
+                const committed = !broken && last !== undefined && ran._tag === "Success" && ended._tag === "Success"
                 return Effect.zipRight(
-                  Scope.close(scope, Exit.void),
+                  Effect.zipRight(Scope.close(scope, Exit.void), committed ? runCommitted(pending) : Effect.void),
                   Effect.forEach(batch, (item, i) => {
                     const exit = exits[i]
                     if (exit?._tag === "Failure") return Effect.sync(() => item.done(exit))
@@ -332,10 +368,15 @@ export const make = Effect.gen(function*() {
   const beforeCommit = <T>(work: CommitWork<T>, value: T): Effect.Effect<void> =>
     Effect.flatMap(Effect.serviceOption(PendingWork), (open) => {
       if (Option.isNone(open)) return work.run([value])
-      const values = open.value.get(work as CommitWork<unknown>)
-      if (values) values.push(value)
-      else open.value.set(work as CommitWork<unknown>, [value])
+      keep(open.value.before, work, value)
       return Effect.void
+    })
+
+  const afterCommit = <T>(work: CommitWork<T>, value: T): Effect.Effect<boolean> =>
+    Effect.map(Effect.serviceOption(PendingWork), (open) => {
+      if (Option.isNone(open)) return false
+      keep(open.value.after, work, value)
+      return true
     })
 
   // SQLite runs one transaction at a time already; PostgreSQL needs a transaction-scoped lock.
@@ -345,7 +386,7 @@ export const make = Effect.gen(function*() {
       orElse: () => Effect.void
     })
 
-  return UnitOfWork.of({ transaction, beforeCommit, lock })
+  return UnitOfWork.of({ transaction, beforeCommit, afterCommit, lock })
 })
 
 export const layer: Layer.Layer<UnitOfWork, never, SqlClient.SqlClient> = Layer.scoped(UnitOfWork, make)

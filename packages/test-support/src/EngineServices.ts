@@ -10,6 +10,7 @@ import {
   Ids,
   Metrics,
   NotAuthenticated,
+  DeliveryHandOff,
   OutboxSignal,
   SecretBox,
   SecretComparer,
@@ -145,6 +146,7 @@ export const engineLayer = (store: Layer.Layer<EngineStore>, settings: Partial<S
     adapters: Layer.mergeAll(
       hmacLayer,
       OutboxSignal.None,
+      DeliveryHandOff.None,
       Metrics.none,
       hasherLayer,
       secretComparerLayer,

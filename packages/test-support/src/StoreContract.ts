@@ -1305,6 +1305,54 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
           assert.deepStrictEqual(runs[runs.length - 1], ["alone"])
         })))
 
+      it.effect("work handed over for after the commit runs once the COMMIT succeeded, with the values of exactly the transactions that committed", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          const uow = yield* UnitOfWork
+          const sql = yield* SqlClient.SqlClient
+          const runs: Array<ReadonlyArray<string>> = []
+          // What the work sees of the store: whether the rows of its values are committed.
+          const seen: Array<boolean> = []
+          const work: CommitWork<string> = {
+            run: (values) =>
+              Effect.suspend(() => {
+                runs.push(values)
+                return Effect.forEach(values, (v) => Effect.map(Effect.orDie(repo.get(`r-${v}`)), (found) => void seen.push(Option.isSome(found))), { discard: true })
+              })
+          }
+          // Sixteen at once (committed together on both stores): every fourth fails after handing
+          // a value over, each hands one over in a savepoint that rolls back, and one catches a
+          // failed statement of its own, which rolls a PostgreSQL group back and runs the others
+          // again alone: they must hand over once, from the run that committed.
+          const caught = Effect.ignore(sql`SELECT no_such_column FROM no_such_table`)
+          const one = (i: number) =>
+            uow.transaction(Effect.gen(function*() {
+              yield* repo.create(item(`r-a${i}`))
+              assert.isTrue(yield* uow.afterCommit(work, `a${i}`))
+              yield* Effect.either(uow.transaction(Effect.zipRight(uow.afterCommit(work, `lost${i}`), Effect.fail("no"))))
+              if (i % 4 === 3) return yield* Effect.fail("failed")
+              if (i === 6) yield* caught
+              yield* repo.create(item(`r-b${i}`))
+              yield* uow.afterCommit(work, `b${i}`)
+            })).pipe(Effect.exit)
+          const exits = yield* Effect.all(Array.from({ length: 16 }, (_, i) => one(i)), { concurrency: "unbounded" })
+          const committed = exits.flatMap((exit, i) => Exit.isSuccess(exit) ? [i] : [])
+          const handed = runs.flat()
+          assert.deepStrictEqual([...handed].sort(), committed.flatMap((i) => [`a${i}`, `b${i}`]).sort())
+          assert.isTrue(committed.length >= 11, `${committed.length} committed`)
+          // Each after its COMMIT: what it wrote is there.
+          assert.isTrue(seen.every((s) => s))
+          for (const i of committed) assert.isBelow(handed.indexOf(`a${i}`), handed.indexOf(`b${i}`))
+          // A work that fails does not undo the COMMIT, nor fail it for its caller.
+          const failing: CommitWork<string> = { run: () => Effect.dieMessage("cannot") }
+          yield* uow.transaction(Effect.zipRight(repo.create(item("kept")), uow.afterCommit(failing, "x")))
+          assert.isTrue(Option.isSome(yield* repo.get("kept")))
+          // Outside a transaction, nothing is kept, and the caller is told so.
+          const before = runs.length
+          assert.isFalse(yield* uow.afterCommit(work, "alone"))
+          assert.strictEqual(runs.length, before)
+        })))
+
       it.effect("news announced in a transaction commits with it, whatever it holds; a transaction that fails keeps nothing; outside one, at once", () =>
         run(Effect.gen(function*() {
           const repo = yield* items

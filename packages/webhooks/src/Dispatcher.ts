@@ -1,5 +1,7 @@
 import {
   annotateSpan,
+  canonicalJson,
+  DeliveryHandOff,
   type DeliveryRecord,
   DeliveryQueue,
   type Endpoint,
@@ -64,6 +66,13 @@ export interface DispatcherConfig {
   readonly localAddress?: string | undefined
   /** Longest idle sleep between two polls of the queue. Default 250 ms. */
   readonly pollIntervalMs?: number
+  /**
+   * Whether the running loop takes the messages this process writes from memory after their
+   * commit (`DeliveryHandOff`) rather than claiming them back. Default true.
+   */
+  readonly handOff?: boolean
+  /** Most messages waiting in memory; past it, new ones are written for a claim. Default 10 batches. */
+  readonly handOffLimit?: number
   readonly userAgent?: string
 }
 
@@ -91,7 +100,7 @@ const validate = (config: DispatcherConfig) => {
   const problems: Array<string> = []
   const schedule = config.retrySchedule ?? DEFAULT_RETRY_SCHEDULE
   if (schedule.some((n) => !Number.isFinite(n) || n < 0)) problems.push("retrySchedule must hold non-negative seconds")
-  for (const key of ["timeoutMs", "leaseMs", "batchSize", "concurrency", "pollIntervalMs"] as const) {
+  for (const key of ["timeoutMs", "leaseMs", "batchSize", "concurrency", "pollIntervalMs", "handOffLimit"] as const) {
     const v = config[key]
     if (v !== undefined && (!Number.isFinite(v) || v <= 0)) problems.push(`${key} must be a positive number`)
   }
@@ -118,6 +127,7 @@ const build = (config: DispatcherConfig, subscribers: SubscribersService | undef
     const localAddress = config.localAddress
     const pollIntervalMs = config.pollIntervalMs ?? 250
     const userAgent = config.userAgent ?? DEFAULT_USER_AGENT
+    const handOffLimit = config.handOffLimit ?? batchSize * 10
     const tokens: TokenCache = yield* makeTokenCache({ timeoutMs, allowHosts, localAddress, userAgent })
     // One pending wake-up is enough: it makes the loop poll again, which sees every new message.
     const wake = yield* Queue.sliding<void>(1)
@@ -181,8 +191,11 @@ const build = (config: DispatcherConfig, subscribers: SubscribersService | undef
       const elapsed = (r: SendResult): SendResult => ({ ...r, durationMs: Math.round(performance.now() - started) })
       let body: string
       try {
-        // Serialised once: the signature and the request use these exact bytes.
-        body = JSON.stringify(message.payload)
+        // Serialised once: the signature and the request use these exact bytes. Canonical (keys
+        // sorted), so every attempt sends the same bytes whether its payload came from memory
+        // (handed over after the commit) or back from the store, which may keep keys in an order
+        // of its own (PostgreSQL's jsonb does).
+        body = canonicalJson(message.payload)
       } catch (e) {
         return Effect.succeed(notSent(`payload is not serialisable: ${e instanceof Error ? e.message : String(e)}`))
       }
@@ -329,10 +342,14 @@ const build = (config: DispatcherConfig, subscribers: SubscribersService | undef
       )
     }
 
+    /** When this dispatcher last claimed, so a flow of handed-over messages does not starve its claims. */
+    let lastClaimMs = Number.NEGATIVE_INFINITY
+
     const runOnce: Effect.Effect<number> = Effect.gen(function*() {
       const clock = yield* Effect.clock
       const tracing = yield* tracingEnabled
       const nowMs = clock.unsafeCurrentTimeMillis()
+      lastClaimMs = nowMs
       const leaseUntilMs = nowMs + leaseMs
       const claimed = yield* queue.claim({
         now: iso(nowMs),
@@ -354,8 +371,43 @@ const build = (config: DispatcherConfig, subscribers: SubscribersService | undef
       yield* Effect.raceFirst(pause(waitMs), Queue.take(wake))
     })
 
-    const round = runOnce.pipe(
-      Effect.flatMap((n) => (n > 0 ? Effect.void : idle)),
+    /**
+     * Messages handed over after their commit, leased to this dispatcher when they were written,
+     * each with its lease's end, in the order they committed.
+     */
+    const handed: Array<{ readonly message: DeliveryRecord; readonly leaseUntilMs: number }> = []
+    let looping = false
+    const handOff = DeliveryHandOff.of({
+      lease: (nowMs) =>
+        config.handOff === false || !looping || stopped || handed.length >= handOffLimit
+          ? undefined
+          : { workerId, leaseUntil: iso(nowMs + leaseMs) },
+      take: {
+        run: (values) =>
+          Effect.suspend(() => {
+            for (const { lease, messages } of values) {
+              const leaseUntilMs = Date.parse(lease.leaseUntil)
+              for (const message of messages) handed.push({ message, leaseUntilMs })
+            }
+            return Effect.asVoid(Queue.offer(wake, undefined))
+          })
+      }
+    })
+
+    /**
+     * Sends up to a batch of the messages handed over, then claims as well when the last claim
+     * is a poll interval old: retries and other processes' messages keep their turn under a
+     * steady flow of new ones.
+     */
+    const sendHanded = Effect.flatMap(Effect.clock, (clock) =>
+      Effect.flatMap(tracingEnabled, (tracing) => {
+        const batch = handed.splice(0, batchSize)
+        const sent = Effect.forEach(batch, (h) => processOne(clock, tracing, h.message, h.leaseUntilMs), { concurrency, discard: true })
+        return Effect.zipRight(sent, Effect.suspend(() =>
+          !stopped && clock.unsafeCurrentTimeMillis() - lastClaimMs >= pollIntervalMs ? Effect.asVoid(runOnce) : Effect.void))
+      }))
+
+    const round = Effect.suspend(() => handed.length > 0 ? sendHanded : Effect.flatMap(runOnce, (n) => (n > 0 ? Effect.void : idle))).pipe(
       Effect.catchAllCause((cause) =>
         Cause.isInterruptedOnly(cause)
           ? Effect.failCause(cause)
@@ -363,7 +415,6 @@ const build = (config: DispatcherConfig, subscribers: SubscribersService | undef
       )
     )
 
-    let looping = false
     /** Rounds until `stop`: a round in progress finishes its calls in flight and records their attempts. */
     const loop: Effect.Effect<void> = Effect.gen(function*() {
       looping = true
@@ -376,7 +427,7 @@ const build = (config: DispatcherConfig, subscribers: SubscribersService | undef
       return Effect.asVoid(Deferred.succeed(stopping, undefined))
     })
     const service: DispatcherService = { workerId, runOnce, notify: Effect.asVoid(Queue.offer(wake, undefined)), running }
-    return { service, loop, stop }
+    return { service, loop, stop, handOff }
   })
 
 /**
@@ -402,16 +453,17 @@ export class Dispatcher extends Context.Tag("@cmp/webhooks/Dispatcher")<Dispatch
    */
   static readonly layer = (
     config: DispatcherConfig = {}
-  ): Layer.Layer<Dispatcher | OutboxSignal | Subscribers, never, DeliveryQueue | Endpoints | Metrics> =>
+  ): Layer.Layer<Dispatcher | OutboxSignal | DeliveryHandOff | Subscribers, never, DeliveryQueue | Endpoints | Metrics> =>
     Layer.scopedContext(
       Effect.gen(function*() {
         const subscribers = makeSubscribers()
-        const { loop, service, stop } = yield* build(config, subscribers)
+        const { handOff, loop, service, stop } = yield* build(config, subscribers)
         const fiber = yield* Effect.forkScoped(loop)
         // Added after the fork, so it runs before the fork's own finalizer interrupts the loop.
         yield* Effect.addFinalizer(() => Effect.zipRight(stop, Fiber.await(fiber)))
         return Context.make(Dispatcher, service).pipe(
           Context.add(OutboxSignal, OutboxSignal.of({ notify: service.notify })),
+          Context.add(DeliveryHandOff, handOff),
           Context.add(Subscribers, subscribers)
         )
       })

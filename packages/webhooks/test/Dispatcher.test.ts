@@ -1,6 +1,7 @@
-import { DeliveryQueue, type Endpoint, signalOutbox } from "@cmp/core"
+import { canonicalJson, DeliveryHandOff, DeliveryQueue, type Endpoint, signalOutbox } from "@cmp/core"
 import { assert, describe, it } from "@effect/vitest"
 import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
@@ -54,7 +55,9 @@ describe("Dispatcher", () => {
       assert.strictEqual(yield* d.runOnce, 1)
 
       const req = r.requests[0]!
-      assert.strictEqual(req.body, JSON.stringify(payload))
+      // Canonical JSON (keys sorted): the same bytes on every attempt, whatever order the store keeps.
+      assert.strictEqual(req.body, canonicalJson(payload))
+      assert.notStrictEqual(req.body, JSON.stringify(payload))
       assert.strictEqual(req.headers["content-type"], "application/json")
       assert.match(String(req.headers["user-agent"]), /^cmp-webhooks\//)
       assert.strictEqual(req.headers["webhook-id"], msg.id)
@@ -514,6 +517,75 @@ describe("Dispatcher", () => {
       const left = yield* out.message(second.id)
       assert.deepStrictEqual([left.status, left.attempts_count], ["delivering", 0])
       assert.strictEqual(r.requests.length, 1)
+    }))
+
+  /** A running dispatcher on `out` whose claims find nothing: what it sends came from memory. */
+  const handingOff = (out: TestOutbox, config: DispatcherConfig = {}) =>
+    Effect.map(
+      Layer.build(
+        Dispatcher.layer({ allowHosts: ["127.0.0.1"], workerId: "w1", pollIntervalMs: 3_600_000, ...config }).pipe(
+          Layer.provide(Layer.merge(out.layer, Layer.succeed(DeliveryQueue, { ...out.queue, claim: () => Effect.succeed([]) })))
+        )
+      ),
+      (ctx) => Context.get(ctx, DeliveryHandOff)
+    )
+
+  it.scoped("hand-off: a committed message is sent from memory without a claim; one whose transaction rolled back is never sent", () =>
+    Effect.gen(function*() {
+      const r = yield* receiver()
+      const { out, secret } = yield* setup(r.url)
+      const handOff = yield* handingOff(out)
+      yield* realSleep(50) // the loop runs
+      const lost = yield* Effect.either(out.enqueueHanded(handOff, { webhookId: "wh_1", payload: { ...payload, n: 1 }, now: iso(T0) }, Effect.fail("rolled back")))
+      assert.isTrue(lost._tag === "Left")
+      const kept = yield* out.enqueueHanded(handOff, { webhookId: "wh_1", payload: { ...payload, n: 2 }, now: iso(T0) })
+      assert.isTrue(kept.leased)
+      assert.isTrue(yield* eventually(Effect.map(out.message(kept.record.id), (m) => m.status === "delivered")))
+      yield* realSleep(50)
+      assert.deepStrictEqual(r.requests.map((q) => q.headers["webhook-id"]), [kept.record.id])
+      // Signed as any message: the signature verifies over the body written.
+      assert.deepStrictEqual(verify(secret, r.requests[0]!), { ...payload, n: 2 })
+      assert.deepStrictEqual((yield* out.attempts(kept.record.id)).map((a) => a.status_code), [200])
+      // The rolled-back message's row went with its transaction (the setup's own message waits for a claim).
+      assert.strictEqual((yield* out.message("msg_1")).status, "pending")
+      assert.isFalse(yield* out.exists(`msg_${Number(kept.record.id.slice(4)) - 1}`))
+    }))
+
+  it.scoped("hand-off: past its limit, or once stopping, new messages are written pending for a claim; what was handed over but not sent stays leased and is claimed after its lease", () =>
+    Effect.gen(function*() {
+      const answers: Array<() => void> = []
+      const r = yield* receiver((_req, res) => void answers.push(() => res.writeHead(200).end("ok")))
+      const { out } = yield* setup(r.url)
+      const scope = yield* Scope.make()
+      const handOff = yield* Scope.extend(handingOff(out, { batchSize: 1, concurrency: 1, handOffLimit: 2 }), scope)
+      yield* realSleep(50)
+      const enqueue = (n: number) => out.enqueueHanded(handOff, { webhookId: "wh_1", payload: { ...payload, n }, now: iso(T0) })
+      const first = yield* enqueue(1)
+      assert.isTrue(yield* waitFor(() => r.requests.length === 1)) // in flight, unanswered
+      const waiting = [yield* enqueue(2), yield* enqueue(3)]
+      const over = yield* enqueue(4)
+      assert.deepStrictEqual([...waiting.map((w) => w.leased), over.leased], [true, true, false])
+      assert.deepStrictEqual([(yield* out.message(over.record.id)).status, (yield* out.message(over.record.id)).leased_by], ["pending", null])
+      // Stopping: the call in flight is answered and recorded; nothing more is sent, and nothing new is leased.
+      const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+      yield* realSleep(50)
+      assert.isFalse((yield* enqueue(5)).leased)
+      answers[0]!()
+      yield* Fiber.join(closing)
+      assert.strictEqual((yield* out.message(first.record.id)).status, "delivered")
+      for (const w of waiting) {
+        const left = yield* out.message(w.record.id)
+        assert.deepStrictEqual([left.status, left.leased_by, left.lease_until, left.attempts_count], ["delivering", "w1", iso(T0 + 45_000), 0])
+      }
+      assert.strictEqual(r.requests.length, 1)
+      // Another dispatcher takes them once their lease ran out, as after a crash.
+      const r2 = yield* receiver()
+      out.endpoints.put({ ...out.endpoints.get("wh_1")!, url: r2.url })
+      const other = yield* dispatcher(out, { workerId: "w2" })
+      yield* TestClock.adjust("45 seconds")
+      assert.strictEqual(yield* other.runOnce, 5)
+      for (const w of waiting) assert.strictEqual((yield* out.message(w.record.id)).status, "delivered")
+      assert.strictEqual(new Set(r2.requests.map((q) => q.headers["webhook-id"])).size, 5)
     }))
 
   it.scoped("an invalid configuration is refused", () =>

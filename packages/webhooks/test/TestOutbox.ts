@@ -2,13 +2,15 @@ import {
   type AttemptRecord,
   AttemptsTable,
   DeliveriesTable,
+  DeliveryHandOff,
   DeliveryQueue,
   type DeliveryRecord,
   type Endpoint,
   Endpoints,
   eq,
   Metrics,
-  Storage
+  Storage,
+  UnitOfWork
 } from "@cmp/core"
 import { SqliteStore } from "@cmp/store-sqlite"
 import * as Context from "effect/Context"
@@ -17,6 +19,10 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import { realSleep } from "./Receiver.js"
+
+const assert = (condition: boolean) => {
+  if (!condition) throw new Error("the unit of work kept nothing inside its own transaction")
+}
 
 /**
  * The dispatcher's surroundings for tests: the outbox is the real SQL store (SQLite in memory),
@@ -71,7 +77,19 @@ export interface TestOutbox {
     readonly payload: Record<string, unknown>
     readonly now: string
   }) => Effect.Effect<DeliveryRecord>
+  /**
+   * Writes one message in a transaction as core's `enqueue` does where a dispatcher takes them
+   * from memory: leased to it when it gives a lease, and handed over after the COMMIT. Then
+   * `then` runs in the same transaction (a failure there rolls it back). Answers the message,
+   * and whether it was written leased.
+   */
+  readonly enqueueHanded: <E>(
+    handOff: DeliveryHandOff["Type"],
+    options: { readonly webhookId: string; readonly payload: Record<string, unknown>; readonly now: string },
+    then?: Effect.Effect<void, E>
+  ) => Effect.Effect<{ readonly record: DeliveryRecord; readonly leased: boolean }, E>
   readonly message: (id: string) => Effect.Effect<StoredMessage>
+  readonly exists: (id: string) => Effect.Effect<boolean>
   /** The attempt log of one message, oldest first. */
   readonly attempts: (id: string) => Effect.Effect<ReadonlyArray<AttemptRecord>>
 }
@@ -84,29 +102,47 @@ export const makeOutbox: Effect.Effect<TestOutbox, never, Scope.Scope> = Effect.
   const storage = Context.get(store, Storage)
   const deliveries = storage.repository(DeliveriesTable)
   const log = storage.repository(AttemptsTable)
+  const uow = Context.get(store, UnitOfWork)
   let seq = 0
+  const recordOf = (webhookId: string, payload: Record<string, unknown>, now: string): DeliveryRecord => ({
+    id: `msg_${++seq}`,
+    organization_id: "org_1",
+    webhook_id: webhookId,
+    event_type: "user.created",
+    regulation: "gdpr",
+    status: "pending",
+    attempts_count: 0,
+    next_attempt_at: now,
+    last_status_code: null,
+    payload,
+    created_at: now,
+    updated_at: now,
+    version: 1
+  })
   return {
     layer: Layer.mergeAll(Layer.succeed(DeliveryQueue, queue), Layer.succeed(Endpoints, endpoints.service), Metrics.none),
     queue,
     endpoints,
     enqueue: ({ now, payload, webhookId }) => {
-      const record: DeliveryRecord = {
-        id: `msg_${++seq}`,
-        organization_id: "org_1",
-        webhook_id: webhookId,
-        event_type: "user.created",
-        regulation: "gdpr",
-        status: "pending",
-        attempts_count: 0,
-        next_attempt_at: now,
-        last_status_code: null,
-        payload,
-        created_at: now,
-        updated_at: now,
-        version: 1
-      }
+      const record = recordOf(webhookId, payload, now)
       return deliveries.insert([{ ...record, lease_until: null, leased_by: null, trace_context: null }]).pipe(Effect.orDie, Effect.as(record))
     },
+    enqueueHanded: (handOff, { now, payload, webhookId }, then = Effect.void) =>
+      uow.transaction(Effect.gen(function*() {
+        const lease = handOff.lease(Date.parse(now))
+        const plain = recordOf(webhookId, payload, now)
+        const record: DeliveryRecord = lease === undefined ? plain : { ...plain, status: "delivering" }
+        if (lease !== undefined) assert(yield* uow.afterCommit(handOff.take, { lease, messages: [record] }))
+        yield* Effect.orDie(deliveries.insert([{
+          ...record,
+          lease_until: lease?.leaseUntil ?? null,
+          leased_by: lease?.workerId ?? null,
+          trace_context: null
+        }]))
+        yield* then
+        return { record, leased: lease !== undefined }
+      })),
+    exists: (id) => Effect.map(Effect.orDie(deliveries.get(id)), Option.isSome),
     message: (id) =>
       Effect.flatMap(deliveries.get(id), (row) =>
         Option.isSome(row)

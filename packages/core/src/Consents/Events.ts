@@ -7,7 +7,7 @@ import { eq } from "../Engine/Query.js"
 import { type Principal } from "../Engine/Principal.js"
 import { portList } from "../Engine/Resource.js"
 import { enqueue, type OutgoingEvent } from "../Webhooks/Outbox.js"
-import { SubscriberRegistrations } from "../Webhooks/Ports.js"
+import { DeliveryHandOff, SubscriberRegistrations } from "../Webhooks/Ports.js"
 import { WebhookTargets } from "../Webhooks/Targets.js"
 import { Digests, MediaTypes, ProofFiles } from "./ProofPorts.js"
 import { Events, EventRow, UserRow, sourceOf, users, eventOut } from "./ConsentTables.js"
@@ -35,13 +35,13 @@ export interface EventCarry {
 }
 
 export const ConsentEventsResource = Events.with<
-  SubscriberRegistrations | WebhookTargets | MediaTypes | ProofFiles | Digests | SigningKeys | ConsentStringDecoder | ConsentPolicies | NoticeVersions,
+  SubscriberRegistrations | WebhookTargets | DeliveryHandOff | MediaTypes | ProofFiles | Digests | SigningKeys | ConsentStringDecoder | ConsentPolicies | NoticeVersions,
   EventCarry
 >({
   // Their changes go to the outbox, addressed to the registered subscribers too; proofs may come
   // inline; the consent strings of a write are decoded; the regulation's policy says what a GPC
   // signal refuses, and users in messages show their state under it (kept in memory).
-  ports: portList(SubscriberRegistrations, WebhookTargets, MediaTypes, ProofFiles, Digests, SigningKeys, ConsentStringDecoder, ConsentPolicies, NoticeVersions),
+  ports: portList(SubscriberRegistrations, WebhookTargets, DeliveryHandOff, MediaTypes, ProofFiles, Digests, SigningKeys, ConsentStringDecoder, ConsentPolicies, NoticeVersions),
   hooks: {
     // A consent token reads its own user's events, whatever else the query asks.
     find: (p, query) =>

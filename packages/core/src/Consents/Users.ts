@@ -19,7 +19,7 @@ import { type LookUp } from "../Engine/Shape.js"
 import { requireFeature } from "../Engine/Gates.js"
 import { resolveView } from "../Engine/Views.js"
 import { enqueue, type OutgoingEvent } from "../Webhooks/Outbox.js"
-import { SubscriberRegistrations } from "../Webhooks/Ports.js"
+import { DeliveryHandOff, SubscriberRegistrations } from "../Webhooks/Ports.js"
 import { WebhookTargets } from "../Webhooks/Targets.js"
 import { Digests, ProofFiles } from "./ProofPorts.js"
 import { checkConsentStrings, ConsentStringDecoder } from "./ConsentStrings.js"
@@ -52,10 +52,10 @@ export interface UserCarry {
 }
 
 export const ConsentUsersResource = Users.with<
-  SubscriberRegistrations | WebhookTargets | ProofFiles | Digests | ConsentTokenStates | ConsentStringDecoder | ConsentPolicies | NoticeVersions,
+  SubscriberRegistrations | WebhookTargets | DeliveryHandOff | ProofFiles | Digests | ConsentTokenStates | ConsentStringDecoder | ConsentPolicies | NoticeVersions,
   UserCarry
 >({
-  ports: portList(SubscriberRegistrations, WebhookTargets, ProofFiles, Digests, ConsentTokenStates, ConsentStringDecoder, ConsentPolicies, NoticeVersions),
+  ports: portList(SubscriberRegistrations, WebhookTargets, DeliveryHandOff, ProofFiles, Digests, ConsentTokenStates, ConsentStringDecoder, ConsentPolicies, NoticeVersions),
   // `GET consents/users/:id?$by_organization_user_id=true`: the id is the organization's own user id.
   getBy: {
     param: "$by_organization_user_id",

@@ -131,6 +131,17 @@ export class UnitOfWork extends Context.Tag("@cmp/core/UnitOfWork")<
      */
     readonly beforeCommit: <T>(work: CommitWork<T>, value: T) => Effect.Effect<void>
     /**
+     * Inside a transaction of this unit of work: keeps `value` for `work`, whose `run` gets it,
+     * with the values of the other transactions committed with this one, once their COMMIT
+     * succeeded, outside the transaction and before their callers hear of it. A value handed
+     * over in a savepoint that rolls back is dropped with it, and so is every value of a
+     * transaction that does not commit (one run again alone after its group rolled back hands
+     * over again in that run). A `run` must not fail: the COMMIT is done. Answers whether it
+     * kept the value: false outside a transaction this unit of work began, where nothing is kept
+     * and the caller does without.
+     */
+    readonly afterCommit: <T>(work: CommitWork<T>, value: T) => Effect.Effect<boolean>
+    /**
      * Inside a transaction: waits until no other transaction holds the same key, and holds it
      * until this one ends, so a read-then-write on that key (a count against a quota) is not
      * interleaved with another. A store whose transactions are already serial may do nothing.

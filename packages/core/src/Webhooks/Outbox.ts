@@ -2,14 +2,14 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { nowIso } from "../Engine/Clock.js"
 import { acceptsType, type WebhookEventType } from "../Domain/Webhook.js"
-import { Storage } from "../Engine/Ports.js"
+import { Storage, UnitOfWork } from "../Engine/Ports.js"
 import { eq } from "../Engine/Query.js"
 import { sortableId } from "../Engine/Random.js"
 import { both, bothWith, eachOf } from "../Engine/Sequence.js"
 import { annotateSpan, currentTraceparent, traced } from "../Engine/Tracing.js"
 import { WebhooksResource } from "./Webhooks.js"
 import { flattenPayload } from "./Flatten.js"
-import { subscriberTarget } from "./Ports.js"
+import { type DeliveryRecord, DeliveryHandOff, type HandOffLease, subscriberTarget } from "./Ports.js"
 import { subscriberList } from "./Subscribers.js"
 import { DeliveriesTable, type DeliveryRow } from "./Tables.js"
 import { type Target, WebhookTargets } from "./Targets.js"
@@ -39,21 +39,33 @@ export const enqueue = (organizationId: string, events: ReadonlyArray<OutgoingEv
 
 /**
  * The outbox write, in its span: the messages carry that span's trace context (none when no
- * span is recorded), the parent of their delivery attempts' spans.
+ * span is recorded), the parent of their delivery attempts' spans. Messages to webhooks go to
+ * this process's dispatcher from memory after the commit where it takes them (`DeliveryHandOff`);
+ * a subscriber's are claimed by a process that has its handler.
  */
 const writeMessages = (organizationId: string, events: ReadonlyArray<OutgoingEvent>) =>
-  Effect.flatMap(both(Storage, WebhookTargets), ([storage, kept]) =>
+  Effect.flatMap(both(both(Storage, WebhookTargets), both(DeliveryHandOff, UnitOfWork)), ([[storage, kept], [handOff, uow]]) =>
     Effect.flatMap(both(nowIso, currentTraceparent), ([now, traceparent]) => {
       const deliveries = storage.repository(DeliveriesTable)
       const traceContext = Option.getOrNull(traceparent)
-      // Answers how many rows it wrote.
-      const write = (targets: ReadonlyArray<Target>): Effect.Effect<number> => {
-        const rows = messagesOf(organizationId, targets, events, now, traceContext)
+      const insert = (rows: ReadonlyArray<DeliveryRow>): Effect.Effect<number> => {
         const pages: Array<ReadonlyArray<DeliveryRow>> = []
         for (let i = 0; i < rows.length; i += ENQUEUE_PAGE) pages.push(rows.slice(i, i + ENQUEUE_PAGE))
         return Effect.as(eachOf(pages, (page) => Effect.orDie(deliveries.insert(page))), rows.length)
       }
-      const toWebhooks = Effect.flatMap(kept.read(organizationId, enabledWebhooks(storage, organizationId)), write)
+      // Answers how many rows it wrote.
+      const write = (targets: ReadonlyArray<Target>): Effect.Effect<number> =>
+        insert(messagesOf(organizationId, targets, events, now, traceContext, undefined))
+      const toWebhooks = Effect.flatMap(kept.read(organizationId, enabledWebhooks(storage, organizationId)), (targets) => {
+        const lease = targets.length === 0 ? undefined : handOff.lease(Date.parse(now))
+        if (lease === undefined) return write(targets)
+        const rows = messagesOf(organizationId, targets, events, now, traceContext, lease)
+        if (rows.length === 0) return Effect.succeed(0)
+        // Kept for after the commit before the rows are written: outside a transaction (where
+        // nothing is kept) they are written `pending` instead, as without a dispatcher here.
+        return Effect.flatMap(uow.afterCommit(handOff.take, { lease, messages: rows as ReadonlyArray<DeliveryRecord> }), (kept) =>
+          kept ? insert(rows) : write(targets))
+      })
       const toSubscribers = Effect.flatMap(subscriberList, (subscribers) => write(subscribers.map((s) => ({ ...s, id: subscriberTarget(s.id) }))))
       return Effect.flatMap(bothWith(toWebhooks, toSubscribers, (a, b) => a + b), (written) =>
         Effect.as(annotateSpan("outbox.messages", written), written))
@@ -80,13 +92,14 @@ const enabledWebhooks = (storage: Storage["Type"], organizationId: string) =>
     }
   })
 
-/** The outbox rows of a change's messages to the targets whose filters accept them. */
+/** The outbox rows of a change's messages to the targets whose filters accept them, leased when `lease` is given. */
 const messagesOf = (
   organizationId: string,
   targets: ReadonlyArray<Target>,
   events: ReadonlyArray<OutgoingEvent>,
   now: string,
-  traceContext: string | null
+  traceContext: string | null,
+  lease: HandOffLease | undefined
 ): Array<DeliveryRow> => {
   const rows: Array<DeliveryRow> = []
   for (const hook of targets) {
@@ -102,13 +115,13 @@ const messagesOf = (
         webhook_id: hook.id,
         event_type: event.type,
         regulation: event.regulation,
-        status: "pending",
+        status: lease === undefined ? "pending" : "delivering",
         attempts_count: 0,
         next_attempt_at: now,
         last_status_code: null,
         payload: hook.flatten === true ? flattenPayload(body) : body,
-        lease_until: null,
-        leased_by: null,
+        lease_until: lease === undefined ? null : lease.leaseUntil,
+        leased_by: lease === undefined ? null : lease.workerId,
         created_at: now,
         updated_at: now,
         version: 1,

@@ -1,6 +1,8 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
+import type { CommitWork } from "../Engine/Ports.js"
 import type { WebhookDeliveryStatus, WebhookEventType } from "../Domain/Webhook.js"
 
 /**
@@ -96,6 +98,43 @@ export class DeliveryQueue extends Context.Tag("@cmp/core/DeliveryQueue")<
     readonly purgeDelivered: (options: { readonly before: string; readonly limit: number }) => Effect.Effect<number>
   }
 >() {}
+
+/** The lease a message is written under when this process's dispatcher takes it from memory. */
+export interface HandOffLease {
+  readonly workerId: string
+  readonly leaseUntil: string
+}
+
+/** Messages written in one transaction under one lease. */
+export interface HandedMessages {
+  readonly lease: HandOffLease
+  readonly messages: ReadonlyArray<DeliveryRecord>
+}
+
+/**
+ * Delivery without a claim: where this process runs a dispatcher, a change's messages to
+ * webhooks are written already leased to it (`delivering`), in the change's transaction, and
+ * handed to it in memory once that transaction committed (`UnitOfWork.afterCommit`), instead
+ * of being claimed back from the outbox by a statement of their own. A message handed over is
+ * an outbox row like any other: if this process stops or dies before sending it, its lease
+ * runs out and any dispatcher claims it, as after a crash mid-send.
+ */
+export class DeliveryHandOff extends Context.Tag("@cmp/core/DeliveryHandOff")<
+  DeliveryHandOff,
+  {
+    /**
+     * The lease to write new messages under at `nowMs`, or undefined when the dispatcher takes
+     * none from memory now (it is not running, it is stopping, or it is behind): they are then
+     * written `pending`, for any dispatcher to claim.
+     */
+    readonly lease: (nowMs: number) => HandOffLease | undefined
+    /** Run after the COMMIT with the messages written under each lease. */
+    readonly take: CommitWork<HandedMessages>
+  }
+>() {
+  /** No dispatcher in this process: every message is written `pending`. */
+  static readonly None = Layer.succeed(DeliveryHandOff, { lease: () => undefined, take: { run: () => Effect.void } })
+}
 
 /** What a dispatcher needs to send to one webhook (secrets in clear, in memory only). */
 export interface Endpoint {
