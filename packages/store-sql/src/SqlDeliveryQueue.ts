@@ -140,6 +140,14 @@ export const make = Effect.gen(function*() {
         )
         RETURNING *`.pipe(Effect.map((rows) => rows.map(deliveryRow)), Unavailable.orDie),
     complete: (completion) => Effect.async<boolean>((done) => void completions.unsafeOffer({ completion, done })),
+    release: ({ ids, now, workerId }) =>
+      ids.length === 0
+        ? Effect.succeed(0)
+        : sql<{ id: unknown }>`UPDATE webhook_deliveries
+            SET status = 'pending', next_attempt_at = ${now}, lease_until = NULL, leased_by = NULL,
+                updated_at = ${now}, version = version + 1
+            WHERE id IN ${sql.in(ids)} AND leased_by = ${workerId} AND status = 'delivering'
+            RETURNING id`.pipe(Effect.map((rows) => rows.length), Unavailable.orDie),
     nextDueAt: (options) => {
       const handled = new Set((options?.subscribers ?? []).map(subscriberTarget))
       const mine = (webhookId: string) => subscriberOf(webhookId) === undefined || handled.has(webhookId)

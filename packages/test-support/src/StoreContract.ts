@@ -1590,6 +1590,41 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
           assert.deepStrictEqual(yield* queue.claim({ now: at(399), leaseUntil: at(500), workerId: "x", limit: 10 }), [])
         })))
 
+      it.effect("a release gives back as pending, due at once, only the messages still leased to the releasing worker", () =>
+        run(Effect.gen(function*() {
+          const queue = yield* DeliveryQueue
+          const deliveries = (yield* Storage).repository(DeliveriesTable)
+          yield* seed([
+            message("m1"),
+            message("m2", { next_attempt_at: at(1) }),
+            message("m3", { next_attempt_at: at(3) }),
+            // Written already leased, as a process that delivers writes its own messages.
+            message("m4", { status: "delivering", lease_until: at(50), leased_by: "w-a" })
+          ])
+          assert.deepStrictEqual(byId(yield* queue.claim({ now: at(2), leaseUntil: at(60), workerId: "w-a", limit: 10 })), ["m1", "m2"])
+          assert.deepStrictEqual(byId(yield* queue.claim({ now: at(3), leaseUntil: at(60), workerId: "w-b", limit: 10 })), ["m3"])
+          assert.isTrue(yield* queue.complete({
+            id: "m2",
+            workerId: "w-a",
+            attempt: attempt("m2", "a1"),
+            outcome: { status: "delivered", attempts_count: 1, next_attempt_at: null, last_status_code: 200 },
+            now: at(4)
+          }))
+          assert.strictEqual(yield* queue.release({ ids: [], workerId: "w-a", now: at(5) }), 0)
+          assert.strictEqual(yield* queue.release({ ids: ["m1", "m2", "m3", "m4", "missing"], workerId: "w-a", now: at(5) }), 2)
+          const rows = new Map((yield* deliveries.find(query({ sort: [asc("id")] }))).data.map((r) => [r.id, r]))
+          const state = (id: string) => {
+            const r = rows.get(id)!
+            return [r.status, r.next_attempt_at, r.lease_until, r.leased_by, r.attempts_count]
+          }
+          assert.deepStrictEqual(state("m1"), ["pending", at(5), null, null, 0])
+          assert.deepStrictEqual(state("m4"), ["pending", at(5), null, null, 0])
+          assert.deepStrictEqual(state("m2"), ["delivered", null, null, null, 1])
+          assert.deepStrictEqual(state("m3"), ["delivering", at(3), at(60), "w-b", 0])
+          // Another worker claims them at once, not when their lease would have ended.
+          assert.deepStrictEqual(byId(yield* queue.claim({ now: at(5), leaseUntil: at(65), workerId: "w-c", limit: 10 })), ["m1", "m4"])
+        })))
+
       it.effect("completions sent at once are each answered for their own message, and every attempt is logged", () =>
         run(Effect.gen(function*() {
           const queue = yield* DeliveryQueue

@@ -309,7 +309,9 @@ const build = (config: DispatcherConfig, subscribers: SubscribersService | undef
 
       const attempt: Effect.Effect<void> = Effect.suspend(() => {
         if (stopped) {
-          // Claimed but not started when the dispatcher began stopping: its lease brings it back.
+          // Claimed but not started when the dispatcher began stopping: given back once the loop
+          // has ended (`giveBack`), or, if that fails, brought back by its lease.
+          left.push(message.id)
           return Effect.void
         }
         const attemptedAtMs = clock.unsafeCurrentTimeMillis()
@@ -341,6 +343,9 @@ const build = (config: DispatcherConfig, subscribers: SubscribersService | undef
         )
       )
     }
+
+    /** Messages this dispatcher holds and did not start because it was stopping. */
+    const left: Array<string> = []
 
     /** When this dispatcher last claimed, so a flow of handed-over messages does not starve its claims. */
     let lastClaimMs = Number.NEGATIVE_INFINITY
@@ -422,12 +427,28 @@ const build = (config: DispatcherConfig, subscribers: SubscribersService | undef
     }).pipe(Effect.ensuring(Effect.sync(() => (looping = false))), Effect.annotateLogs({ worker_id: workerId }))
     const running = Effect.sync(() => looping && !stopped)
 
+    /**
+     * After the loop ended: the messages it holds and will not send (handed over, or claimed and
+     * not started) go back to `pending`, for another dispatcher to claim at once. If that fails
+     * (the store is gone), their leases bring them back, as after a crash.
+     */
+    const giveBack: Effect.Effect<void> = Effect.suspend(() => {
+      const ids = [...handed.splice(0).map((h) => h.message.id), ...left.splice(0)]
+      if (ids.length === 0) return Effect.void
+      return Effect.flatMap(Clock.currentTimeMillis, (nowMs) => queue.release({ ids, workerId, now: iso(nowMs) })).pipe(
+        Effect.flatMap((n) => Effect.logInfo(`gave back ${n} webhook messages not sent before stopping`)),
+        Effect.catchAllCause((cause) =>
+          Effect.logWarning("could not give back the webhook messages not sent before stopping; their leases will", cause)),
+        Effect.annotateLogs({ worker_id: workerId })
+      )
+    })
+
     const stop = Effect.suspend(() => {
       stopped = true
       return Effect.asVoid(Deferred.succeed(stopping, undefined))
     })
     const service: DispatcherService = { workerId, runOnce, notify: Effect.asVoid(Queue.offer(wake, undefined)), running }
-    return { service, loop, stop, handOff }
+    return { service, loop, stop, giveBack, handOff }
   })
 
 /**
@@ -448,8 +469,11 @@ export class Dispatcher extends Context.Tag("@cmp/webhooks/Dispatcher")<Dispatch
    *
    * Closing drains: no new claims, and the calls in flight finish (each within `timeoutMs`, and
    * before its lease ends) and record their attempts before the layers below, such as the store,
-   * are released. Messages claimed in that round but not yet sent stay leased and come back when
-   * the lease runs out, as after a crash.
+   * are released. The messages it holds and did not send (claimed in that round and not
+   * started, or handed over in memory) are then given back as `pending`, for another dispatcher
+   * to claim at once; where that fails, and after a crash, they come back when their lease runs
+   * out. It also provides `DeliveryHandOff`: this process's messages to webhooks are written
+   * leased to this dispatcher and handed to it after their commit.
    */
   static readonly layer = (
     config: DispatcherConfig = {}
@@ -457,10 +481,10 @@ export class Dispatcher extends Context.Tag("@cmp/webhooks/Dispatcher")<Dispatch
     Layer.scopedContext(
       Effect.gen(function*() {
         const subscribers = makeSubscribers()
-        const { handOff, loop, service, stop } = yield* build(config, subscribers)
+        const { giveBack, handOff, loop, service, stop } = yield* build(config, subscribers)
         const fiber = yield* Effect.forkScoped(loop)
         // Added after the fork, so it runs before the fork's own finalizer interrupts the loop.
-        yield* Effect.addFinalizer(() => Effect.zipRight(stop, Fiber.await(fiber)))
+        yield* Effect.addFinalizer(() => Effect.zipRight(Effect.zipRight(stop, Fiber.await(fiber)), giveBack))
         return Context.make(Dispatcher, service).pipe(
           Context.add(OutboxSignal, OutboxSignal.of({ notify: service.notify })),
           Context.add(DeliveryHandOff, handOff),

@@ -513,18 +513,18 @@ describe("Dispatcher", () => {
 
       const delivered = yield* out.message(msg.id)
       assert.deepStrictEqual([delivered.status, delivered.attempts_count], ["delivered", 1])
-      // Claimed in the same round but not started: left leased, as after a crash, and never sent.
+      // Claimed in the same round but not started: never sent, and given back for another to claim at once.
       const left = yield* out.message(second.id)
-      assert.deepStrictEqual([left.status, left.attempts_count], ["delivering", 0])
+      assert.deepStrictEqual([left.status, left.attempts_count, left.leased_by, left.lease_until, left.next_attempt_at], ["pending", 0, null, null, iso(T0)])
       assert.strictEqual(r.requests.length, 1)
     }))
 
   /** A running dispatcher on `out` whose claims find nothing: what it sends came from memory. */
-  const handingOff = (out: TestOutbox, config: DispatcherConfig = {}) =>
+  const handingOff = (out: TestOutbox, config: DispatcherConfig = {}, queue: DeliveryQueue["Type"] = out.queue) =>
     Effect.map(
       Layer.build(
         Dispatcher.layer({ allowHosts: ["127.0.0.1"], workerId: "w1", pollIntervalMs: 3_600_000, ...config }).pipe(
-          Layer.provide(Layer.merge(out.layer, Layer.succeed(DeliveryQueue, { ...out.queue, claim: () => Effect.succeed([]) })))
+          Layer.provide(Layer.merge(out.layer, Layer.succeed(DeliveryQueue, { ...queue, claim: () => Effect.succeed([]) })))
         )
       ),
       (ctx) => Context.get(ctx, DeliveryHandOff)
@@ -551,13 +551,18 @@ describe("Dispatcher", () => {
       assert.isFalse(yield* out.exists(`msg_${Number(kept.record.id.slice(4)) - 1}`))
     }))
 
-  it.scoped("hand-off: past its limit, or once stopping, new messages are written pending for a claim; what was handed over but not sent stays leased and is claimed after its lease", () =>
+  /**
+   * A dispatcher holding a message in flight (unanswered) and two handed over behind it, at its
+   * limit: the fourth is written for a claim. Then it stops: the call in flight is answered and
+   * recorded, and new messages get no lease.
+   */
+  const stoppedHolding = (out: TestOutbox, queue?: DeliveryQueue["Type"]) =>
     Effect.gen(function*() {
       const answers: Array<() => void> = []
       const r = yield* receiver((_req, res) => void answers.push(() => res.writeHead(200).end("ok")))
-      const { out } = yield* setup(r.url)
+      out.endpoints.put({ ...out.endpoints.get("wh_1")!, url: r.url })
       const scope = yield* Scope.make()
-      const handOff = yield* Scope.extend(handingOff(out, { batchSize: 1, concurrency: 1, handOffLimit: 2 }), scope)
+      const handOff = yield* Scope.extend(handingOff(out, { batchSize: 1, concurrency: 1, handOffLimit: 2 }, queue), scope)
       yield* realSleep(50)
       const enqueue = (n: number) => out.enqueueHanded(handOff, { webhookId: "wh_1", payload: { ...payload, n }, now: iso(T0) })
       const first = yield* enqueue(1)
@@ -573,19 +578,45 @@ describe("Dispatcher", () => {
       answers[0]!()
       yield* Fiber.join(closing)
       assert.strictEqual((yield* out.message(first.record.id)).status, "delivered")
-      for (const w of waiting) {
-        const left = yield* out.message(w.record.id)
+      assert.strictEqual(r.requests.length, 1)
+      return waiting.map((w) => w.record.id)
+    })
+
+  /** Another dispatcher's round at the test clock's time, sending to a fresh receiver: the ids it sent. */
+  const otherRound = (out: TestOutbox) =>
+    Effect.gen(function*() {
+      const r = yield* receiver()
+      out.endpoints.put({ ...out.endpoints.get("wh_1")!, url: r.url })
+      const other = yield* dispatcher(out, { workerId: "w2" })
+      yield* other.runOnce
+      return r.requests.map((q) => String(q.headers["webhook-id"]))
+    })
+
+  it.scoped("hand-off: past its limit, or once stopping, new messages are written pending; what was handed over and not sent is given back for another to claim at once", () =>
+    Effect.gen(function*() {
+      const { out } = yield* setup("http://127.0.0.1:1/unused")
+      const waiting = yield* stoppedHolding(out)
+      for (const id of waiting) {
+        const left = yield* out.message(id)
+        assert.deepStrictEqual([left.status, left.leased_by, left.lease_until, left.next_attempt_at, left.attempts_count], ["pending", null, null, iso(T0), 0])
+      }
+      // The setup's message, the one over the limit, the one written while stopping, and the two given back.
+      const sent = yield* otherRound(out)
+      assert.strictEqual(sent.length, 5)
+      for (const id of waiting) assert.include(sent, id)
+    }))
+
+  it.scoped("hand-off: where the give-back fails (as after a crash), what was handed over and not sent stays leased and is claimed after its lease", () =>
+    Effect.gen(function*() {
+      const { out } = yield* setup("http://127.0.0.1:1/unused")
+      const waiting = yield* stoppedHolding(out, { ...out.queue, release: () => Effect.dieMessage("database went away") })
+      for (const id of waiting) {
+        const left = yield* out.message(id)
         assert.deepStrictEqual([left.status, left.leased_by, left.lease_until, left.attempts_count], ["delivering", "w1", iso(T0 + 45_000), 0])
       }
-      assert.strictEqual(r.requests.length, 1)
-      // Another dispatcher takes them once their lease ran out, as after a crash.
-      const r2 = yield* receiver()
-      out.endpoints.put({ ...out.endpoints.get("wh_1")!, url: r2.url })
-      const other = yield* dispatcher(out, { workerId: "w2" })
+      assert.deepStrictEqual((yield* otherRound(out)).length, 3)
       yield* TestClock.adjust("45 seconds")
-      assert.strictEqual(yield* other.runOnce, 5)
-      for (const w of waiting) assert.strictEqual((yield* out.message(w.record.id)).status, "delivered")
-      assert.strictEqual(new Set(r2.requests.map((q) => q.headers["webhook-id"])).size, 5)
+      assert.sameMembers(yield* otherRound(out), waiting)
     }))
 
   it.scoped("an invalid configuration is refused", () =>
