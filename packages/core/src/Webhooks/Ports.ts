@@ -84,10 +84,6 @@ export class DeliveryQueue extends Context.Tag("@cmp/core/DeliveryQueue")<
       readonly now: string
     }) => Effect.Effect<boolean>
     /**
-     * When the earliest message `claim` would take with the same `subscribers` is due, so an
-     * idle dispatcher knows how long to sleep.
-     */
-    /**
      * Gives the messages of `ids` that are still leased to `workerId` back as `pending`, due at
      * `now`, and answers how many: a dispatcher that stops with messages it holds and will not
      * send lets another claim them at once rather than when their lease ends. A message no
@@ -98,6 +94,10 @@ export class DeliveryQueue extends Context.Tag("@cmp/core/DeliveryQueue")<
       readonly workerId: string
       readonly now: string
     }) => Effect.Effect<number>
+    /**
+     * When the earliest message `claim` would take with the same `subscribers` is due, so an
+     * idle dispatcher knows how long to sleep.
+     */
     readonly nextDueAt: (options?: {
       readonly subscribers?: ReadonlyArray<string> | undefined
     }) => Effect.Effect<Option.Option<string>>
