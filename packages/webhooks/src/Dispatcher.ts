@@ -382,6 +382,8 @@ const build = (config: DispatcherConfig, subscribers: SubscribersService | undef
      */
     const handed: Array<{ readonly message: DeliveryRecord; readonly leaseUntilMs: number }> = []
     let looping = false
+    /** Set once the stopped loop's messages were given back: later ones are given back as they come. */
+    let gaveBack = false
     const handOff = DeliveryHandOff.of({
       lease: (nowMs) =>
         config.handOff === false || !looping || stopped || handed.length >= handOffLimit
@@ -390,6 +392,9 @@ const build = (config: DispatcherConfig, subscribers: SubscribersService | undef
       take: {
         run: (values) =>
           Effect.suspend(() => {
+            // A write leased before the stop whose transaction committed after the give-back:
+            // nothing here will send it, so it goes back now rather than wait for its lease.
+            if (gaveBack) return release(values.flatMap((v) => v.messages.map((m) => m.id)))
             for (const { lease, messages } of values) {
               const leaseUntilMs = Date.parse(lease.leaseUntil)
               for (const message of messages) handed.push({ message, leaseUntilMs })
@@ -433,15 +438,16 @@ const build = (config: DispatcherConfig, subscribers: SubscribersService | undef
      * (the store is gone), their leases bring them back, as after a crash.
      */
     const giveBack: Effect.Effect<void> = Effect.suspend(() => {
-      const ids = [...handed.splice(0).map((h) => h.message.id), ...left.splice(0)]
-      if (ids.length === 0) return Effect.void
-      return Effect.flatMap(Clock.currentTimeMillis, (nowMs) => queue.release({ ids, workerId, now: iso(nowMs) })).pipe(
+      gaveBack = true
+      return release([...handed.splice(0).map((h) => h.message.id), ...left.splice(0)])
+    })
+    const release = (ids: ReadonlyArray<string>): Effect.Effect<void> =>
+      ids.length === 0 ? Effect.void : Effect.flatMap(Clock.currentTimeMillis, (nowMs) => queue.release({ ids, workerId, now: iso(nowMs) })).pipe(
         Effect.flatMap((n) => Effect.logInfo(`gave back ${n} webhook messages not sent before stopping`)),
         Effect.catchAllCause((cause) =>
           Effect.logWarning("could not give back the webhook messages not sent before stopping; their leases will", cause)),
         Effect.annotateLogs({ worker_id: workerId })
       )
-    })
 
     const stop = Effect.suspend(() => {
       stopped = true

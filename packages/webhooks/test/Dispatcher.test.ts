@@ -2,6 +2,7 @@ import { canonicalJson, DeliveryHandOff, DeliveryQueue, type Endpoint, signalOut
 import { assert, describe, it } from "@effect/vitest"
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
@@ -617,6 +618,27 @@ describe("Dispatcher", () => {
       assert.deepStrictEqual((yield* otherRound(out)).length, 3)
       yield* TestClock.adjust("45 seconds")
       assert.sameMembers(yield* otherRound(out), waiting)
+    }))
+
+  it.scoped("hand-off: a message leased before the stop whose transaction commits after the give-back is given back at once", () =>
+    Effect.gen(function*() {
+      const { out } = yield* setup("http://127.0.0.1:1/unused")
+      const scope = yield* Scope.make()
+      // Its rounds never read the store, so its stop does not wait for the open transaction.
+      const quiet = { ...out.queue, nextDueAt: () => Effect.succeed(Option.none<string>()) }
+      const handOff = yield* Scope.extend(handingOff(out, {}, quiet), scope)
+      yield* realSleep(50) // the loop runs
+      const gate = yield* Deferred.make<void>()
+      const late = yield* Effect.fork(out.enqueueHanded(handOff, { webhookId: "wh_1", payload: { ...payload, n: 1 }, now: iso(T0) }, Deferred.await(gate)))
+      yield* realSleep(50) // leased and written, its transaction open
+      yield* Scope.close(scope, Exit.void)
+      yield* Deferred.succeed(gate, undefined)
+      const written = yield* Fiber.join(late)
+      assert.isTrue(written.leased)
+      const left = yield* out.message(written.record.id)
+      assert.deepStrictEqual([left.status, left.leased_by, left.lease_until, left.next_attempt_at], ["pending", null, null, iso(T0)])
+      // Another dispatcher claims it now, not 45 seconds later.
+      assert.include(yield* otherRound(out), written.record.id)
     }))
 
   it.scoped("an invalid configuration is refused", () =>
