@@ -15,6 +15,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 const main = path.join(import.meta.dirname, "..", "src", "main.ts")
 const tsx = path.join(import.meta.dirname, "..", "node_modules", ".bin", "tsx")
 const children: Array<ChildProcess> = []
+/** What each server printed, so that a failure can say what the servers logged about it. */
+const printed: Array<() => string> = []
+/** The servers' error lines (a 500's cause), for an assertion's message. */
+const serverErrors = () => printed.flatMap((out) => out().split("\n").filter((line) => /level=(ERROR|FATAL)|"(logLevel|level)":"(ERROR|FATAL)"/.test(line))).join("\n")
 let db: TestDatabase
 let a: string
 let b: string
@@ -35,6 +39,7 @@ const start = (url: string, poolSize: number) =>
     })
     children.push(child)
     let out = ""
+    printed.push(() => out)
     child.stdout.on("data", (d) => {
       out += String(d)
       const m = /"url":"([^"]+)"/.exec(out)
@@ -161,7 +166,7 @@ describe(`two servers on one PostgreSQL (${process.env.DATABASE_URL ? "DATABASE_
       }
       const replies = await pooled(writes.map((w, n) => () => send(w, n)), 16)
       const refused = replies.flatMap((r, n) => (r.status === 201 ? [] : [`${writes[n]!.id}: ${r.status} ${JSON.stringify(r.body).slice(0, 200)}`]))
-      expect(refused).toEqual([])
+      expect(refused, serverErrors()).toEqual([])
       // Only users written from both servers at once lose races.
       expect(conflicts.filter((id) => !id.startsWith("tw-hot-"))).toEqual([])
       const acknowledged = writes.map((w) => w.id)
