@@ -382,8 +382,6 @@ const build = (config: DispatcherConfig, subscribers: SubscribersService | undef
      */
     const handed: Array<{ readonly message: DeliveryRecord; readonly leaseUntilMs: number }> = []
     let looping = false
-    /** Set once the stopped loop's messages were given back: later ones are given back as they come. */
-    let gaveBack = false
     const handOff = DeliveryHandOff.of({
       lease: (nowMs) =>
         config.handOff === false || !looping || stopped || handed.length >= handOffLimit
@@ -392,9 +390,9 @@ const build = (config: DispatcherConfig, subscribers: SubscribersService | undef
       take: {
         run: (values) =>
           Effect.suspend(() => {
-            // A write leased before the stop whose transaction committed after the give-back:
+            // A write leased before the stop whose transaction committed after the loop ended:
             // nothing here will send it, so it goes back now rather than wait for its lease.
-            if (gaveBack) return release(values.flatMap((v) => v.messages.map((m) => m.id)))
+            if (stopped && !looping) return release(values.flatMap((v) => v.messages.map((m) => m.id)))
             for (const { lease, messages } of values) {
               const leaseUntilMs = Date.parse(lease.leaseUntil)
               for (const message of messages) handed.push({ message, leaseUntilMs })
@@ -437,10 +435,9 @@ const build = (config: DispatcherConfig, subscribers: SubscribersService | undef
      * not started) go back to `pending`, for another dispatcher to claim at once. If that fails
      * (the store is gone), their leases bring them back, as after a crash.
      */
-    const giveBack: Effect.Effect<void> = Effect.suspend(() => {
-      gaveBack = true
-      return release([...handed.splice(0).map((h) => h.message.id), ...left.splice(0)])
-    })
+    const giveBack: Effect.Effect<void> = Effect.suspend(() =>
+      release([...handed.splice(0).map((h) => h.message.id), ...left.splice(0)])
+    )
     const release = (ids: ReadonlyArray<string>): Effect.Effect<void> =>
       ids.length === 0 ? Effect.void : Effect.flatMap(Clock.currentTimeMillis, (nowMs) => queue.release({ ids, workerId, now: iso(nowMs) })).pipe(
         Effect.flatMap((n) => Effect.logInfo(`gave back ${n} webhook messages not sent before stopping`)),
