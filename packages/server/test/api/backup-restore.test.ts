@@ -502,7 +502,8 @@ describe.skipIf(storeKind !== "postgres" || pgReason !== undefined)(`PostgreSQL:
         const out: Record<string, unknown> = {}
         for (const r of expected.records) {
           const reply = await call(server.url, "GET", r.path, { token: tokens[r.as] })
-          expect(reply.status, `${r.as} GET ${r.path}: ${reply.text.slice(0, 300)}`).toBe(200)
+          const status = releasedOnStart(r) ? 404 : 200
+          expect(reply.status, `${r.as} GET ${r.path}: ${reply.text.slice(0, 300)}`).toBe(status)
           out[`${r.as} ${r.path}`] = withoutDrawnValues(reply.body)
         }
         for (const o of [expected.ids.A, expected.ids.B]) {
@@ -523,6 +524,15 @@ describe.skipIf(storeKind !== "postgres" || pgReason !== undefined)(`PostgreSQL:
     await verifyLog({ DATABASE_URL: restoredDb.url }, expected.ids.A.organization_id)
   }, 120_000)
 })
+
+/**
+ * A page host the fixture holds unproven (`draft` or `failed`) is released by the first start
+ * after the upgrade once it is seven days old (docs/decisions.md, "Existing databases"): the
+ * fixture was made on a fixed day, so from a week after it on, both servers remove it on start.
+ */
+const releasedOnStart = (record: { path: string; body: any }) =>
+  record.path.startsWith("/v1/domains/") && ["privacy-center", "preference-center"].includes(record.body.usage) &&
+  ["draft", "failed"].includes(record.body.status) && Date.parse(record.body.created_at) + 7 * 24 * 3_600_000 <= Date.now()
 
 /** The last migration the database at `url` records. */
 const lastMigration = async (url: string) => {
