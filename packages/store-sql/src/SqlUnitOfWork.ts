@@ -94,6 +94,17 @@ const refused = (conn: PipelinedConnection, cause: Cause.Cause<unknown>): boolea
   return /^(23|22|40)/.test(state)
 }
 
+/** How many times a transaction PostgreSQL refused for another's sake runs again before its caller hears it. */
+const LOST_RETRIES = 3
+
+/** A transaction PostgreSQL rolled back to let another go on: a serialization failure (40001) or a deadlock (40P01). */
+const lostToAnother = (cause: Cause.Cause<unknown>): boolean => {
+  const error = Cause.squash(cause) as { readonly _tag?: unknown } | undefined
+  if (error?._tag !== "SqlError") return false
+  const state = sqlState(error as SqlError)
+  return state === "40001" || state === "40P01"
+}
+
 /** What a body inside a transaction finds in its context: the connection at its level, and the pending work. */
 const opened = (connection: readonly [Connection, number], pending: Pending) =>
   Context.make(SqlClient.TransactionConnection, connection).pipe(Context.add(PendingWork, pending))
@@ -256,9 +267,19 @@ export const make = Effect.gen(function*() {
       } else if (rest.length > 0) yield* Queue.offerAll(waiting!, rest)
     })
 
-  /** Runs one item alone, in an outermost transaction of its own, with its caller's fiber refs. */
-  const alone = (item: Waiting, own: FiberRefs.FiberRefs) =>
-    Effect.flatMap(Effect.exit(withRefs(item.refs, ownTransaction(item.effect), own)), (exit) => Effect.sync(() => item.done(exit)))
+  /**
+   * Runs one item alone, in an outermost transaction of its own, with its caller's fiber refs.
+   * One that PostgreSQL refused for another's sake (a deadlock it broke, a serialization
+   * failure) committed nothing and is run again, a few times: two servers' groups take the same
+   * rows (an organization's count, a user's row, a log chain's head) in orders of their own, so
+   * a deadlock is the cost of running them at once, not a fault of the write.
+   */
+  const alone = (item: Waiting, own: FiberRefs.FiberRefs) => {
+    const attempt = (left: number): Effect.Effect<void> =>
+      Effect.flatMap(Effect.exit(withRefs(item.refs, ownTransaction(item.effect), own)), (exit) =>
+        left > 0 && exit._tag === "Failure" && lostToAnother(exit.cause) ? attempt(left - 1) : Effect.sync(() => item.done(exit)))
+    return attempt(LOST_RETRIES)
+  }
 
   /**
    * Group commit (PostgreSQL): transactions that queue up while the runners are busy run one
