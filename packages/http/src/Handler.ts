@@ -7,8 +7,8 @@ import {
   type EndUserPrincipal,
   endUserWriteLimits,
   Forbidden,
-  fromAddress,
   isEndUser,
+  RequestAddress,
   isDomainError,
   isFileAnswer,
   type FileAnswer,
@@ -244,18 +244,21 @@ export const makeHandler = async (runtime: PlatformRuntime, options: HandlerOpti
     effect: Effect.Effect<unknown, Effect.Effect.Error<Use> | BodyRefused, Effect.Effect.Context<Use>>,
     status: number,
     requestId: string,
-    span?: { readonly method: string; readonly route: string }
+    span: { readonly method: string; readonly route: string } | undefined,
+    address: string | undefined
   ): Promise<ApiResponse> => {
+    // What the request changes is recorded in the audit trail with the address it came from.
+    const runtime = annotated(base, { requestId }, [[RequestAddress, address]])
     if (span === undefined) {
       // Without spans the outcome is answered outside the fiber. The fiber still ends with the
       // use-case's exit as its value: a fiber that fails is logged by the runtime as an
       // unhandled error, with the error's message (which may name a person).
-      const outer = await Runtime.runPromiseExit(annotated(base, { requestId }))(Effect.exit(effect))
+      const outer = await Runtime.runPromiseExit(runtime)(Effect.exit(effect))
       return answerOf(Exit.isSuccess(outer) ? outer.value : outer, status, requestId)
     }
     // The request's span records the answer's status.
     const answered = Effect.map(Effect.exit(effect), (exit) => answerOf(exit, status, requestId))
-    const exit = await Runtime.runPromiseExit(annotated(base, { requestId }))(tracedRequest(span.method, span.route)(answered))
+    const exit = await Runtime.runPromiseExit(runtime)(tracedRequest(span.method, span.route)(answered))
     // A runtime that could not be built answers like a failed use-case.
     return Exit.isSuccess(exit) ? exit.value : answerOf(exit, status, requestId)
   }
@@ -321,7 +324,7 @@ export const makeHandler = async (runtime: PlatformRuntime, options: HandlerOpti
       const open = found.admit === undefined
         ? Effect.flatMap(readBody(request, found), (body) => found.run({ ...context, body }))
         : Effect.flatMap(found.admit(context), (next) => Effect.flatMap(readBody(request, found), next))
-      return respond(fromAddress(address)(open), found.status, requestId, span)
+      return respond(open, found.status, requestId, span, address)
     }
     const token = bearer(request)
     // Without a bearer, the organization's public key may stand in where a route takes it.
@@ -377,8 +380,7 @@ export const makeHandler = async (runtime: PlatformRuntime, options: HandlerOpti
       )
     }
     const effect = Effect.flatMap(keyed !== undefined ? authenticatePublicKey(keyed.key) : authenticate(token), afterPrincipal)
-    // What the request changes is recorded in the audit trail with the address it came from.
-    const response = await respond(fromAddress(address)(effect), found.status, requestId, span)
+    const response = await respond(effect, found.status, requestId, span, address)
     return readableAt === undefined ? response : allowOrigin(response, readableAt)
   }
 

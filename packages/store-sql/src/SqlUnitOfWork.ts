@@ -66,17 +66,31 @@ const withRefs = <A, E, R>(refs: FiberRefs.FiberRefs, effect: Effect.Effect<A, E
   return Effect.ensuring(Effect.zipRight(set(refs), effect), set(restored))
 }
 
-/** Items of a group run with their caller's fiber refs, plus what the group's transaction adds to the context. */
+/**
+ * Items of a group run with their caller's fiber refs, plus what the group's transaction adds to
+ * the context. The merged context is kept for the next item whose caller's context is the same
+ * one, as most are (the host's services, unchanged between requests): each merge copies every
+ * service of the host.
+ */
+const refsFor = (fiber: Fiber.RuntimeFiber<unknown, unknown>, added: Context.Context<SqlClient.TransactionConnection | PendingWork>) => {
+  let from: Context.Context<never> | undefined
+  let merged: Context.Context<never> | undefined
+  return (refs: FiberRefs.FiberRefs) => {
+    const context = FiberRefs.getOrDefault(refs, FiberRef.currentContext)
+    if (context !== from || merged === undefined) {
+      from = context
+      merged = Context.merge(context, added)
+    }
+    return FiberRefs.updateAs(refs, { fiberId: fiber.id(), fiberRef: FiberRef.currentContext, value: merged })
+  }
+}
+
+/** `refsFor` for one body. */
 const refsOf = (
   fiber: Fiber.RuntimeFiber<unknown, unknown>,
   refs: FiberRefs.FiberRefs,
   added: Context.Context<SqlClient.TransactionConnection | PendingWork>
-) =>
-  FiberRefs.updateAs(refs, {
-    fiberId: fiber.id(),
-    fiberRef: FiberRef.currentContext,
-    value: Context.merge(FiberRefs.getOrDefault(refs, FiberRef.currentContext), added)
-  })
+) => refsFor(fiber, added)(refs)
 
 /** Transactions run together on PostgreSQL: at most this many at once, each group of at most `GROUP_SIZE`. */
 const GROUP_RUNNERS = 2
@@ -238,12 +252,12 @@ export const make = Effect.gen(function*() {
         const own = fiber.getFiberRefs()
         // Each item runs with its caller's fiber refs and context, plus the batch's connection,
         // merged in one copy of the caller's context (it holds every service of the host).
-        const items = opened([conn, level + 1], pending)
+        const itemRefs = refsFor(fiber, opened([conn, level + 1], pending))
         let last: FiberRefs.FiberRefs | undefined
         return Effect.gen(function*() {
           for (const item of batch) {
             const exit = yield* Effect.exit(
-              withRefs(refsOf(fiber, item.refs, items), droppedOnFailure(pending, Unavailable.classifyTransaction(inSavepoint(conn, item.effect))), own)
+              withRefs(itemRefs(item.refs), droppedOnFailure(pending, Unavailable.classifyTransaction(inSavepoint(conn, item.effect))), own)
             )
             exits.push(exit)
             if (exit._tag === "Success") last = item.refs
@@ -310,7 +324,7 @@ export const make = Effect.gen(function*() {
             const conn = new PipelinedConnection(reserved.value, conflictOf, true)
             const pending = new Pending()
             const tail: Array<string> = []
-            const items = opened([conn, 0], pending)
+            const itemRefs = refsFor(fiber, opened([conn, 0], pending))
             /**
              * The outcome of each item run and not to run again: a failure stands whatever the
              * group's (it wrote nothing, or what it wrote goes with the group's rollback).
@@ -322,7 +336,7 @@ export const make = Effect.gen(function*() {
               for (const item of batch) {
                 const mark = conn.mark()
                 const exit = yield* Effect.exit(
-                  restore(withRefs(refsOf(fiber, item.refs, items), droppedOnFailure(pending, Unavailable.classifyTransaction(item.effect)), own))
+                  restore(withRefs(itemRefs(item.refs), droppedOnFailure(pending, Unavailable.classifyTransaction(item.effect)), own))
                 )
                 // A statement failed: whose, PostgreSQL does not say. Every item runs again alone.
                 if (conn.aborted) return
@@ -417,7 +431,14 @@ export const make = Effect.gen(function*() {
       orElse: () => Effect.void
     })
 
-  return UnitOfWork.of({ transaction, beforeCommit, afterCommit, lock })
+  const inTransaction: Effect.Effect<boolean> = Effect.withFiberRuntime((fiber) => {
+    const context = fiber.currentContext
+    return Effect.succeed(
+      Option.isSome(Context.getOption(context, PendingWork)) || Option.isSome(Context.getOption(context, SqlClient.TransactionConnection))
+    )
+  })
+
+  return UnitOfWork.of({ transaction, beforeCommit, afterCommit, lock, inTransaction })
 })
 
 export const layer: Layer.Layer<UnitOfWork, never, SqlClient.SqlClient> = Layer.scoped(UnitOfWork, make)

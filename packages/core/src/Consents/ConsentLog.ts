@@ -279,18 +279,15 @@ type Handed =
   /** An organization removed: its log goes with it. */
   | { readonly dropped: string }
 
-/** Marks a transaction begun through the log's unit of work: a write inside needs no other. */
-class Open extends Context.Tag("@cmp/core/ConsentLog/Open")<Open, true>() {}
-
 /**
- * The storage and unit of work that keep the log: wraps a store's, so that every write of a
- * logged table, by whichever use-case or cascade, is recorded, and the entries of what a
- * transaction recorded are appended just before it commits (`UnitOfWork.beforeCommit`: once for
- * every transaction of a group commit, one entry per chain they touched). A write outside a
- * transaction gets one of its own.
+ * The storage that keeps the log: wraps a store's, so that every write of a logged table, by
+ * whichever use-case or cascade, is recorded, and the entries of what a transaction recorded are
+ * appended just before it commits (`UnitOfWork.beforeCommit`: once for every transaction of a
+ * group commit, one entry per chain they touched). A write outside a transaction gets one of
+ * its own.
  */
-export const layer: Layer.Layer<Storage | UnitOfWork, never, Storage | UnitOfWork | ConsentLogStore | Digests | ProofFiles> = Layer
-  .effectContext(Effect.gen(function*() {
+export const layer: Layer.Layer<Storage, never, Storage | UnitOfWork | ConsentLogStore | Digests | ProofFiles> = Layer
+  .effect(Storage, Effect.gen(function*() {
     const inner = yield* Storage
     const uow = yield* UnitOfWork
     const store = yield* ConsentLogStore
@@ -329,16 +326,17 @@ export const layer: Layer.Layer<Storage | UnitOfWork, never, Storage | UnitOfWor
       }
     }
 
-    const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-      Effect.flatMap(Effect.serviceOption(Open), (open) => uow.transaction(Option.isSome(open) ? effect : Effect.provideService(effect, Open, true)))
-
-    /** Runs a write inside the open transaction, or in one of its own, and hands over what it logs. */
+    /**
+     * Runs a write inside the open transaction, or in one of its own, and hands over what it logs.
+     * The unit of work says whether one is open (it knows from the fiber's context): a marker of
+     * the log's own, added to the context of every transaction, copied that context each time.
+     */
     const inTransaction = <A, E>(write: Effect.Effect<A, E>, handed: (a: A) => Handed | undefined): Effect.Effect<A, E> => {
       const logged = Effect.tap(write, (a) => {
         const h = handed(a)
         return h === undefined ? Effect.void : uow.beforeCommit(entries, h)
       })
-      return Effect.flatMap(Effect.serviceOption(Open), (open) => Option.isSome(open) ? logged : transaction(logged))
+      return Effect.flatMap(uow.inTransaction, (open) => open ? logged : uow.transaction(logged))
     }
 
     const logged = (table: TableDef): Repository => {
@@ -385,7 +383,5 @@ export const layer: Layer.Layer<Storage | UnitOfWork, never, Storage | UnitOfWor
       return repo as unknown as Repository<A>
     }
 
-    return Context.make(Storage, Storage.of({ repository })).pipe(
-      Context.add(UnitOfWork, UnitOfWork.of({ ...uow, transaction }))
-    )
+    return Storage.of({ repository })
   }))

@@ -147,6 +147,13 @@ export class UnitOfWork extends Context.Tag("@cmp/core/UnitOfWork")<
      * interleaved with another. A store whose transactions are already serial may do nothing.
      */
     readonly lock: (key: string) => Effect.Effect<void>
+    /**
+     * Whether the fiber runs inside a transaction: one of this unit of work, or one begun on its
+     * client directly. A write there commits with that transaction, and work handed to
+     * `beforeCommit` joins it; outside, a write that must commit with its bookkeeping opens one.
+     * Read off the fiber's context, so asking costs nothing a write would notice.
+     */
+    readonly inTransaction: Effect.Effect<boolean>
   }
 >() {}
 
