@@ -127,8 +127,9 @@ export const make = Effect.gen(function*() {
     const { col, conjunction } = conditionsOn(table)
     const enc = (row: Row): Row => {
       const out: Row = {}
-      for (const [k, v] of Object.entries(row)) {
-        if (Object.hasOwn(table.fields, k)) out[k] = encodeValue(dialect, table.fields[k], v)
+      // Rows are plain objects: `for...in` sees their own keys, without an array of pairs per row.
+      for (const k in row) {
+        if (Object.hasOwn(table.fields, k)) out[k] = encodeValue(dialect, table.fields[k], row[k])
       }
       return out
     }
