@@ -413,13 +413,13 @@ const buildWithoutLog = async () => {
       setup: (b: esbuild.PluginBuild) =>
         b.onLoad({ filter: /[\\/]core[\\/]src[\\/]Consents[\\/]ConsentLog\.ts$/ }, (args) => {
           const source = fs.readFileSync(args.path, "utf8")
-          const declared = "export const layer: Layer.Layer<Storage | UnitOfWork,"
+          const declared = "export const layer: Layer.Layer<Storage,"
           if (!source.includes(declared)) throw new Error(`log_cost: ${args.path} no longer declares ${declared}`)
           return {
             loader: "ts",
-            // The store's own Storage and UnitOfWork, passed through untouched.
-            contents: `${source.replace(declared, "const logged: Layer.Layer<Storage | UnitOfWork,")}
-export const layer = Layer.effectContext(Effect.context<Storage | UnitOfWork>())`
+            // The store's own Storage, passed through untouched.
+            contents: `${source.replace(declared, "const logged: Layer.Layer<Storage,")}
+export const layer = Layer.effect(Storage, Storage)`
           }
         })
     }]
