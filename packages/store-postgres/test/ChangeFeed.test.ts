@@ -1,12 +1,9 @@
 import { ChangeFeed, UnitOfWork } from "@cmp/core"
-import { createTestDatabase, type TestDatabase } from "@cmp/test-support/database"
 import { assert, describe, it } from "@effect/vitest"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
-import { afterAll, beforeAll } from "vitest"
-import { PgStore } from "../src/index.js"
+import { twoServers } from "./TwoServers.js"
 
 /**
  * The change feed between two stores on one database, as two servers have them: news announced
@@ -15,14 +12,7 @@ import { PgStore } from "../src/index.js"
  * database ends is opened again. PGlite's socket serves one connection, so no `LISTEN`: the
  * machine's server only.
  */
-let db: TestDatabase
-
-beforeAll(async () => {
-  if (process.env.DATABASE_URL) db = await createTestDatabase({ clients: 2 })
-}, 60_000)
-afterAll(() => db?.close())
-
-const store = () => Layer.build(PgStore.layer({ url: db.url, maxConnections: 2 }))
+const { store } = twoServers()
 
 /** What a feed hears on a topic, in order. */
 const listening = (feed: ChangeFeed["Type"], topic: string) =>

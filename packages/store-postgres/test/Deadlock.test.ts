@@ -1,13 +1,10 @@
 import { UnitOfWork } from "@cmp/core"
-import { createTestDatabase, type TestDatabase } from "@cmp/test-support/database"
 import { assert, describe, it } from "@effect/vitest"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
-import { afterAll, beforeAll } from "vitest"
-import { PgStore } from "../src/index.js"
+import { twoServers } from "./TwoServers.js"
 
 /**
  * Two servers' transactions that take the same two locks in opposite orders, at once: PostgreSQL
@@ -15,14 +12,7 @@ import { PgStore } from "../src/index.js"
  * caller, so both commit. PGlite's socket serves one connection (no two transactions at once):
  * the machine's server only.
  */
-let db: TestDatabase
-
-beforeAll(async () => {
-  if (process.env.DATABASE_URL) db = await createTestDatabase({ clients: 2 })
-}, 60_000)
-afterAll(() => db?.close())
-
-const store = () => Layer.build(PgStore.layer({ url: db.url, maxConnections: 2 }))
+const { store } = twoServers()
 
 describe.skipIf(!process.env.DATABASE_URL)("PgStore: transactions of two servers that deadlock", () => {
   it.scopedLive("the one PostgreSQL rolls back runs again, and both commit their writes", () =>
