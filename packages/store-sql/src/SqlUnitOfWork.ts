@@ -101,11 +101,13 @@ const GROUP_SIZE = 32
  * constraint, or a check that failed, or PostgreSQL refused it (a serialization failure, a
  * deadlock). Anything else (a lost connection) may have committed.
  */
-const refused = (conn: PipelinedConnection, cause: Cause.Cause<unknown>): boolean => {
-  if (conn.failure !== undefined) return true
+const refused = (conn: PipelinedConnection, cause: Cause.Cause<unknown>): boolean =>
+  conn.failure !== undefined || /^(23|22|40)/.test(stateOf(cause))
+
+/** The SQLSTATE of the failure or defect a transaction ended with; empty for any other. */
+const stateOf = (cause: Cause.Cause<unknown>): string => {
   const error = Cause.squash(cause)
-  const state = String(sqlState(error as SqlError) ?? "")
-  return /^(23|22|40)/.test(state)
+  return error === null || typeof error !== "object" ? "" : String(sqlState(error as SqlError) ?? "")
 }
 
 /** How many times a transaction PostgreSQL refused for another's sake runs again before its caller hears it. */
@@ -113,9 +115,7 @@ const LOST_RETRIES = 3
 
 /** A transaction PostgreSQL rolled back to let another go on: a serialization failure (40001) or a deadlock (40P01). */
 const lostToAnother = (cause: Cause.Cause<unknown>): boolean => {
-  const error = Cause.squash(cause) as { readonly _tag?: unknown } | undefined
-  if (error?._tag !== "SqlError") return false
-  const state = sqlState(error as SqlError)
+  const state = stateOf(cause)
   return state === "40001" || state === "40P01"
 }
 

@@ -203,6 +203,8 @@ export interface ResourceDef<S extends Shape = AnyShape, R = never, Carry = neve
   readonly tableDef: TableDef<S["stored"]>
   /** Fields of the output, for output-only detection and `$select`. */
   readonly outputFields: Readonly<Record<string, FieldInfo>>
+  /** `outputFields` as pairs, made once: every answer of every row walks them. */
+  readonly outputEntries: ReadonlyArray<readonly [string, FieldInfo]>
   /** Output fields that are absent rather than null (`neverNullFields`). */
   readonly outputNeverNull: ReadonlySet<string>
   readonly queryFields: Readonly<Record<string, FieldInfo>>
@@ -271,6 +273,7 @@ const declare = <S extends Shape, Path extends string, Own extends boolean>(
     operatorOnly: options.operatorOnly ?? [],
     defaults: options.defaults ?? {},
     outputFields,
+    outputEntries: Object.entries(outputFields),
     outputNeverNull: neverNullFields(options.output),
     queryFields,
     createFields: keys(options.createInput),

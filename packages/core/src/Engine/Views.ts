@@ -12,22 +12,11 @@ export const pick = (row: Row, fields: ReadonlyArray<string>): Row => {
   return out
 }
 
-/** Each declaration's output fields as pairs, made once: every answer of every row walks them. */
-const outputEntries = new WeakMap<object, ReadonlyArray<readonly [string, { readonly nullable: boolean }]>>()
-const outputEntriesOf = (fields: Record<string, { readonly nullable: boolean }>) => {
-  let entries = outputEntries.get(fields)
-  if (entries === undefined) {
-    entries = Object.entries(fields)
-    outputEntries.set(fields, entries)
-  }
-  return entries
-}
-
 /** Rows keep `null` for unset columns; outputs omit what their schema does not allow null for. */
 export const toOutput = <S extends Shape>(def: Declared<S>, row: S["stored"], reveal?: Row): S["output"] => {
   const out: Row = {}
   const stored: Row = row
-  for (const [k, info] of outputEntriesOf(def.outputFields)) {
+  for (const [k, info] of def.outputEntries) {
     const v = reveal && k in reveal ? reveal[k] : stored[k]
     if (v === undefined || (v === null && (!info.nullable || def.outputNeverNull.has(k)))) continue
     out[k] = v
