@@ -71,7 +71,7 @@ const nbfOf = (payload: { readonly nbf?: unknown }, iat: number) => typeof paylo
  */
 const verifiedOnce = <C extends { readonly exp: number }>(invalid: NotAuthenticated) => {
   const kept = new Map<string, { readonly claims: C; readonly nbf: number }>()
-  return (
+  const check = (
     token: string,
     nowSeconds: number,
     verify: () => Effect.Effect<{ readonly claims: C; readonly nbf: number }, NotAuthenticated>
@@ -84,6 +84,9 @@ const verifiedOnce = <C extends { readonly exp: number }>(invalid: NotAuthentica
       return verified.claims
     })
   }
+  /** Whether these bytes were verified once: their signature is good, whatever their time bounds now. */
+  const holds = (token: string): boolean => kept.has(token)
+  return { check, holds }
 }
 
 export const JoseTokensLive = (secret?: string, previous?: string) =>
@@ -116,7 +119,7 @@ export const JoseTokensLive = (secret?: string, previous?: string) =>
               .sign(key)
           )),
         verifyConsent: (token: string, nowSeconds: number) =>
-          verifiedConsent(token, nowSeconds, () =>
+          verifiedConsent.check(token, nowSeconds, () =>
             verifyWith(
               keys,
               token,
@@ -149,8 +152,10 @@ export const JoseTokensLive = (secret?: string, previous?: string) =>
                 .setJti(jti)
                 .sign(key)
             )),
+        // A consent token already verified names the consent audience: no access token, and
+        // not worth decoding again to find so on each of its writes.
         verify: (token: string, nowSeconds: number) =>
-          verified(token, nowSeconds, () =>
+          verifiedConsent.holds(token) ? Effect.fail(invalid) : verified.check(token, nowSeconds, () =>
             namesAudience(token) ? Effect.fail(invalid) : verifyWith(
               keys,
               token,

@@ -19,6 +19,7 @@ import { field, jsonField } from "../Engine/Tables.js"
 import { toOutput } from "../Engine/Views.js"
 import { FILE_BODY_LIMIT } from "./Proofs.js"
 import { CONSENT_STATES } from "./PolicyState.js"
+import { serviceWith } from "../Engine/Services.js"
 
 /**
  * Consent events and end users. A user's effective status, per regulation, is the merge of
@@ -174,8 +175,8 @@ export const sourceOf = (p: Principal) => {
   }
 }
 
-export const users = () => Effect.map(Storage, (s) => s.repository(Users.tableDef))
+export const users = () => serviceWith(Storage, (s) => s.repository(Users.tableDef))
 
-export const events = () => Effect.map(Storage, (s) => s.repository(Events.tableDef))
+export const events = () => serviceWith(Storage, (s) => s.repository(Events.tableDef))
 
 export const eventOut = (row: EventRow) => toOutput(Events, row)

@@ -6,7 +6,7 @@ import { type EventConsents, type EventUser, type EventUserInput } from "../Doma
 import { Forbidden, InvalidInput } from "../Domain/Errors.js"
 import { verifyUserIdAuth } from "./VouchedUsers.js"
 import { emptyState, type MergeableEvent, mergeEvent, withLast } from "./Merge.js"
-import { Ids } from "../Engine/Ports.js"
+import { type Ids, nextId } from "../Engine/Ports.js"
 import { type EndUserPrincipal, isEndUser, type Principal } from "../Engine/Principal.js"
 import { eq } from "../Engine/Query.js"
 import { requireFlag } from "../Engine/Gates.js"
@@ -137,7 +137,7 @@ export const resolveUser = (
     : userByOrganizationUserId(organizationId, u.organization_user_id!)
   return Effect.flatMap(found, (found): Effect.Effect<ResolvedUser, never, Ids> => {
     if (Option.isSome(found)) return Effect.succeed({ user: found.value, created: undefined })
-    const newId = u.id != null ? Effect.succeed(u.id) : Effect.flatMap(Ids, (ids) => ids.next)
+    const newId = u.id != null ? Effect.succeed(u.id) : nextId
     return Effect.map(both(nowIso, newId), ([now, id]) => {
       const created: UserRow = {
         id,

@@ -11,6 +11,7 @@ import { NoticeTextContentsResource, NoticeTextsResource } from "../Notices/Noti
 import { DURATION_UNITS } from "./Durations.js"
 import { NoticeVersions } from "../Notices/NoticeVersions.js"
 import { ConsentPolicies } from "./PolicyCache.js"
+import { withService } from "../Engine/Services.js"
 
 /**
  * Consent policies: how long an organization's consents last for one regulation, when they
@@ -136,7 +137,7 @@ export const ConsentPoliciesResource = Policies.with<ConsentPolicies>({
 
 /** Every policy of an organization, kept a moment (`ConsentPolicies`). */
 export const policiesOf = (organizationId: string) =>
-  Effect.flatMap(ConsentPolicies, (cache) =>
+  withService(ConsentPolicies, (cache) =>
     cache.read<PolicyRow, never, Storage>(organizationId, Effect.flatMap(Storage, (s) =>
       Effect.map(s.repository(Policies.tableDef).find({
         count: false,

@@ -7,6 +7,7 @@ import { type Condition, eq } from "./Query.js"
 import { type AnyResource } from "./Resource.js"
 import { OrganizationLimits } from "./OrganizationLimits.js"
 import { isPlainObject } from "./Bodies.js"
+import { withService } from "./Services.js"
 
 const flagOff = (flag: PremiumFeatureFlag) =>
   new Forbidden({ message: `The premium feature '${flag}' is not enabled for this organization` })
@@ -14,7 +15,7 @@ const flagOff = (flag: PremiumFeatureFlag) =>
 export const featureOff = (def: AnyResource) => flagOff(def.premiumFeature!)
 
 const hasFlag = (flag: PremiumFeatureFlag, organizationId: string, outsideTransaction?: boolean) =>
-  Effect.flatMap(OrganizationLimits, (limits) => Effect.map(limits.featuresOf(organizationId, outsideTransaction), (features) => features.has(flag)))
+  withService(OrganizationLimits, (limits) => Effect.map(limits.featuresOf(organizationId, outsideTransaction), (features) => features.has(flag)))
 
 export const hasFeature = (def: AnyResource, organizationId: string, outsideTransaction?: boolean) =>
   hasFlag(def.premiumFeature!, organizationId, outsideTransaction)
@@ -91,7 +92,7 @@ export const checkQuota = (
 
 /** An organization named in an input must exist (the operator can name any id). */
 export const requireExistingOrganization = (organizationId: string) =>
-  Effect.flatMap(OrganizationLimits, (limits) =>
+  withService(OrganizationLimits, (limits) =>
     limits.requireExisting(organizationId, () =>
       new InvalidInput({
         message: `Invalid organization_id: no organization '${organizationId}'`,

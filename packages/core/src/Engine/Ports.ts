@@ -7,6 +7,7 @@ import type { Conflict, NotAuthenticated, NotFound } from "../Domain/Errors.js"
 import type { FieldInfo } from "./Fields.js"
 import type { Condition, FindQuery, SortKey } from "./Query.js"
 import { ChangeFeed } from "./ChangeFeed.js"
+import { withService } from "./Services.js"
 
 /** A stored record: column name → core value (string, number, boolean, null, or JSON). */
 export type Row = Record<string, unknown>
@@ -190,6 +191,9 @@ export class Ids extends Context.Tag("@cmp/core/Ids")<Ids, { readonly next: Effe
   static readonly Live = Layer.succeed(Ids, { next: Effect.sync(() => uuidV7(Date.now())) })
 }
 
+/** A new id from the `Ids` port. */
+export const nextId: Effect.Effect<string, never, Ids> = withService(Ids, (ids) => ids.next)
+
 /** One-way hashing of secrets and passwords, compared in constant time. */
 export class SecretHasher extends Context.Tag("@cmp/core/SecretHasher")<
   SecretHasher,
@@ -292,7 +296,7 @@ export class OutboxSignal extends Context.Tag("@cmp/core/OutboxSignal")<OutboxSi
 }
 
 /** Tells this process's dispatcher that messages were committed. */
-export const signalOutbox: Effect.Effect<void, never, OutboxSignal> = Effect.flatMap(OutboxSignal, (s) => s.notify)
+export const signalOutbox: Effect.Effect<void, never, OutboxSignal> = withService(OutboxSignal, (s) => s.notify)
 
 /**
  * While its scope is open, what another process rings on the outbox's topic wakes this

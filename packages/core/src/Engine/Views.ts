@@ -5,6 +5,7 @@ import { type Row, Storage } from "./Ports.js"
 import { type AnyResource, type Declared, type ResourceDef } from "./Resource.js"
 import { type CoreServices, type Shape, type View } from "./Shape.js"
 import { decode } from "./Bodies.js"
+import { serviceWith } from "./Services.js"
 
 export const pick = (row: Row, fields: ReadonlyArray<string>): Row => {
   const out: Row = {}
@@ -85,4 +86,4 @@ export const selectFields = (row: Row, fields: ReadonlyArray<string> | undefined
   return out
 }
 
-export const repoOf = (def: AnyResource) => Effect.map(Storage, (s) => s.repository(def.tableDef))
+export const repoOf = (def: AnyResource) => serviceWith(Storage, (s) => s.repository(def.tableDef))

@@ -3,7 +3,7 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { nowIso } from "./Clock.js"
 import { both } from "./Sequence.js"
-import { Ids, keyOf, type Row, signalOutbox, UnitOfWork } from "./Ports.js"
+import { keyOf, nextId, type Row, signalOutbox, UnitOfWork } from "./Ports.js"
 import { isEndUser, type Principal, requireOrganization } from "./Principal.js"
 import { type AnyResource, type ResourceDef } from "./Resource.js"
 import { isCarried, type Prepared } from "./Hooks.js"
@@ -15,6 +15,7 @@ import { pick, outputOfRow, resolveView, repoOf } from "./Views.js"
 import { loadVisible, notFoundError } from "./Reads.js"
 import { requireFeature, requireFeatureBeforeBody, checkQuota, requireExistingOrganization } from "./Gates.js"
 import { recordChange } from "./AuditTrail.js"
+import { withService } from "./Services.js"
 
 /**
  * The generic use-cases every resource shares: organization scope, output-only fields,
@@ -100,7 +101,7 @@ export const create = <S extends Shape, R, C>(
             const inOrganization = ownerField !== undefined && ownerField !== "id" ? requireOrganization(principal, owner) : Effect.void
             // Before the transaction begins.
             const checked = endUser ? inOrganization : Effect.zipRight(inOrganization, requireFeature(def, principal, owner, true))
-            const newId = typeof input.id === "string" ? Effect.succeed(input.id) : Effect.flatMap(Ids, (ids) => ids.next)
+            const newId = typeof input.id === "string" ? Effect.succeed(input.id) : nextId
             return Effect.flatMap(Effect.zipRight(checked, both(nowIso, newId)), ([now, id]) => {
               // An end user's device cannot backdate what it records.
               const given = endUser ? undefined : input.created_at
@@ -115,14 +116,14 @@ export const create = <S extends Shape, R, C>(
               const prepared: Effect.Effect<Prepared<S["stored"], C>, DomainError, R | CoreServices> = def.hooks.prepare
                 ? def.hooks.prepare(principal, base, input)
                 : Effect.succeed({ row: base })
-              return Effect.flatMap(both(prepared, UnitOfWork), ([early, uow]) =>
+              return Effect.flatMap(prepared, (early) => withService(UnitOfWork, (uow) =>
                 uow.transaction(inTransaction(def, principal, early, input, decoded.input, owner, view)).pipe(
                   Effect.tap((out) => committed(def, out)),
                   // A visitor's write answers only what the declaration lists (never through the host API, whose callers hold no public key).
                   Effect.map((out): S["output"] =>
                     principal._tag === "PublicKey" && def.endUsers?.publicAnswer ? pick(out, def.endUsers.publicAnswer) as S["output"] : out
                   )
-                ))
+                )))
             })
           }))
       })

@@ -2,7 +2,6 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import { nowIso, nowMillis, nowSeconds } from "../Engine/Clock.js"
-import { both } from "../Engine/Sequence.js"
 import { answers, defineAction } from "../Engine/Action.js"
 import { InvitationAcceptInput, Session, SessionInput } from "../Domain/Account.js"
 import { InvalidInput, NotAuthenticated } from "../Domain/Errors.js"
@@ -17,6 +16,7 @@ import { decode } from "../Engine/Bodies.js"
 import { consentTokenPrincipal } from "../Consents/ConsentTokens.js"
 import { requireLiveConsentToken } from "../Consents/TokenRevocation.js"
 import { Settings } from "../Engine/Settings.js"
+import { withService, withServices } from "../Engine/Services.js"
 
 /** One message for every failed login, so a caller cannot tell which part was wrong. */
 const invalidLogin = () =>
@@ -96,7 +96,7 @@ const credentialTables: Record<Exclude<CredentialTable, "public_keys">, TableDef
  * Answers the table the credential was found in.
  */
 const requireCredential = (organizationId: string, tables: ReadonlyArray<keyof typeof credentialTables>, id: string) =>
-  Effect.flatMap(both(CredentialCache, Storage), ([cache, storage]) => {
+  withServices([CredentialCache, Storage], ([cache, storage]) => {
     // Built only when failing: an error captures a stack trace.
     const gone = Effect.failSync(() => new NotAuthenticated({ message: "The credential of this token no longer exists" }))
     // Asked on every request: the tables in turn, without a generator.
@@ -157,7 +157,7 @@ const principalOf = (claims: TokenClaims): Effect.Effect<Principal, NotAuthentic
  */
 export const authenticate = (token: string | undefined) => {
   if (!token) return Effect.fail(new NotAuthenticated({ message: "No access token was sent" }))
-  return Effect.flatMap(both(TokenIssuer, nowSeconds), ([tokens, now]) =>
+  return Effect.flatMap(nowSeconds, (now) => withService(TokenIssuer, (tokens) =>
     Effect.matchEffect(tokens.verify(token, now), {
       // Not an access token: perhaps an end user's consent token, which reaches only its own consent.
       onFailure: (invalid) =>
@@ -166,7 +166,7 @@ export const authenticate = (token: string | undefined) => {
           onSuccess: (consent) => Effect.as(requireLiveConsentToken(consent), consentTokenPrincipal(consent))
         }),
       onSuccess: principalOf
-    }))
+    })))
 }
 
 /** Creates or updates a person's password (used by invitations and the CLI). */

@@ -13,6 +13,7 @@ import { type DeliveryRecord, DeliveryHandOff, type HandOffLease, subscriberTarg
 import { subscriberList } from "./Subscribers.js"
 import { DeliveriesTable, type DeliveryRow } from "./Tables.js"
 import { type Target, WebhookTargets } from "./Targets.js"
+import { withServices } from "../Engine/Services.js"
 
 // ---------------------------------------------------------------- the outbox
 
@@ -44,7 +45,7 @@ export const enqueue = (organizationId: string, events: ReadonlyArray<OutgoingEv
  * a subscriber's are claimed by a process that has its handler.
  */
 const writeMessages = (organizationId: string, events: ReadonlyArray<OutgoingEvent>) =>
-  Effect.flatMap(both(both(Storage, WebhookTargets), both(DeliveryHandOff, UnitOfWork)), ([[storage, kept], [handOff, uow]]) =>
+  withServices([Storage, WebhookTargets, DeliveryHandOff, UnitOfWork], ([storage, kept, handOff, uow]) =>
     Effect.flatMap(both(nowIso, currentTraceparent), ([now, traceparent]) => {
       const deliveries = storage.repository(DeliveriesTable)
       const traceContext = Option.getOrNull(traceparent)

@@ -7,6 +7,7 @@ import { InvalidInput } from "../Domain/Errors.js"
 import { WebhookEventType } from "../Domain/Webhook.js"
 import { decode } from "../Engine/Bodies.js"
 import { type SubscriberRegistration, SubscriberRegistrations } from "./Ports.js"
+import { withService } from "../Engine/Services.js"
 
 /**
  * The registrations of in-process subscribers (`createPlatform(...).subscribe`), checked here
@@ -65,8 +66,10 @@ export const keepingList = (
 }
 
 /** The registered subscribers, each with its filters. */
-export const subscriberList: Effect.Effect<ReadonlyArray<SubscriberRegistration>, never, SubscriberRegistrations> = Effect
-  .flatMap(SubscriberRegistrations, (r) => r.list)
+export const subscriberList: Effect.Effect<ReadonlyArray<SubscriberRegistration>, never, SubscriberRegistrations> = withService(
+  SubscriberRegistrations,
+  (r) => r.list
+)
 
 /** Creates or replaces a subscriber's registration (its filters); answers the stored row. */
 export const saveSubscriber = (name: string, filters: unknown) =>
