@@ -131,11 +131,12 @@ const cpuMs = (pid: number) => {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100
 }
 
-/** Runs a load and answers it with the CPU the serving process spent per 2xx answer. */
+/** Runs a load and answers it with the CPU the serving process spent over it, in all and per 2xx answer. */
 const withCpu = async <A extends { "2xx": number }>(pid: number, load: () => Promise<A>) => {
   const before = cpuMs(pid)
   const result = await load()
-  return { result, cpuPerRequest: (cpuMs(pid) - before) / Math.max(1, result["2xx"]) }
+  const cpu = cpuMs(pid) - before
+  return { result, cpu, cpuPerRequest: cpu / Math.max(1, result["2xx"]) }
 }
 
 /** One side of a paired figure: the process whose CPU is read, and its load for so many seconds. */
@@ -185,9 +186,9 @@ const paired = async (bare: Side, ours: Side) => {
   for (let i = 0; i < SLICES; i++) {
     for (const side of i % 2 === 0 ? [bare, ours] : [ours, bare]) {
       const run = runs.get(side)!
-      const before = cpuMs(side.pid)
-      run.results.push(await side.load(slice))
-      run.cpu += cpuMs(side.pid) - before
+      const { result, cpu } = await withCpu(side.pid, () => side.load(slice))
+      run.results.push(result)
+      run.cpu += cpu
     }
   }
   const of = (side: Side) => {
@@ -640,9 +641,8 @@ const measureDefault = async (
   // SECONDS each: its CPU per event then is what this figure is read against.
   const bareRuns: Array<{ cpu: number; answered: number }> = []
   const bareNow = async () => {
-    const before = cpuMs(t.bare.pid)
-    const result = await t.bare.load(SECONDS / 2)
-    bareRuns.push({ cpu: cpuMs(t.bare.pid) - before, answered: result["2xx"] })
+    const { result, cpu } = await withCpu(t.bare.pid, () => t.bare.load(SECONDS / 2))
+    bareRuns.push({ cpu, answered: result["2xx"] })
   }
   await bareNow()
   const cpuBefore = cpuMs(pid)

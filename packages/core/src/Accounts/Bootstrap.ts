@@ -2,7 +2,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { hostPrincipal, recordChange } from "../Engine/AuditTrail.js"
 import { nowIso } from "../Engine/Clock.js"
-import { Ids, SecretHasher, Storage, UnitOfWork } from "../Engine/Ports.js"
+import { nextId, SecretHasher, Storage, UnitOfWork } from "../Engine/Ports.js"
 import { randomToken } from "../Engine/Random.js"
 import { OrganizationsResource, provisionOrganization } from "./Organizations.js"
 import { ApiKeysResource } from "./ApiKeys.js"
@@ -117,7 +117,7 @@ export const createOperatorKey = Effect.flatMap(UnitOfWork, (uow) =>
   uow.transaction(Effect.gen(function*() {
     yield* uow.lock(BOOTSTRAP_LOCK)
     yield* ensureOperatorOrganization
-    const id = yield* Effect.flatMap(Ids, (ids) => ids.next)
+    const id = yield* nextId
     const secret = `sk_${randomToken(32)}`
     yield* createOperatorKeyRow(id, secret, `operator-${id.slice(0, 8)}`)
     return { key: id, secret, organization_id: (yield* Settings).operatorOrganizationId }

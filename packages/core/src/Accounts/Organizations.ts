@@ -10,7 +10,7 @@ import {
 } from "../Domain/Account.js"
 import { Forbidden, QuotaExceeded } from "../Domain/Errors.js"
 import { type AuditPrincipal, recordChange } from "../Engine/AuditTrail.js"
-import { Ids, Storage, UnitOfWork } from "../Engine/Ports.js"
+import { nextId, Storage, UnitOfWork } from "../Engine/Ports.js"
 import type { Principal } from "../Engine/Principal.js"
 import { eq } from "../Engine/Query.js"
 import { randomToken } from "../Engine/Random.js"
@@ -136,7 +136,7 @@ const requireOrganizationAllowance = (personId: string): Effect.Effect<void, Quo
 const baseRow = (organizationId: string) =>
   Effect.gen(function*() {
     const now = yield* nowIso
-    const id = yield* Effect.flatMap(Ids, (ids) => ids.next)
+    const id = yield* nextId
     return { id, organization_id: organizationId, created_at: now, updated_at: now, version: 1 }
   })
 

@@ -10,7 +10,7 @@ import {
 } from "../Domain/Consent.js"
 import { Forbidden, InvalidInput } from "../Domain/Errors.js"
 import { outcomeOf } from "../Engine/Metrics.js"
-import { Ids, type ConsentTokenClaims, TokenIssuer } from "../Engine/Ports.js"
+import { type ConsentTokenClaims, nextId, TokenIssuer } from "../Engine/Ports.js"
 import { isEndUser, isOperator, type Principal, requireOrganization } from "../Engine/Principal.js"
 import { decode } from "../Engine/Bodies.js"
 import { requireExistingOrganization, requireFlag } from "../Engine/Gates.js"
@@ -50,7 +50,7 @@ export const createConsentToken = (principal: Principal, body: unknown) =>
     const lifetime = input.lifetime ?? DEFAULT_CONSENT_TOKEN_LIFETIME
     const iat = yield* nowSeconds
     const claims: ConsentTokenClaims = {
-      jti: yield* Effect.flatMap(Ids, (ids) => ids.next),
+      jti: yield* nextId,
       org: input.organization_id,
       sub: input.organization_user_id,
       iat,

@@ -7,7 +7,7 @@ import { nowIso } from "../Engine/Clock.js"
 import { Conflict, InvalidInput } from "../Domain/Errors.js"
 import { DOC, DOCX, MAX_PROOF_BYTES, Proof, ProofCreate, type ProofMediaType, PROOF_MEDIA_TYPES } from "../Domain/Proofs.js"
 import { Digests, MediaTypes, ProofFiles } from "./ProofPorts.js"
-import { Ids, Storage, UnitOfWork } from "../Engine/Ports.js"
+import { nextId, Storage, UnitOfWork } from "../Engine/Ports.js"
 import type { Principal } from "../Engine/Principal.js"
 import { eq, inList } from "../Engine/Query.js"
 import { declareResource, portList, type StoredRow } from "../Engine/Resource.js"
@@ -132,7 +132,7 @@ const prepareProof = (organizationId: string, file: string, userId: string | nul
     }
     const digests = yield* Digests
     const row = {
-      id: yield* Effect.flatMap(Ids, (ids) => ids.next),
+      id: yield* nextId,
       organization_id: organizationId,
       size: bytes.byteLength,
       media_type: detected,

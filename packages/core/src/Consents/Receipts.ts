@@ -7,7 +7,7 @@ import { InvalidInput, NotFound } from "../Domain/Errors.js"
 import { answers, defineAction } from "../Engine/Action.js"
 import { ensureMethodFor } from "../Engine/Bodies.js"
 import { nowIso } from "../Engine/Clock.js"
-import { Ids, Storage } from "../Engine/Ports.js"
+import { nextId, Storage } from "../Engine/Ports.js"
 import { canAccess, type Principal } from "../Engine/Principal.js"
 import { eq, inList } from "../Engine/Query.js"
 import { findWithin, loadVisible } from "../Engine/Reads.js"
@@ -173,7 +173,7 @@ const receiptOf = (user: UserRow, regulation: string) =>
     }
     const receipt: ConsentReceipt = {
       schema_version: RECEIPT_SCHEMA,
-      receipt_id: yield* Effect.flatMap(Ids, (ids) => ids.next),
+      receipt_id: yield* nextId,
       record_id: recordIdOf(sha256, organizationId, user.id, regulation),
       created_at: yield* nowIso,
       pii_principal_id: user.id,

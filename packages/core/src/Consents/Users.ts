@@ -8,7 +8,7 @@ import { filterByConsentState } from "./ConsentStateFilter.js"
 import { ConsentPolicies } from "./PolicyCache.js"
 import { NoticeVersions } from "../Notices/NoticeVersions.js"
 import { emptyState, mergeEvent } from "./Merge.js"
-import { Ids } from "../Engine/Ports.js"
+import { nextId } from "../Engine/Ports.js"
 import { canAccess, type Principal } from "../Engine/Principal.js"
 import { carrying } from "../Engine/Hooks.js"
 import { type CoreServices } from "../Engine/Shape.js"
@@ -31,7 +31,7 @@ import { presentUser, presentUsers, regulationsOf, withState, withLast, stateWit
 
 /** The confirmed event that records choices given with a user's create or patch. */
 const choicesEvent = (user: UserRow, regulation: string, consents: EventConsents, at: string) =>
-  Effect.map(Effect.flatMap(Ids, (ids) => ids.next), (id): EventRow => ({
+  Effect.map(nextId, (id): EventRow => ({
     ...EVENT_DEFAULTS,
     id,
     organization_id: user.organization_id,

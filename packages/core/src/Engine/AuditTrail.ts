@@ -1,7 +1,7 @@
 import * as Effect from "effect/Effect"
 import * as FiberRef from "effect/FiberRef"
 import { nowIso } from "./Clock.js"
-import { Ids, type Row, Storage } from "./Ports.js"
+import { Ids, nextId, type Row, Storage } from "./Ports.js"
 import type { Principal } from "./Principal.js"
 import { field, defineTable, jsonField } from "./Tables.js"
 
@@ -108,7 +108,7 @@ export const recordChange = (
     const who = "kind" in principal ? principal : auditPrincipalOf(principal)
     const owner = def.ownerField === undefined ? undefined : row[def.ownerField]
     const entry = {
-      id: yield* Effect.flatMap(Ids, (ids) => ids.next),
+      id: yield* nextId,
       organization_id: typeof owner === "string" ? owner : null,
       principal_kind: who.kind,
       principal_id: who.id,

@@ -14,7 +14,7 @@ import {
   ExportRun,
   ExportRunInput
 } from "../Domain/Export.js"
-import { Ids, type Row, Storage, type TableDef } from "../Engine/Ports.js"
+import { nextId, type Row, Storage, type TableDef } from "../Engine/Ports.js"
 import { type Principal, requireOrganization } from "../Engine/Principal.js"
 import { type Condition, eq, type Scalar } from "../Engine/Query.js"
 import { declareResource, defineResource } from "../Engine/Resource.js"
@@ -293,7 +293,7 @@ export const executeExport = (principal: Principal, body: unknown) =>
     const org = input.organization_id
     const from = new Date(input.from).toISOString()
     const to = new Date(input.to).toISOString()
-    const id = yield* Effect.flatMap(Ids, (ids) => ids.next)
+    const id = yield* nextId
     const destinations = config.destinations
     const sink = yield* ExportSink
     const fileName = `export-${org}-${from.replace(/[:.]/g, "-")}-${id}.ndjson`

@@ -6,7 +6,7 @@ import { answers, defineAction } from "../Engine/Action.js"
 import { InvitationAcceptInput, Session, SessionInput } from "../Domain/Account.js"
 import { InvalidInput, NotAuthenticated } from "../Domain/Errors.js"
 import { CredentialCache, type CredentialTable } from "../Accounts/CredentialCache.js"
-import { Ids, SecretHasher, Storage, type TableDef, type TokenClaims, TokenIssuer, UnitOfWork } from "../Engine/Ports.js"
+import { nextId, SecretHasher, Storage, type TableDef, type TokenClaims, TokenIssuer, UnitOfWork } from "../Engine/Ports.js"
 import type { Principal } from "../Engine/Principal.js"
 import { findPersonByEmail, membershipsOf } from "../Accounts/Members.js"
 import { Tables } from "../Accounts/AccountTables.js"
@@ -187,7 +187,7 @@ export const setPersonPassword = (input: { email: string; name: string; password
         repo.patch(existing.value.id, { password_hash, updated_at: now }, existing.value.version)
       )
     }
-    const id = yield* Effect.flatMap(Ids, (ids) => ids.next)
+    const id = yield* nextId
     return yield* Effect.orDie(repo.create({
       id,
       email: input.email.trim().toLowerCase(),
