@@ -28,14 +28,19 @@ interface Store {
   /** The event and its outbox message, written together. */
   readonly insertWithMessage: (row: Row, messageId: string, payload: string) => Promise<void>
   readonly delivered: (messageId: string) => Promise<void>
+  /** Settles once the tables exist: the port is printed only then. */
+  readonly ready: Promise<unknown>
 }
 
 const store: Store = process.env.BASELINE_PG
   ? (() => {
     const pool = new pg.Pool({ connectionString: process.env.BASELINE_PG, max: 10 })
-    void pool.query(`CREATE TABLE IF NOT EXISTS baseline_events (id TEXT PRIMARY KEY, organization_id TEXT, body JSONB, created_at TIMESTAMPTZ);
+    const tables = () =>
+      pool.query(`CREATE TABLE IF NOT EXISTS baseline_events (id TEXT PRIMARY KEY, organization_id TEXT, body JSONB, created_at TIMESTAMPTZ);
       CREATE TABLE IF NOT EXISTS baseline_outbox (id TEXT PRIMARY KEY, event_id TEXT, payload JSONB, status TEXT, created_at TIMESTAMPTZ)`)
     return {
+      // Two processes creating the tables at once may collide in the catalog: the second try sees them.
+      ready: tables().catch(tables),
       insert: async (r) => {
         await pool.query("INSERT INTO baseline_events (id, organization_id, body, created_at) VALUES ($1, $2, $3, $4)", [
           r.id,
@@ -62,6 +67,7 @@ const store: Store = process.env.BASELINE_PG
     db.pragma("synchronous = NORMAL")
     db.exec(`CREATE TABLE IF NOT EXISTS events (id TEXT PRIMARY KEY, organization_id TEXT, body TEXT, created_at TEXT);
       CREATE TABLE IF NOT EXISTS outbox (id TEXT PRIMARY KEY, event_id TEXT, payload TEXT, status TEXT, created_at TEXT)`)
+    const ready = Promise.resolve()
     const insert = db.prepare("INSERT INTO events (id, organization_id, body, created_at) VALUES (?, ?, ?, ?)")
     const insertMessage = db.prepare("INSERT INTO outbox (id, event_id, payload, status, created_at) VALUES (?, ?, ?, 'pending', ?)")
     const both = db.transaction((r: Row, messageId: string, payload: string) => {
@@ -70,6 +76,7 @@ const store: Store = process.env.BASELINE_PG
     })
     const markDelivered = db.prepare("UPDATE outbox SET status = 'delivered' WHERE id = ?")
     return {
+      ready,
       insert: async (r) => {
         insert.run(r.id, r.organization_id, r.body, r.created_at)
       },
@@ -143,6 +150,7 @@ app.post("/v1/consents/events", (req, res, next) => {
 app.get("/v1/keys/:id", (req, res) => {
   res.json({ ...key, id: req.params.id })
 })
+await store.ready
 const server = app.listen(0, "127.0.0.1", () => {
   const { port } = server.address() as { port: number }
   process.stdout.write(`${JSON.stringify({ port })}\n`)

@@ -555,6 +555,9 @@ const stopChild = (c: { readonly proc: ChildProcess }) => {
 /** The helpers and settings the figures of other modules take. */
 const harness: Bench = {
   start: (env) => child(SERVER, env),
+  startBare: (database, receiver) =>
+    startBareDelivery({ BASELINE_PG: database }, receiver).then((c) => ({ ...c, first: { ...c.first, url: `http://127.0.0.1:${c.first.port}` } })),
+  database: (name) => pgDatabase(process.env.DATABASE_URL!, name),
   stop: stopChild,
   ask,
   postEvents,
@@ -672,6 +675,14 @@ const measureDefault = async (
   return peak
 }
 
+/** The bare delivery (`baseline.ts` with its webhook to the receiver) on this database. */
+const startBareDelivery = (database: Record<string, string>, receiver: Child) =>
+  child("bench/baseline.ts", {
+    ...database,
+    BASELINE_WEBHOOK: `http://127.0.0.1:${receiver.first.port}/hook`,
+    BASELINE_WEBHOOK_SECRET: `whsec_${crypto.randomBytes(32).toString("base64")}`
+  })
+
 /**
  * The least a server that delivers each event's webhook must spend (`baseline.ts` with its
  * webhook: the event and its outbox message written together, the message sent signed on
@@ -683,11 +694,7 @@ const measureBareDelivery = async (store: "sqlite" | "postgres", receiver: Child
   const database: Record<string, string> = store === "postgres"
     ? { BASELINE_PG: await pgDatabase(process.env.DATABASE_URL!, `cmp_bench_deliver_${process.pid}`) }
     : { BASELINE_DB: path.join(dir, "baseline-delivering.db") }
-  const bare = await child("bench/baseline.ts", {
-    ...database,
-    BASELINE_WEBHOOK: `http://127.0.0.1:${receiver.first.port}/hook`,
-    BASELINE_WEBHOOK_SECRET: `whsec_${crypto.randomBytes(32).toString("base64")}`
-  })
+  const bare = await startBareDelivery(database, receiver)
   const url = `http://127.0.0.1:${bare.first.port}`
   await ask(receiver, "reset")
   let sent = 0

@@ -24,6 +24,9 @@ export const encodeValue = (dialect: Dialect, info: FieldInfo | undefined, v: un
       // One canonical form (UTC, milliseconds): SQLite stores and compares timestamps as text,
       // so `+02:00` or a missing `.000` would otherwise compare by spelling, not by instant.
       if (v instanceof Date) return v.toISOString()
+      // The form every write's own clock gives: already its instant's spelling (a tenth of the
+      // parse and print below, several times per consent event).
+      if (typeof v === "string" && canonicalInRange.test(v)) return v
       const ms = typeof v === "string" ? Date.parse(v) : Number.NaN
       return Number.isNaN(ms) ? v : new Date(ms).toISOString()
     }
@@ -33,6 +36,13 @@ export const encodeValue = (dialect: Dialect, info: FieldInfo | undefined, v: un
 }
 
 const canonicalIso = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
+
+/**
+ * The canonical form with every part in range for any month (days up to the 28th, hours up to
+ * 23): `Date.parse` and `toISOString` give it back unchanged. The 30th of February or 24:00
+ * parse as another day, so they are not in it.
+ */
+const canonicalInRange = /^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|1\d|2[0-8])T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}Z$/
 
 export const decodeValue = (dialect: Dialect, info: FieldInfo, v: unknown): unknown => {
   if (v === null || v === undefined) return null

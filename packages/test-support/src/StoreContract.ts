@@ -806,6 +806,20 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
           assert.deepStrictEqual(yield* idsOf({ sort: [desc("seen_at")] }), ["x2", "x1"])
         })))
 
+      it.effect("a timestamp spelled canonically is stored as the instant it parses to", () =>
+        run(Effect.gen(function*() {
+          const repo = yield* items
+          // Days and hours past their range roll over when parsed: stored as the day they name.
+          const feb30 = yield* repo.create(item("x1", { seen_at: "2023-02-30T10:00:00.000Z" }))
+          const midnight = yield* repo.create(item("x2", { seen_at: "2024-02-28T24:00:00.000Z" }))
+          const kept = yield* repo.create(item("x3", { seen_at: "2024-02-29T23:59:59.999Z" }))
+          assert.strictEqual(feb30.seen_at, "2023-03-02T10:00:00.000Z")
+          assert.strictEqual(midnight.seen_at, "2024-02-29T00:00:00.000Z")
+          assert.strictEqual(kept.seen_at, "2024-02-29T23:59:59.999Z")
+          assert.deepStrictEqual(yield* matching(cmp("seen_at", "eq", "2023-03-02T10:00:00.000Z")), ["x1"])
+          assert.deepStrictEqual(yield* idsOf({ sort: [desc("seen_at")] }), ["x3", "x2", "x1"])
+        })))
+
       it.effect("numbers and nullable strings", () =>
         run(Effect.gen(function*() {
           const repo = yield* items
