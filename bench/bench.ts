@@ -556,7 +556,7 @@ const stopChild = (c: { readonly proc: ChildProcess }) => {
 const harness: Bench = {
   start: (env) => child(SERVER, env),
   startBare: (database, receiver) =>
-    startBareDelivery({ BASELINE_PG: database }, receiver).then((c) => ({ ...c, first: { ...c.first, url: `http://127.0.0.1:${c.first.port}` } })),
+    startBareDelivery({ BASELINE_PG: database }, receiver),
   database: (name) => pgDatabase(process.env.DATABASE_URL!, name),
   stop: stopChild,
   ask,
@@ -675,13 +675,15 @@ const measureDefault = async (
   return peak
 }
 
-/** The bare delivery (`baseline.ts` with its webhook to the receiver) on this database. */
-const startBareDelivery = (database: Record<string, string>, receiver: Child) =>
-  child("bench/baseline.ts", {
+/** The bare delivery (`baseline.ts` with its webhook to the receiver) on this database, its address as `first.url`. */
+const startBareDelivery = async (database: Record<string, string>, receiver: Child) => {
+  const bare = await child("bench/baseline.ts", {
     ...database,
     BASELINE_WEBHOOK: `http://127.0.0.1:${receiver.first.port}/hook`,
     BASELINE_WEBHOOK_SECRET: `whsec_${crypto.randomBytes(32).toString("base64")}`
   })
+  return { ...bare, first: { ...bare.first, url: `http://127.0.0.1:${bare.first.port}` } }
+}
 
 /**
  * The least a server that delivers each event's webhook must spend (`baseline.ts` with its
@@ -695,7 +697,7 @@ const measureBareDelivery = async (store: "sqlite" | "postgres", receiver: Child
     ? { BASELINE_PG: await pgDatabase(process.env.DATABASE_URL!, `cmp_bench_deliver_${process.pid}`) }
     : { BASELINE_DB: path.join(dir, "baseline-delivering.db") }
   const bare = await startBareDelivery(database, receiver)
-  const url = `http://127.0.0.1:${bare.first.port}`
+  const url = bare.first.url as string
   await ask(receiver, "reset")
   let sent = 0
   if (WARMUP > 0) {

@@ -15,8 +15,7 @@
  * an Express handler writing the event and its outbox message in one statement, then sending it
  * signed), one process and two on a database of their own. It has nothing two processes could
  * contend on but the tables they share, so its ratio is what two processes cost any server on
- * these 2 cores, shared with the database and the load generator (1.15-1.20x when first
- * measured). Printed beside the figure, with the server's ratio over it; the budget keeps the
+ * these 2 cores, shared with the database and the load generator. Printed beside the figure, with the server's ratio over it; the budget keeps the
  * server's own ratio.
  *
  * Printed: the pair's CPU per event over the single process's (means over the rounds), until

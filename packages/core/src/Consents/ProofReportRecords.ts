@@ -4,6 +4,7 @@ import { nowIso } from "../Engine/Clock.js"
 import { eachRow } from "./ConsentLog.js"
 import { type ErasedProofReportDocument, ProofReport, ProofReportCreate, type ProofReportDocument } from "../Domain/Proofs.js"
 import { Storage } from "../Engine/Ports.js"
+import { serviceWith } from "../Engine/Services.js"
 import { eq } from "../Engine/Query.js"
 import { declareResource, type StoredRow } from "../Engine/Resource.js"
 import { defineTable, field } from "../Engine/Tables.js"
@@ -50,7 +51,7 @@ export const isErased = (report: ReportRow["report"]): report is ErasedProofRepo
 export const madeReport = (row: ReportRow): Option.Option<ProofReportDocument> =>
   isErased(row.report) ? Option.none() : Option.some(row.report)
 
-const pdfs = () => Effect.map(Storage, (s) => s.repository(ReportPdfsTable))
+const pdfs = () => serviceWith(Storage, (s) => s.repository(ReportPdfsTable))
 
 export const keptPdf = (row: ReportRow) =>
   Effect.flatMap(pdfs(), (repo) => Effect.map(repo.get(row.id), Option.map((kept) => kept.bytes as Uint8Array)))

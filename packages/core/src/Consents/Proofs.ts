@@ -8,6 +8,7 @@ import { Conflict, InvalidInput } from "../Domain/Errors.js"
 import { DOC, DOCX, MAX_PROOF_BYTES, Proof, ProofCreate, type ProofMediaType, PROOF_MEDIA_TYPES } from "../Domain/Proofs.js"
 import { Digests, MediaTypes, ProofFiles } from "./ProofPorts.js"
 import { nextId, Storage, UnitOfWork } from "../Engine/Ports.js"
+import { serviceWith } from "../Engine/Services.js"
 import type { Principal } from "../Engine/Principal.js"
 import { eq, inList } from "../Engine/Query.js"
 import { declareResource, portList, type StoredRow } from "../Engine/Resource.js"
@@ -112,7 +113,7 @@ export const parseDataUri = (uri: string, path: string): Either.Either<{ mediaTy
 
 export const dataUriOf = (mediaType: string, bytes: Uint8Array) => `data:${mediaType};base64,${Encoding.encodeBase64(bytes)}`
 
-const proofs = () => Effect.map(Storage, (s) => s.repository(Proofs.tableDef))
+const proofs = () => serviceWith(Storage, (s) => s.repository(Proofs.tableDef))
 
 /**
  * Checks a file and keeps its bytes: they must be one of the proof types and the type its URI

@@ -5,8 +5,11 @@ import * as Effect from "effect/Effect"
  * the runtime (`Clock.currentTimeMillis` takes two, and a map over it two more): a consent event
  * reads the time some five times.
  */
-export const nowMillis: Effect.Effect<number> = Effect.clockWith((clock) => Effect.succeed(clock.unsafeCurrentTimeMillis()))
+const fromMillis = <A>(f: (ms: number) => A): Effect.Effect<A> =>
+  Effect.clockWith((clock) => Effect.succeed(f(clock.unsafeCurrentTimeMillis())))
 
-export const nowIso: Effect.Effect<string> = Effect.clockWith((clock) => Effect.succeed(new Date(clock.unsafeCurrentTimeMillis()).toISOString()))
+export const nowMillis: Effect.Effect<number> = fromMillis((ms) => ms)
 
-export const nowSeconds: Effect.Effect<number> = Effect.clockWith((clock) => Effect.succeed(Math.floor(clock.unsafeCurrentTimeMillis() / 1000)))
+export const nowIso: Effect.Effect<string> = fromMillis((ms) => new Date(ms).toISOString())
+
+export const nowSeconds: Effect.Effect<number> = fromMillis((ms) => Math.floor(ms / 1000))
