@@ -4,6 +4,7 @@ import { createTestDatabase, type TestDatabase } from "@cmp/test-support/databas
 import { rowCountSuite } from "@cmp/test-support/row-counts"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
@@ -91,4 +92,41 @@ describe("row counts folded on PostgreSQL", () => {
       assert.deepStrictEqual(yield* sql`SELECT * FROM consent_users_counts`, [])
       assert.deepStrictEqual(yield* Effect.forEach(orgs, (o) => users.count([eq("organization_id", o)])), [0, 0])
     }).pipe(Effect.provide(fresh())), { timeout: 120_000 })
+
+  it.live("the rows folds remove are vacuumed away: a count reads past none of them, autovacuum or not", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const uow = yield* UnitOfWork
+      const users = (yield* Storage).repository(ConsentUsersResource.tableDef)
+      // Index entries a count of o1 reads: every row of the table it has ever held, dead or
+      // alive, until a vacuum (a bitmap scan reads them all before it looks at the rows).
+      const entries = sql.withTransaction(Effect.gen(function*() {
+        yield* sql.unsafe("SET LOCAL enable_seqscan = off")
+        yield* sql.unsafe("SET LOCAL enable_indexscan = off")
+        const [plan] = yield* sql.unsafe<{ "QUERY PLAN": unknown }>(
+          "EXPLAIN (ANALYZE, FORMAT JSON) SELECT SUM(row_count) FROM consent_users_counts WHERE organization_id = 'o1'"
+        )
+        const found: Array<number> = []
+        const visit = (node: Record<string, unknown>) => {
+          if (node["Node Type"] === "Bitmap Index Scan") found.push(Number(node["Actual Rows"]))
+          for (const child of (node.Plans as Array<Record<string, unknown>> | undefined) ?? []) visit(child)
+        }
+        const root = plan!["QUERY PLAN"]
+        visit(((typeof root === "string" ? JSON.parse(root) : root) as Array<{ Plan: Record<string, unknown> }>)[0]!.Plan)
+        assert.lengthOf(found, 1)
+        return found[0]!
+      }))
+      // Each transaction leaves a count row of its own, which the store's fold (every second)
+      // deletes: 40 of them, then the fold's turn.
+      for (let i = 0; i < 40; i++) yield* uow.transaction(users.create(user("o1", `v${i}`, i)))
+      const waited = yield* Effect.gen(function*() {
+        for (let tries = 0; tries < 40; tries++) {
+          yield* Effect.sleep(Duration.millis(250))
+          if ((yield* entries) <= 2) return true
+        }
+        return false
+      })
+      assert.isTrue(waited, `a count still reads ${yield* entries} entries of removed rows`)
+      assert.strictEqual(yield* users.count([eq("organization_id", "o1")]), 40)
+    }).pipe(Effect.provide(fresh())), { timeout: 60_000 })
 })

@@ -29,15 +29,16 @@ export const FOLD_EVERY = Duration.seconds(1)
  * transaction id as `slot`), so writers never wait for each other's counts. The committed slots
  * are folded into slot 0 here, which keeps the rows a count sums few. One statement per table
  * moves them (rows a reader sums at one instant, before or after it), under a lock only one
- * server's fold takes at a time; a count left at zero goes. Answers whether it folded (another
- * server may hold the lock). SQLite's triggers write slot 0 directly: nothing to fold.
+ * server's fold takes at a time; a count left at zero goes. Answers how many counts it wrote, or
+ * false when another server holds the lock. SQLite's triggers write slot 0 directly: nothing to fold.
  */
-export const fold = Effect.gen(function*() {
+const foldRows = Effect.gen(function*() {
   const sql = (yield* SqlClient.SqlClient).withoutTransforms()
   if (dialectOf(sql) !== "pg") return false
   return yield* sql.withTransaction(Effect.gen(function*() {
     const [lock] = yield* sql<{ got: boolean }>`SELECT pg_try_advisory_xact_lock(hashtextextended('cmp:row-counts', 0)) AS got`
     if (lock?.got !== true) return false
+    let folded = 0
     for (const [table, by] of counted) {
       const t = sql(countsOf(table))
       const columns = sql.csv(by.map((c) => sql`${sql(c)}`))
@@ -45,14 +46,38 @@ export const fold = Effect.gen(function*() {
         INSERT INTO ${t} (${columns}, slot, row_count) SELECT ${columns}, 0, SUM(row_count) FROM moved GROUP BY ${columns}
         ON CONFLICT (${columns}, slot) DO UPDATE SET row_count = ${t}.row_count + excluded.row_count
         RETURNING ${columns}, row_count`
+      folded += left.length
       // Rare (after removals), so one statement each.
       for (const r of left) {
         if (Number(r.row_count) !== 0) continue
         yield* sql`DELETE FROM ${t} WHERE ${sql.and(by.map((c) => sql`${sql(c)} = ${r[c] as string}`))} AND slot = 0 AND row_count = 0`
       }
     }
-    return true
+    return folded
   }))
+})
+
+/** The fold, answering whether it ran (false when another server's fold holds the lock). */
+export const fold: Effect.Effect<boolean, never, SqlClient.SqlClient> = foldRows.pipe(
+  Effect.map((folded) => folded !== false),
+  Unavailable.orDie
+)
+
+/**
+ * PostgreSQL: the count rows folds removed, vacuumed away. Every writing transaction leaves a row
+ * that a fold deletes within a second, and until PostgreSQL vacuums the table, each deleted row
+ * stays in it and in its index, where every count reads past it. Autovacuum does that where it
+ * runs; on a server where it is off, a count would read past a row per transaction since the
+ * store began (100,000 writes made a page of users three times as costly). So the store vacuums
+ * these few small tables itself, after a fold that moved rows and once when it opens (a store
+ * left by a server of an earlier release, or stopped between a fold and its vacuum). It never
+ * waits: a table another server is vacuuming is skipped (`SKIP_LOCKED`), and writers and
+ * readers go on meanwhile (a vacuum takes no lock they wait for).
+ */
+export const vacuum: Effect.Effect<void, never, SqlClient.SqlClient> = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  if (dialectOf(sql) !== "pg") return
+  yield* sql.unsafe(`VACUUM (SKIP_LOCKED) ${[...counted.keys()].map(countsOf).join(", ")}`)
 }).pipe(Unavailable.orDie)
 
 /** The store's fold, every `FOLD_EVERY` while the store is open (PostgreSQL only). */
@@ -60,10 +85,15 @@ export const layer: Layer.Layer<never, never, SqlClient.SqlClient> = Layer.scope
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     if (dialectOf(sql) !== "pg") return
-    const once = fold.pipe(
+    let vacuumed = false
+    const once = foldRows.pipe(
+      Effect.flatMap((folded) => {
+        if (vacuumed && (folded === false || folded === 0)) return Effect.void
+        return Effect.zipRight(vacuum, Effect.sync(() => (vacuumed = true)))
+      }),
       Effect.provideService(SqlClient.SqlClient, sql),
-      // A fold that cannot run now (the database restarting) runs at the next turn; the counts
-      // stay exact meanwhile, only their rows grow.
+      // A fold or a vacuum that cannot run now (the database restarting) runs at the next turn;
+      // the counts stay exact meanwhile, only their rows grow.
       Effect.catchAllCause((cause) => Effect.logDebug("row counts not folded", cause))
     )
     // Housekeeping in real time, on the live clock whatever clock the platform's rules read: a
