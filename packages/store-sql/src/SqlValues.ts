@@ -26,7 +26,7 @@ export const encodeValue = (dialect: Dialect, info: FieldInfo | undefined, v: un
       if (v instanceof Date) return v.toISOString()
       // The form every write's own clock gives: already its instant's spelling (a tenth of the
       // parse and print below, several times per consent event).
-      if (typeof v === "string" && canonicalInRange.test(v)) return v
+      if (typeof v === "string" && canonicalInRange(v)) return v
       const ms = typeof v === "string" ? Date.parse(v) : Number.NaN
       return Number.isNaN(ms) ? v : new Date(ms).toISOString()
     }
@@ -37,12 +37,30 @@ export const encodeValue = (dialect: Dialect, info: FieldInfo | undefined, v: un
 
 const canonicalIso = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
 
+/** The canonical form with its month, hours, minutes and seconds in range, and a day from 01 to 31. */
+const canonicalShape = /^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}Z$/
+
+const digits = (s: string, from: number, count: number) => {
+  let n = 0
+  for (let i = from; i < from + count; i++) n = n * 10 + s.charCodeAt(i) - 48
+  return n
+}
+
 /**
- * The canonical form with every part in range for any month (days up to the 28th, hours up to
- * 23): `Date.parse` and `toISOString` give it back unchanged. The 30th of February or 24:00
- * parse as another day, so they are not in it.
+ * The canonical form with every part in range, its day one its month has: `Date.parse` and
+ * `toISOString` give it back unchanged. The 30th of February, the 31st of April or 24:00 parse
+ * as another day, so they are not in it. (Until the days past the 28th were checked here, every
+ * timestamp of the last days of a month took the parse and print.)
  */
-const canonicalInRange = /^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|1\d|2[0-8])T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}Z$/
+const canonicalInRange = (v: string): boolean => {
+  if (!canonicalShape.test(v)) return false
+  const day = digits(v, 8, 2)
+  if (day <= 28) return true
+  const month = digits(v, 5, 2)
+  if (month !== 2) return day <= 30 || month === 1 || month === 3 || month === 5 || month === 7 || month === 8 || month === 10 || month === 12
+  const year = digits(v, 0, 4)
+  return day === 29 && year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0)
+}
 
 export const decodeValue = (dialect: Dialect, info: FieldInfo, v: unknown): unknown => {
   if (v === null || v === undefined) return null

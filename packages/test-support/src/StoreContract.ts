@@ -818,6 +818,19 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<StoreServices>)
           assert.strictEqual(kept.seen_at, "2024-02-29T23:59:59.999Z")
           assert.deepStrictEqual(yield* matching(cmp("seen_at", "eq", "2023-03-02T10:00:00.000Z")), ["x1"])
           assert.deepStrictEqual(yield* idsOf({ sort: [desc("seen_at")] }), ["x3", "x2", "x1"])
+          // The days past the 28th: kept where the month has them, rolled over where it does not.
+          const days: ReadonlyArray<readonly [string, string]> = [
+            ["2026-04-31T08:00:00.000Z", "2026-05-01T08:00:00.000Z"],
+            ["2026-04-30T08:00:00.000Z", "2026-04-30T08:00:00.000Z"],
+            ["2026-12-31T23:59:59.999Z", "2026-12-31T23:59:59.999Z"],
+            ["2026-02-29T08:00:00.000Z", "2026-03-01T08:00:00.000Z"],
+            ["2100-02-29T08:00:00.000Z", "2100-03-01T08:00:00.000Z"],
+            ["2000-02-29T08:00:00.000Z", "2000-02-29T08:00:00.000Z"],
+            ["2024-06-31T08:00:00.000Z", "2024-07-01T08:00:00.000Z"]
+          ]
+          for (const [i, [sent, stored]] of days.entries()) {
+            assert.strictEqual((yield* repo.create(item(`d${i}`, { seen_at: sent }))).seen_at, stored, sent)
+          }
         })))
 
       it.effect("numbers and nullable strings", () =>
