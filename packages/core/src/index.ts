@@ -75,7 +75,7 @@ export { UserStatesTable } from "./Consents/UserStateRows.js"
 export { type DueUser, ExpiryAnnouncements } from "./Consents/ExpiryAnnouncements.js"
 export * as ExpirySweep from "./Consents/ExpirySweep.js"
 export { stateContext, stateIn, type StateContext } from "./Consents/UserConsentState.js"
-export { addDuration, addMonths, DURATION_UNITS, type Duration, type DurationUnit, thresholdOf } from "./Consents/Durations.js"
+export { addDuration, addMonths, daysIn, DURATION_UNITS, type Duration, type DurationUnit, thresholdOf } from "./Consents/Durations.js"
 export {
   CONSENT_STATES,
   type ConsentStateAnswer,

@@ -1,7 +1,7 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type * as Statement from "@effect/sql/Statement"
-import { Conflict, type FieldInfo, type Row, type TableDef } from "@cmp/core"
+import { Conflict, daysIn, type FieldInfo, type Row, type TableDef } from "@cmp/core"
 import * as Effect from "effect/Effect"
 import * as Unavailable from "./Unavailable.js"
 
@@ -55,11 +55,7 @@ const digits = (s: string, from: number, count: number) => {
 const canonicalInRange = (v: string): boolean => {
   if (!canonicalShape.test(v)) return false
   const day = digits(v, 8, 2)
-  if (day <= 28) return true
-  const month = digits(v, 5, 2)
-  if (month !== 2) return day <= 30 || month === 1 || month === 3 || month === 5 || month === 7 || month === 8 || month === 10 || month === 12
-  const year = digits(v, 0, 4)
-  return day === 29 && year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0)
+  return day <= 28 || day <= daysIn(digits(v, 0, 4), digits(v, 5, 2) - 1)
 }
 
 export const decodeValue = (dialect: Dialect, info: FieldInfo, v: unknown): unknown => {

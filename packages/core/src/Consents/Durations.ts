@@ -20,7 +20,7 @@ export interface Duration {
 const DAY_MS = 86_400_000
 
 /** Days in a month of a year (`month` 0..11); `setUTCFullYear` keeps years 0..99 as such. */
-const daysIn = (year: number, month: number): number => {
+export const daysIn = (year: number, month: number): number => {
   const d = new Date(0)
   d.setUTCFullYear(year, month + 1, 0)
   return d.getUTCDate()
