@@ -113,14 +113,16 @@ describe("PgStore: a consent log verify's scratch", () => {
       for (const [run, age] of [[dead, "2 hours"], [running, "5 minutes"]] as const) {
         yield* sql`INSERT INTO consent_log_verify_runs (run, alive_at) VALUES (${run}, now() - ${age}::interval)`
         yield* sql.unsafe(`CREATE UNLOGGED TABLE consent_log_verify_changes_${run} (subject TEXT)`)
-        yield* sql.unsafe(`CREATE UNLOGGED TABLE consent_log_verify_present_${run} (subject TEXT)`)
+        yield* sql.unsafe(`CREATE UNLOGGED TABLE consent_log_verify_rows_${run} (subject TEXT)`)
       }
+      // A table an earlier version of the scratch named so, left behind.
+      yield* sql.unsafe(`CREATE UNLOGGED TABLE consent_log_verify_present_${dead} (subject TEXT)`)
       const log = yield* ConsentLogStore
-      yield* Effect.scoped(Effect.flatMap(log.scratch, (scratch) => scratch.latest(undefined, 10)))
+      yield* Effect.scoped(Effect.flatMap(log.scratch, (scratch) => scratch.mismatches(undefined, 10)))
       const tables = yield* sql<{ tablename: string }>`SELECT tablename FROM pg_tables WHERE tablename LIKE 'consent_log_verify_%' ORDER BY tablename`
       assert.deepStrictEqual(tables.map((t) => t.tablename), [
         `consent_log_verify_changes_${running}`,
-        `consent_log_verify_present_${running}`,
+        `consent_log_verify_rows_${running}`,
         "consent_log_verify_runs"
       ])
       assert.deepStrictEqual((yield* sql<{ run: string }>`SELECT run FROM consent_log_verify_runs`).map((r) => r.run), [running])

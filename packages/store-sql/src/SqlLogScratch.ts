@@ -1,4 +1,4 @@
-import type { LatestChange, LogScratch, NotedChange } from "@cmp/core"
+import type { LatestChange, LogScratch, NotedChange, NotedRow, ScratchMismatch } from "@cmp/core"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
@@ -10,21 +10,26 @@ import { type Dialect, rowLimit } from "./SqlValues.js"
 
 /**
  * A consent log verify's scratch: tables of its own, made when it starts and dropped when it
- * ends: one row per subject the log names (its latest change), keyed by subject, and the
- * subjects that have a current row, when the verify needs them.
+ * ends: the changes the log names, and the current rows, each appended as read (in log order,
+ * and in table order). Once both are in, each is indexed by subject, and the two indexes are
+ * read side by side, a page of subjects at a time. A subject's latest change is the last of its
+ * changes in that index: no table keyed by subject is kept up to date as the log is read, whose
+ * every change would land on a page of its own (subjects are hashes) and, past the page cache,
+ * cost a read and a write of the file.
  * - SQLite: a private database of the verify's own (`ScratchDatabase`), on a temporary file
  *   SQLite deletes when it is closed (or at once, on a system that lets an open file be
- *   unlinked, so a killed process leaves nothing). Its page cache is bounded: the scratch is on
- *   disk, not in the process's memory. It is not the store's connection because that one keeps
- *   its temporary tables in memory (`temp_store = MEMORY`, for its statement journals), where
- *   the scratch grew with the log (about 900 bytes per entry); and a write to it never waits
- *   for, nor holds up, the store's writers.
+ *   unlinked, so a killed process leaves nothing). Its page cache is bounded (and so is the
+ *   memory an index's sort takes): the scratch is on disk, not in the process's memory. It is
+ *   not the store's connection because that one keeps its temporary tables in memory
+ *   (`temp_store = MEMORY`, for its statement journals), where the scratch would grow with the
+ *   log; and a write to it never waits for, nor holds up, the store's writers.
  * - PostgreSQL: `UNLOGGED` tables (no WAL), since a temporary table lives on one connection and
  *   the verify's statements go to any connection of the pool. A batch travels as one array a
  *   column (`unnest`): as a thousand rows of six parameters, it took more than twice as long.
- *   A verify that ends without dropping them (its process killed) leaves them named in
- *   `consent_log_verify_runs` (migration 0020), which it touches as it goes; the next verify
- *   drops those left untouched for an hour.
+ *   Once indexed they are vacuumed and analyzed, so that the indexes are read without the table
+ *   and the planner knows their size. A verify that ends without dropping them (its process
+ *   killed) leaves them named in `consent_log_verify_runs` (migration 0020), which it touches
+ *   as it goes; the next verify drops those left untouched for an hour.
  */
 
 /**
@@ -47,27 +52,42 @@ type Sql = SqlClient.SqlClient
 
 const int = (v: unknown) => Number(v)
 
-const latestOfRow = (r: Record<string, unknown>): LatestChange => ({
+/** A page's position: after a subject among the changes' (`c:`), or after a row among the rows' (`r:`). */
+type Position =
+  | { readonly pass: "changes"; readonly subject: string | undefined }
+  | { readonly pass: "rows"; readonly after: { readonly subject: string; readonly order: number } | undefined }
+
+const positionOf = (after: string | undefined): Position => {
+  if (after === undefined) return { pass: "changes", subject: undefined }
+  if (after.startsWith("c:")) return { pass: "changes", subject: after.slice(2) }
+  if (after === "r") return { pass: "rows", after: undefined }
+  const m = /^r:(\d+):/.exec(after)
+  if (m === null) throw new Error(`not a position of a verify's scratch: ${after}`)
+  return { pass: "rows", after: { subject: after.slice(m[0].length), order: Number(m[1]) } }
+}
+
+const rowOf = (r: Record<string, unknown>): NotedRow => ({
   subject: String(r.subject),
-  shard: int(r.shard),
-  seq: int(r.seq),
-  digest: r.digest === null ? null : String(r.digest),
-  kind: String(r.kind),
-  first: int(r.mention)
+  digest: String(r.row_digest),
+  table: String(r.tbl),
+  id: String(r.id),
+  shard: int(r.row_shard),
+  order: int(r.ord)
 })
 
 export const make = (sql: Sql, dialect: Dialect): Effect.Effect<LogScratch, never, Scope.Scope> => {
   const run = crypto.randomBytes(8).toString("hex")
   const changes = `consent_log_verify_changes_${run}`
-  const present = `consent_log_verify_present_${run}`
+  const rows = `consent_log_verify_rows_${run}`
   const text = dialect === "pg" ? `TEXT COLLATE "C"` : "TEXT"
   const bigint = dialect === "pg" ? "BIGINT" : "INTEGER"
   const kind = dialect === "pg" ? "UNLOGGED " : ""
-  const suffix = dialect === "pg" ? "" : " WITHOUT ROWID"
 
   const dropTables = (name: string) =>
     Effect.all([
       sql.unsafe(`DROP TABLE IF EXISTS consent_log_verify_changes_${name}`),
+      sql.unsafe(`DROP TABLE IF EXISTS consent_log_verify_rows_${name}`),
+      // The name an earlier version gave its second table, for a verify of that version that left it behind.
       sql.unsafe(`DROP TABLE IF EXISTS consent_log_verify_present_${name}`)
     ], { discard: true })
 
@@ -99,9 +119,10 @@ export const make = (sql: Sql, dialect: Dialect): Effect.Effect<LogScratch, neve
       // memory it holds what one batch changed.
       yield* sql.unsafe("PRAGMA journal_mode = MEMORY")
     }
-    yield* sql.unsafe(`CREATE ${kind}TABLE ${changes} (subject ${text} PRIMARY KEY, shard INTEGER NOT NULL, seq ${bigint} NOT NULL,
-      digest TEXT, kind TEXT NOT NULL, mention ${bigint} NOT NULL)${suffix}`)
-    yield* sql.unsafe(`CREATE ${kind}TABLE ${present} (subject ${text} PRIMARY KEY)${suffix}`)
+    yield* sql.unsafe(`CREATE ${kind}TABLE ${changes} (subject ${text} NOT NULL, mention ${bigint} NOT NULL, shard INTEGER NOT NULL,
+      seq ${bigint} NOT NULL, digest TEXT, kind TEXT NOT NULL)`)
+    yield* sql.unsafe(`CREATE ${kind}TABLE ${rows} (subject ${text} NOT NULL, ord ${bigint} NOT NULL, digest TEXT NOT NULL,
+      tbl TEXT NOT NULL, id TEXT NOT NULL, shard INTEGER NOT NULL)`)
   })
 
   const drop = Effect.gen(function*() {
@@ -111,58 +132,123 @@ export const make = (sql: Sql, dialect: Dialect): Effect.Effect<LogScratch, neve
     Effect.catchAllCause((cause) => Effect.logWarning("A consent log verify's scratch tables were not dropped", cause))
   )
 
-  const noteChanges = (batch: ReadonlyArray<NotedChange>) =>
-    Effect.suspend(() => {
-      // One row per subject in a statement (PostgreSQL refuses to upsert a row twice in one): its last change, its first order.
-      const bySubject = new Map<string, { change: NotedChange; mention: number }>()
-      for (const c of batch) bySubject.set(c.subject, { change: c, mention: bySubject.get(c.subject)?.mention ?? c.order })
-      const values = [...bySubject.values()].map(({ change: c, mention }) => ({
-        subject: c.subject,
-        shard: c.shard,
-        seq: c.seq,
-        digest: c.digest,
-        kind: c.kind,
-        mention
-      }))
-      const rows = dialect === "pg"
-        ? sql`(subject, shard, seq, digest, kind, mention) SELECT * FROM unnest(${values.map((v) => v.subject)}::text[],
-            ${values.map((v) => v.shard)}::integer[], ${values.map((v) => v.seq)}::bigint[], ${values.map((v) => v.digest)}::text[],
-            ${values.map((v) => v.kind)}::text[], ${values.map((v) => v.mention)}::bigint[])`
-        : sql.insert(values)
-      return sql`INSERT INTO ${sql(changes)} ${rows}
-        ON CONFLICT (subject) DO UPDATE SET shard = excluded.shard, seq = excluded.seq, digest = excluded.digest, kind = excluded.kind`
-    }).pipe(Effect.zipRight(touch), Unavailable.orDie)
-
-  const latestOf = (subjects: ReadonlyArray<string>): Effect.Effect<ReadonlyArray<LatestChange>> =>
-    (subjects.length === 0 ? Effect.succeed([]) : Effect.suspend(() =>
-      sql<Record<string, unknown>>`SELECT subject, shard, seq, digest, kind, mention FROM ${sql(changes)} WHERE ${
-        dialect === "pg" ? sql`subject = ANY(${subjects}::text[])` : sql`subject IN ${sql.in(subjects)}`
+  /** Appends a batch to a table, a column from each item; PostgreSQL's as one array a column. */
+  const append = <A>(table: string, columns: ReadonlyArray<readonly [name: string, pgType: string, value: (a: A) => unknown]>) =>
+  (batch: ReadonlyArray<A>) =>
+    Effect.suspend(() =>
+      sql`INSERT INTO ${sql(table)} ${
+        dialect === "pg"
+          ? sql`(${sql.literal(columns.map(([name]) => name).join(", "))}) SELECT * FROM unnest(${
+            sql.csv(columns.map(([, type, value]) => sql`${batch.map(value) as Array<string>}::${sql.literal(type)}[]`))
+          })`
+          : sql.insert(batch.map((a) => Object.fromEntries(columns.map(([name, , value]) => [name, value(a)]))))
       }`
-    ).pipe(Effect.map((found) => found.map(latestOfRow)), Effect.zipLeft(touch), Unavailable.orDie))
+    ).pipe(Effect.zipRight(touch), Unavailable.orDie)
 
-  const notePresent = (subjects: ReadonlyArray<string>) =>
-    Effect.suspend(() =>
-      sql`INSERT INTO ${sql(present)} ${
-        dialect === "pg" ? sql`(subject) SELECT * FROM unnest(${subjects}::text[])` : sql.insert(subjects.map((subject) => ({ subject })))
-      } ON CONFLICT DO NOTHING`
-    ).pipe(
-      Effect.zipRight(touch),
-      Unavailable.orDie
-    )
+  const noteChanges = append<NotedChange>(changes, [
+    ["subject", "text", (c) => c.subject],
+    ["mention", "bigint", (c) => c.order],
+    ["shard", "integer", (c) => c.shard],
+    ["seq", "bigint", (c) => c.seq],
+    ["digest", "text", (c) => c.digest],
+    ["kind", "text", (c) => c.kind]
+  ])
 
-  const latest = (after: string | undefined, limit: number): Effect.Effect<ReadonlyArray<LatestChange & { readonly present: boolean }>> =>
-    Effect.suspend(() =>
-      sql<Record<string, unknown>>`SELECT c.subject, c.shard, c.seq, c.digest, c.kind, c.mention,
-          CASE WHEN EXISTS (SELECT 1 FROM ${sql(present)} p WHERE p.subject = c.subject) THEN 1 ELSE 0 END AS present
-        FROM ${sql(changes)} c
-        WHERE ${after === undefined ? sql`1=1` : sql`c.subject > ${after}`} ORDER BY c.subject LIMIT ${rowLimit(sql, limit)}`
-    ).pipe(
-      Effect.map((found) => found.map((r) => ({ ...latestOfRow(r), present: int(r.present) === 1 }))),
-      Effect.zipLeft(touch),
-      Unavailable.orDie
-    )
+  const noteRows = append<NotedRow>(rows, [
+    ["subject", "text", (r) => r.subject],
+    ["ord", "bigint", (r) => r.order],
+    ["digest", "text", (r) => r.digest],
+    ["tbl", "text", (r) => r.table],
+    ["id", "text", (r) => r.id],
+    ["shard", "integer", (r) => r.shard]
+  ])
+
+  // Each index holds its table's every column, so a page is read from the indexes alone, in order.
+  let indexed = false
+  const index = Effect.suspend(() => {
+    if (indexed) return Effect.void
+    indexed = true
+    return Effect.gen(function*() {
+      yield* sql.unsafe(`CREATE INDEX ${changes}_subject ON ${changes} (subject, mention, shard, seq, digest, kind)`)
+      yield* sql.unsafe(`CREATE INDEX ${rows}_subject ON ${rows} (subject, ord, digest, tbl, id, shard)`)
+      if (dialect === "pg") yield* sql.unsafe(`VACUUM (ANALYZE) ${changes}, ${rows}`)
+    })
+  })
+
+  /**
+   * A page of the subjects the log names, each with its latest change (the last of its changes)
+   * and its rows: those that disagree, and the page's last subject whatever it holds, to go on from.
+   * The last subject is a scalar subquery, evaluated once: as a CTE joined in, PostgreSQL
+   * planned its aggregate inside the loop, once per subject (117 of a page's 123 ms).
+   */
+  const changesPage = (after: string | undefined, limit: number) =>
+    sql<Record<string, unknown>>`WITH s AS (
+        SELECT DISTINCT subject FROM ${sql(changes)} WHERE ${after === undefined ? sql`1=1` : sql`subject > ${after}`}
+        ORDER BY subject LIMIT ${rowLimit(sql, limit)}
+      ), l AS (
+        SELECT s.subject, c.shard, c.seq, c.digest, c.kind,
+          (SELECT min(f.mention) FROM ${sql(changes)} f WHERE f.subject = s.subject) AS mention
+        FROM s JOIN ${sql(changes)} c ON c.subject = s.subject
+          AND c.mention = (SELECT max(m.mention) FROM ${sql(changes)} m WHERE m.subject = s.subject)
+      )
+      SELECT l.subject, l.shard, l.seq, l.digest, l.kind, l.mention, r.ord, r.digest AS row_digest, r.tbl, r.id, r.shard AS row_shard,
+        CASE WHEN l.subject = (SELECT max(subject) FROM s) THEN 1 ELSE 0 END AS last
+      FROM l LEFT JOIN ${sql(rows)} r ON r.subject = l.subject
+      WHERE l.subject = (SELECT max(subject) FROM s) OR (r.subject IS NULL AND l.digest IS NOT NULL)
+        OR (r.subject IS NOT NULL AND (l.digest IS NULL OR l.digest <> r.digest))`
+
+  /** A page of the rows in subject order: those whose subject the log never names, and the page's last row, to go on from. */
+  const rowsPage = (after: { readonly subject: string; readonly order: number } | undefined, limit: number) =>
+    sql<Record<string, unknown>>`WITH p AS (
+        SELECT subject, ord, digest, tbl, id, shard FROM ${sql(rows)}
+        WHERE ${after === undefined ? sql`1=1` : sql`(subject, ord) > (${after.subject}, ${dialect === "pg" ? sql`${after.order}::bigint` : after.order})`}
+        ORDER BY subject, ord LIMIT ${rowLimit(sql, limit)}
+      ), e AS (SELECT subject, ord FROM p ORDER BY subject DESC, ord DESC LIMIT 1)
+      SELECT * FROM (
+        SELECT p.subject, p.ord, p.digest AS row_digest, p.tbl, p.id, p.shard AS row_shard,
+          CASE WHEN p.subject = e.subject AND p.ord = e.ord THEN 1 ELSE 0 END AS last,
+          CASE WHEN EXISTS (SELECT 1 FROM ${sql(changes)} c WHERE c.subject = p.subject) THEN 0 ELSE 1 END AS unnamed
+        FROM p CROSS JOIN e
+      ) q WHERE last = 1 OR unnamed = 1`
+
+  const mismatches = (after: string | undefined, limit: number) =>
+    Effect.gen(function*() {
+      yield* index
+      let position = positionOf(after)
+      if (position.pass === "changes") {
+        const page = yield* changesPage(position.subject, limit)
+        if (page.length > 0) {
+          const found: Array<ScratchMismatch> = []
+          let next: string | undefined
+          for (const r of page) {
+            const latest: LatestChange = {
+              subject: String(r.subject),
+              shard: int(r.shard),
+              seq: int(r.seq),
+              digest: r.digest === null ? null : String(r.digest),
+              kind: String(r.kind),
+              first: int(r.mention)
+            }
+            const row = r.ord === null ? null : rowOf(r)
+            if (int(r.last) === 1) next = `c:${latest.subject}`
+            if (row === null ? latest.digest !== null : latest.digest !== row.digest) found.push({ latest, row })
+          }
+          return { found, next }
+        }
+        position = { pass: "rows", after: undefined }
+      }
+      const page = yield* rowsPage(position.after, limit)
+      const found: Array<ScratchMismatch> = []
+      let next: string | undefined
+      for (const r of page) {
+        const row = rowOf(r)
+        if (int(r.last) === 1) next = `r:${row.order}:${row.subject}`
+        if (int(r.unnamed) === 1) found.push({ latest: null, row })
+      }
+      return { found, next }
+    }).pipe(Effect.zipLeft(touch), Unavailable.orDie)
 
   return Effect.acquireRelease(Unavailable.orDie(create).pipe(Effect.onError(() => drop)), () => drop).pipe(
-    Effect.as({ noteChanges, latestOf, notePresent, latest } satisfies LogScratch)
+    Effect.as({ noteChanges, noteRows, mismatches } satisfies LogScratch)
   )
 }

@@ -11,6 +11,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import { scratchDatabase } from "./ScratchWorker.js"
 
 /**
  * The SQLite client: `@effect/sql-sqlite-node`'s, but for how it runs a statement. Its prepared
@@ -24,15 +25,11 @@ import * as Stream from "effect/Stream"
 /** Distinct statements kept prepared: the store's own are a few hundred at most; a filter's `$in` of any length is one more each. */
 const PREPARED = 500
 
-/**
- * `""` opens a private database on a temporary file, which SQLite deletes when it is closed: no
- * WAL there, nothing to share it with.
- */
 const makeConnection = (filename: string) =>
   Effect.gen(function*() {
     const db = new Sqlite(filename)
     yield* Effect.addFinalizer(() => Effect.sync(() => db.close()))
-    if (filename !== "") db.pragma("journal_mode = WAL")
+    db.pragma("journal_mode = WAL")
     // A second chance rather than strict LRU order: a hit only marks its entry, where moving it
     // to the end of the map cost two map writes on every statement run.
     const prepared = new Map<string, { readonly statement: Sqlite.Statement; used: boolean }>()
@@ -132,17 +129,6 @@ const make = (filename: string) =>
     return { client, direct }
   })
 
-/** A consent log verify's scratch: a private database of its own, closed (and its file deleted) with the verify. */
-const scratch: Context.Tag.Service<SqlLogScratch.ScratchDatabase> = {
-  open: Effect.gen(function*() {
-    const { client } = yield* make("")
-    // What it keeps in memory, however long the log: 4 MiB of pages, the rest on its file
-    // (against 16, the bench's verify of 100,000 entries held 6 MB less and took no longer).
-    yield* client.unsafe("PRAGMA cache_size = -4096")
-    return client
-  }).pipe(Effect.provide(Reactivity.layer), Effect.orDie)
-}
-
 /**
  * `SqlClient` (and `SqliteClient`, for code written against that client) with `Direct`, on a file
  * or `:memory:`, and where a consent log verify keeps its scratch.
@@ -155,6 +141,6 @@ export const layer = (
       Context.make(SqlClient.SqlClient, client).pipe(
         Context.add(SqliteClient.SqliteClient, client as unknown as SqliteClient.SqliteClient),
         Context.add(Execute.Direct, direct),
-        Context.add(SqlLogScratch.ScratchDatabase, scratch)
+        Context.add(SqlLogScratch.ScratchDatabase, scratchDatabase)
       ))
   ).pipe(Layer.provide(Reactivity.layer))

@@ -1,5 +1,5 @@
 import { ConsentLogStore, Storage, Tables } from "@cmp/core"
-import { SqlStorage } from "@cmp/store-sql"
+import { SqlLogScratch, SqlStorage } from "@cmp/store-sql"
 import { migrationSuite, schemaSuite } from "@cmp/test-support/schema-contract"
 import { suite } from "@cmp/test-support/store-contract"
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -171,20 +171,38 @@ describe("SqliteStore", () => {
         kind: "consent_users",
         order: i
       }))
-      const [seen, tables] = yield* Effect.scoped(Effect.gen(function*() {
+      const [found, tables] = yield* Effect.scoped(Effect.gen(function*() {
         const scratch = yield* log.scratch
         yield* scratch.noteChanges(changes)
-        yield* scratch.notePresent(["consent_users:user-7"])
+        yield* scratch.noteRows([{ subject: "consent_users:user-7", digest: "digest-7", table: "consent_users", id: "user-7", shard: 3, order: 0 }])
         const tables = yield* temporaryTables
-        return [yield* scratch.latest(undefined, 5000), tables] as const
+        return [(yield* scratch.mismatches(undefined, 5000)).found, tables] as const
       }))
       assert.deepStrictEqual(tables, [])
-      assert.strictEqual(seen.length, 3000)
-      assert.deepStrictEqual(seen.filter((c) => c.present).map((c) => c.subject), ["consent_users:user-7"])
+      // Every subject but the one noted with its row is gone.
+      assert.strictEqual(found.length, 2999)
       // A second verify starts from nothing.
-      const again = yield* Effect.scoped(Effect.flatMap(log.scratch, (scratch) => scratch.latest(undefined, 10)))
-      assert.deepStrictEqual(again, [])
+      const again = yield* Effect.scoped(Effect.flatMap(log.scratch, (scratch) => scratch.mismatches(undefined, 10)))
+      assert.deepStrictEqual(again, { found: [], next: undefined })
     }).pipe(Effect.provide(SqliteStore.layer({ filename: ":memory:" }))))
+
+  // Indexing a scratch is one statement, seconds long for a million events: the server's thread
+  // must not run it.
+  it.effect("a consent log verify's scratch runs its statements on a thread of its own: the event loop turns meanwhile", () =>
+    Effect.gen(function*() {
+      const { open } = yield* SqlLogScratch.ScratchDatabase
+      const sql = yield* open
+      let turned = false
+      setImmediate(() => (turned = true))
+      const [{ n }] = yield* sql<{ n: number }>`WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 2000000) SELECT count(*) AS n FROM c`
+      const turnedBefore = turned
+      assert.strictEqual(n, 2_000_000)
+      assert.isTrue(turnedBefore)
+      // A statement it refuses is an error of the statement, and the scratch goes on.
+      const refused = yield* Effect.flip(sql`SELECT * FROM no_such_table`)
+      assert.strictEqual(refused._tag, "SqlError")
+      assert.deepStrictEqual(yield* sql<{ one: number }>`SELECT 1 AS one`, [{ one: 1 }])
+    }).pipe(Effect.scoped, Effect.provide(SqliteStore.clientLayer({ filename: ":memory:" }))), { timeout: 30_000 })
 
   it.effect("a statement's rows as a stream: every row in order; a statement SQLite refuses is a SqlError", () =>
     Effect.gen(function*() {

@@ -5,6 +5,7 @@ import {
   Digests,
   type LogScratch,
   type Repository,
+  type ScratchMismatch,
   Storage,
   type StorePorts,
   UnitOfWork,
@@ -80,14 +81,14 @@ interface Watched {
   largest: number
   changes: number
   rows: number
-  present: number
-  latestPages: number
   rowBatches: number
+  pages: number
+  mismatches: number
 }
 
 /** Runs the verify with the store's ports watched. */
 const watchedVerify = Effect.gen(function*() {
-  const seen: Watched = { largest: 0, changes: 0, rows: 0, present: 0, latestPages: 0, rowBatches: 0 }
+  const seen: Watched = { largest: 0, changes: 0, rows: 0, rowBatches: 0, pages: 0, mismatches: 0 }
   const size = (n: number) => {
     seen.largest = Math.max(seen.largest, n)
   }
@@ -95,9 +96,14 @@ const watchedVerify = Effect.gen(function*() {
   const storage = yield* Storage
   const watch = (s: LogScratch): LogScratch => ({
     noteChanges: (batch) => (size(batch.length), (seen.changes += batch.length), s.noteChanges(batch)),
-    latestOf: (subjects) => (size(subjects.length), (seen.rows += subjects.length), seen.rowBatches++, s.latestOf(subjects)),
-    notePresent: (subjects) => (size(subjects.length), (seen.present += subjects.length), s.notePresent(subjects)),
-    latest: (after, limit) => (size(limit), seen.latestPages++, s.latest(after, limit))
+    noteRows: (batch) => (size(batch.length), (seen.rows += batch.length), seen.rowBatches++, s.noteRows(batch)),
+    mismatches: (after, limit) =>
+      Effect.tap(s.mismatches(after, limit), (page) => {
+        size(limit)
+        size(page.found.length)
+        seen.pages++
+        seen.mismatches += page.found.length
+      })
   })
   const answer = yield* verifyLog(ORG).pipe(
     Effect.provideService(ConsentLogStore, {
@@ -168,18 +174,70 @@ export const logVerifySuite = (name: string, makeLayer: () => Layer.Layer<StoreP
         assert.isTrue(answer.valid)
         assert.strictEqual(answer.entries, log.length)
         assert.isAbove(log.length, VERIFY_PAGE * 2)
-        // Every change of the log went to the scratch, and every row was looked up in it, in
-        // batches of a page at most; the log's subjects came back a page at a time.
+        // Every change of the log and every row went to the scratch, in batches of a page at
+        // most; it compared them a page of subjects at a time, and found nothing amiss.
         assert.strictEqual(seen.changes, log.reduce((n, e) => n + e.named.length, 0))
         assert.strictEqual(seen.rows, rounds * 16 - 1)
         assert.isAtMost(seen.largest, VERIFY_PAGE)
         assert.isAtLeast(seen.rowBatches, 3)
-        assert.isAtLeast(seen.latestPages, 3)
-        // No row is gone: the counts say so, and no row's subject is written to the scratch.
-        assert.strictEqual(seen.present, 0)
+        assert.isAtLeast(seen.pages, 3)
+        assert.strictEqual(seen.mismatches, 0)
         // The same answer again: the scratch of the first verify is gone, nothing of it counts twice.
         assert.deepStrictEqual(yield* scratchTables, [])
         assert.deepStrictEqual((yield* watchedVerify).answer, answer)
+        assert.deepStrictEqual(yield* scratchTables, [])
+      })), timeout)
+
+    it.effect("the scratch compares a page of subjects at a time: a row unlike its latest change, a row gone, a row never named", () =>
+      run(Effect.gen(function*() {
+        const log = yield* ConsentLogStore
+        const subject = (i: number) => `consent_users:user-${String(i).padStart(5, "0")}`
+        // 3,000 subjects noted in an order unlike theirs, the 7th changed again later (its first
+        // mention kept, its latest digest new), the 20th removed by its latest change.
+        const order = Array.from({ length: 3000 }, (_, i) => (i * 7919) % 3000)
+        const changes = [
+          ...order.map((n, i) => ({ subject: subject(n), shard: n % 4, seq: i + 1, digest: `digest-${n}`, kind: "consent_users", order: i })),
+          { subject: subject(7), shard: 3, seq: 3001, digest: "digest-7b", kind: "consent_users", order: 3000 },
+          { subject: subject(20), shard: 0, seq: 3002, digest: null, kind: "consent_users", order: 3001 }
+        ]
+        // Every subject's row (two of the 30th's) but the 11th's and the 20th's, the 12th's with
+        // another digest, the 7th's as its first change left it, and a row the log never named.
+        const rows = [
+          ...order.filter((n) => n !== 11 && n !== 20).map((n, i) => ({
+            subject: subject(n),
+            digest: n === 7 ? "digest-7" : n === 12 ? "edited" : `digest-${n}`,
+            table: "consent_users",
+            id: `user-${n}`,
+            shard: n % 4,
+            order: i
+          })),
+          { subject: subject(30), digest: "digest-30", table: "consent_users", id: "user-30", shard: 2, order: 2998 },
+          { subject: subject(5000), digest: "digest-x", table: "consent_users", id: "user-5000", shard: 0, order: 2999 }
+        ]
+        const pages = yield* Effect.scoped(Effect.gen(function*() {
+          const scratch = yield* log.scratch
+          for (let i = 0; i < changes.length; i += 1000) yield* scratch.noteChanges(changes.slice(i, i + 1000))
+          for (let i = 0; i < rows.length; i += 1000) yield* scratch.noteRows(rows.slice(i, i + 1000))
+          const pages: Array<ReadonlyArray<ScratchMismatch>> = []
+          let at: string | undefined
+          do {
+            const page = yield* scratch.mismatches(at, 1000)
+            pages.push(page.found)
+            at = page.next
+          } while (at !== undefined && pages.length < 100)
+          return pages
+        }))
+        // Three pages of the log's subjects and three of the rows at least, none larger than asked.
+        assert.isAtLeast(pages.length, 6)
+        assert.isBelow(pages.length, 100)
+        const found = pages.flat().map((m) => [m.latest?.subject ?? null, m.latest?.seq ?? null, m.latest?.digest ?? null, m.latest?.first ?? null, m.row?.id ?? null])
+        assert.sameDeepMembers(found, [
+          [subject(7), 3001, "digest-7b", order.indexOf(7), "user-7"],
+          [subject(11), order.indexOf(11) + 1, "digest-11", order.indexOf(11), null],
+          [subject(12), order.indexOf(12) + 1, "digest-12", order.indexOf(12), "user-12"],
+          [null, null, null, null, "user-5000"]
+        ])
+        assert.strictEqual(found.length, 4)
         assert.deepStrictEqual(yield* scratchTables, [])
       })), timeout)
 
@@ -207,8 +265,9 @@ export const logVerifySuite = (name: string, makeLayer: () => Layer.Layer<StoreP
         yield* sql`DELETE FROM consent_users WHERE organization_id = ${ORG} AND id = ${id}`
         const { answer, seen } = yield* watchedVerify
         assert.deepStrictEqual(answer.first_invalid, { shard: 2, seq: 71, reason: "row", table: USERS })
-        // Finding which row is gone took every row's subject, a page at a time.
-        assert.strictEqual(seen.present, 80 * 16 - 1)
+        // Every row went to the scratch, and it answered the one gone.
+        assert.strictEqual(seen.rows, 80 * 16 - 1)
+        assert.strictEqual(seen.mismatches, 1)
         assert.isAtMost(seen.largest, VERIFY_PAGE)
       })), timeout)
 

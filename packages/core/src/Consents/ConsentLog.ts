@@ -126,21 +126,48 @@ export interface LatestChange {
   readonly first: number
 }
 
+/** A current row of a logged table, as a verify read it, handed to its scratch. */
+export interface NotedRow {
+  readonly subject: string
+  readonly digest: string
+  readonly table: string
+  readonly id: string
+  /** The chain its rows go to. */
+  readonly shard: number
+  /** Its place among the rows the verify read, from 0. */
+  readonly order: number
+}
+
 /**
- * A verify's scratch: where it leaves what the log says of each subject, so that it holds no
- * more than a page of the log itself; the store looks subjects up for it. Handed a batch at a
- * time, read back a batch or a page at a time (pages after a subject, in an order of the store's
- * own), and gone when its scope closes.
+ * A subject whose rows disagree with what the log last says of it: a row and the latest change
+ * with another digest (or none: a row the log never named), or a latest change that says the
+ * row exists and no row (`row` null).
+ */
+export interface ScratchMismatch {
+  readonly latest: LatestChange | null
+  readonly row: NotedRow | null
+}
+
+/**
+ * A verify's scratch: where it leaves what the log says of each subject, and the current rows,
+ * so that it holds no more than a page of either itself. Every change and row is handed over
+ * first, a batch at a time, as read; then the store compares them, a page of subjects at a time
+ * (in an order of its own), and answers only what disagrees. Gone when its scope closes.
  */
 export interface LogScratch {
   /** Changes in log order: a subject's later change replaces what an earlier one said, and keeps the order of its first. */
   readonly noteChanges: (changes: ReadonlyArray<NotedChange>) => Effect.Effect<void>
-  /** The latest change of each of these subjects that any change named. */
-  readonly latestOf: (subjects: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<LatestChange>>
-  /** Subjects that have a current row. */
-  readonly notePresent: (subjects: ReadonlyArray<string>) => Effect.Effect<void>
-  /** Every subject a change named, with its latest change, and whether it was noted present. */
-  readonly latest: (after: string | undefined, limit: number) => Effect.Effect<ReadonlyArray<LatestChange & { readonly present: boolean }>>
+  /** The current rows of the logged tables. */
+  readonly noteRows: (rows: ReadonlyArray<NotedRow>) => Effect.Effect<void>
+  /**
+   * Once every change and row is noted (nothing is noted after): the mismatches of about `limit`
+   * subjects after the position `after` (undefined: from the start), and where the next page
+   * starts (undefined: there is none). A position is the store's own.
+   */
+  readonly mismatches: (after: string | undefined, limit: number) => Effect.Effect<{
+    readonly found: ReadonlyArray<ScratchMismatch>
+    readonly next: string | undefined
+  }>
 }
 
 /**

@@ -6,7 +6,7 @@ import { nowMillis } from "../Engine/Clock.js"
 import { Forbidden, InvalidInput, TooManyRequests } from "../Domain/Errors.js"
 import { Metrics } from "../Engine/Metrics.js"
 import { type LogVerification, LogVerification as LogVerificationSchema } from "../Domain/Proofs.js"
-import { type Row, type Storage, type TableDef } from "../Engine/Ports.js"
+import { type Storage, type TableDef } from "../Engine/Ports.js"
 import { isEndUser, isOperator, organizationsOf, type Principal, requireOrganization } from "../Engine/Principal.js"
 import { eq } from "../Engine/Query.js"
 import { ConsentEventsResource } from "./Events.js"
@@ -24,8 +24,8 @@ import {
   type LoggedChange,
   linkHash,
   type LogPosition,
-  type LatestChange,
   type NotedChange,
+  type NotedRow,
   SHARDS,
   shardOf,
   subjectOf
@@ -36,26 +36,14 @@ import { Digests } from "./ProofPorts.js"
  * Verifies an organization's consent log: every chain's links, from its first entry to its head,
  * and that every current row of the logged tables is what its latest entry says (and that no
  * row the log says exists is gone). Reads the log page by page and hands each subject's changes
- * to the store's scratch, then reads the rows page by page and asks the scratch for their
- * subjects' latest changes: what the verify holds at once is a page, however long the log.
+ * to the store's scratch, then the rows page by page, and lets the scratch compare the two a
+ * page of subjects at a time: what the verify holds at once is a page, however long the log.
  */
 
-/** Entries or rows read at once, and changes or rows handed to the scratch or read back from it at once. */
+/** Entries or rows read at once, changes or rows handed to the scratch at once, and subjects it compares at once. */
 export const VERIFY_PAGE = 1000
 
 type Fault = NonNullable<LogVerification["first_invalid"]>
-
-/** A current row, as compared with its subject's latest change. */
-interface Current {
-  readonly subject: string
-  readonly digest: string
-  readonly table: string
-  readonly id: string
-  /** The chain its rows go to. */
-  readonly shard: number
-  /** Its place among the rows read, from 0. */
-  readonly order: number
-}
 
 /**
  * Faults are ranked by (shard, seq), then by when a verify reading everything in turn would have
@@ -156,85 +144,47 @@ export const verifyLog = (organizationId: string): Effect.Effect<LogVerification
       if (chain === undefined || chain.seq !== h.seq || chain.hash !== h.hash) fault({ shard: h.shard, seq: h.seq, reason: "head" })
     }
 
-    // Every row against its subject's latest change, a page of rows at a time.
-    const visit = (f: (table: TableDef, row: Row, id: string, subject: string) => Effect.Effect<void>) =>
-      Effect.forEach(loggedTables, (table) =>
-        eachRow(table, [eq("organization_id", organizationId)], (row) => {
-          const id = String(row.id)
-          return f(table, row, id, subjectOf(sha256, table.table, organizationId, id))
-        }), { discard: true })
-    let pending: Array<Current> = []
+    // Every current row, handed to the scratch as read.
+    let rows: Array<NotedRow> = []
     let visited = 0
-    // Rows whose latest change says they exist, each counted once (a table read in id order has
-    // any second row of an id next to the first).
-    let matched = 0
-    let previous: { table: string; id: string } | undefined
-    const compare = Effect.suspend(() => {
-      const batch = pending
-      pending = []
-      if (batch.length === 0) return Effect.void
-      return Effect.map(scratch.latestOf(batch.map((r) => r.subject)), (found) => {
-        const latest = new Map(found.map((l) => [l.subject, l]))
-        for (const r of batch) {
-          const l = latest.get(r.subject)
-          if (l === undefined) {
-            fault({ shard: r.shard, seq: 0, reason: "missing", table: r.table, id: r.id }, ROWS, r.order)
-            continue
-          }
-          if (l.digest !== r.digest) fault({ shard: l.shard, seq: l.seq, reason: "row", table: r.table, id: r.id }, ROWS, r.order)
-          if (l.digest !== null && !(previous?.table === r.table && previous.id === r.id)) matched++
-          previous = { table: r.table, id: r.id }
-        }
-      })
+    const noteRows = Effect.suspend(() => {
+      const batch = rows
+      rows = []
+      return batch.length === 0 ? Effect.void : scratch.noteRows(batch)
     })
-    yield* visit((table, row, id, subject) =>
-      Effect.suspend(() => {
-        pending.push({
-          subject,
-          digest: rowDigest(digests, table.table, row),
-          table: table.table,
-          id,
-          shard: shardOf(LOGGED_TABLES[table.table]!.chainOf(row)),
-          order: visited++
-        })
-        return pending.length >= VERIFY_PAGE ? compare : Effect.void
-      }))
-    yield* compare
-
-    // A row the log says exists but the table no longer holds was removed behind the log's back:
-    // then fewer rows matched than the log has subjects it says exist.
-    const eachLatest = (f: (l: LatestChange & { readonly present: boolean }) => void) =>
-      Effect.gen(function*() {
-        let after: string | undefined
-        for (;;) {
-          const page = yield* scratch.latest(after, VERIFY_PAGE)
-          for (const l of page) f(l)
-          if (page.length < VERIFY_PAGE) return
-          after = page[page.length - 1]!.subject
-          yield* betweenPages
-        }
-      })
-    let existing = 0
-    yield* eachLatest((l) => {
-      if (l.digest !== null) existing++
-    })
-    if (existing > matched) {
-      // Which ones: every row's subject noted, then every subject the log says exists and no row has.
-      let present: Array<string> = []
-      const notePresent = Effect.suspend(() => {
-        const batch = present
-        present = []
-        return batch.length === 0 ? Effect.void : scratch.notePresent(batch)
-      })
-      yield* visit((_table, _row, _id, subject) =>
+    yield* Effect.forEach(loggedTables, (table) =>
+      eachRow(table, [eq("organization_id", organizationId)], (row) =>
         Effect.suspend(() => {
-          present.push(subject)
-          return present.length >= VERIFY_PAGE ? notePresent : Effect.void
-        }))
-      yield* notePresent
-      yield* eachLatest((l) => {
-        if (l.digest !== null && !l.present) fault({ shard: l.shard, seq: l.seq, reason: "row", table: tableOfKind(l.kind) }, GONE, l.first)
-      })
+          const id = String(row.id)
+          rows.push({
+            subject: subjectOf(sha256, table.table, organizationId, id),
+            digest: rowDigest(digests, table.table, row),
+            table: table.table,
+            id,
+            shard: shardOf(LOGGED_TABLES[table.table]!.chainOf(row)),
+            order: visited++
+          })
+          return rows.length >= VERIFY_PAGE ? noteRows : Effect.void
+        })), { discard: true })
+    yield* noteRows
+
+    // Then each subject's rows against its latest change, as the scratch compares them: a row
+    // the log never named, a row unlike the latest change, a row the log says exists and that is gone.
+    let at: string | undefined
+    for (;;) {
+      const page = yield* scratch.mismatches(at, VERIFY_PAGE)
+      for (const { latest: l, row: r } of page.found) {
+        if (r === null) {
+          if (l !== null && l.digest !== null) fault({ shard: l.shard, seq: l.seq, reason: "row", table: tableOfKind(l.kind) }, GONE, l.first)
+        } else if (l === null) {
+          fault({ shard: r.shard, seq: 0, reason: "missing", table: r.table, id: r.id }, ROWS, r.order)
+        } else if (l.digest !== r.digest) {
+          fault({ shard: l.shard, seq: l.seq, reason: "row", table: r.table, id: r.id }, ROWS, r.order)
+        }
+      }
+      if (page.next === undefined) break
+      at = page.next
+      yield* betweenPages
     }
     return {
       entries,
