@@ -1,7 +1,8 @@
 // A host service in plain JavaScript (no TypeScript, no loader): an Express app with its own
 // body parser and routes mounts the consent API, records a consent event through the typed
-// in-process API, reads it back over HTTP, downloads a proof report's PDF, and receives its
-// webhook, signed, on a local receiver. It exits 0 only when all of that held.
+// in-process API, reads it back over HTTP, downloads a proof report's PDF, receives its
+// webhook, signed, on a local receiver, and verifies the consent log. It exits 0 only when all
+// of that held.
 //
 // Until the packages are published, install them from the tarballs this repository packs
 // (docs/embedding.md), every one in the same command: they need each other at versions no
@@ -124,6 +125,10 @@ try {
     "webhook-signature": headers["webhook-signature"]
   })
   check(payload.type === "event.created" && payload.parameters.entity.id === event.id, "its Standard Webhooks signature verifies")
+
+  // 9. The organization's consent log verifies: every chain, and every row against its last entry.
+  const verification = await cmp.consents.log.verify(asOrg)
+  check(verification.valid === true && verification.entries > 0, `the consent log verifies (${verification.entries} entries)`)
   console.log("host: all checks passed")
 } catch (error) {
   fail(error instanceof Error ? error.stack ?? error.message : String(error))
