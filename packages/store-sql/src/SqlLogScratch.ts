@@ -60,11 +60,42 @@ type Position =
 const positionOf = (after: string | undefined): Position => {
   if (after === undefined) return { pass: "changes", subject: undefined }
   if (after.startsWith("c:")) return { pass: "changes", subject: after.slice(2) }
-  if (after === "r") return { pass: "rows", after: undefined }
   const m = /^r:(\d+):/.exec(after)
   if (m === null) throw new Error(`not a position of a verify's scratch: ${after}`)
   return { pass: "rows", after: { subject: after.slice(m[0].length), order: Number(m[1]) } }
 }
+
+/**
+ * A scratch table's column: its name, its type, whether it may be null, and its value in what
+ * the verify hands over. Declared once, for the table, its index (every column, in this order)
+ * and the appends.
+ */
+interface Column<A> {
+  readonly name: string
+  readonly type: "subject" | "text" | "bigint" | "integer"
+  readonly nullable?: boolean
+  readonly value: (a: A) => unknown
+}
+
+const changeColumns: ReadonlyArray<Column<NotedChange>> = [
+  { name: "subject", type: "subject", value: (c) => c.subject },
+  { name: "mention", type: "bigint", value: (c) => c.order },
+  { name: "shard", type: "integer", value: (c) => c.shard },
+  { name: "seq", type: "bigint", value: (c) => c.seq },
+  { name: "digest", type: "text", nullable: true, value: (c) => c.digest },
+  { name: "kind", type: "text", value: (c) => c.kind }
+]
+
+const rowColumns: ReadonlyArray<Column<NotedRow>> = [
+  { name: "subject", type: "subject", value: (r) => r.subject },
+  { name: "ord", type: "bigint", value: (r) => r.order },
+  { name: "digest", type: "text", value: (r) => r.digest },
+  { name: "tbl", type: "text", value: (r) => r.table },
+  { name: "id", type: "text", value: (r) => r.id },
+  { name: "shard", type: "integer", value: (r) => r.shard }
+]
+
+const columnNames = (columns: ReadonlyArray<Column<never>>) => columns.map((c) => c.name).join(", ")
 
 const rowOf = (r: Record<string, unknown>): NotedRow => ({
   subject: String(r.subject),
@@ -79,9 +110,16 @@ export const make = (sql: Sql, dialect: Dialect): Effect.Effect<LogScratch, neve
   const run = crypto.randomBytes(8).toString("hex")
   const changes = `consent_log_verify_changes_${run}`
   const rows = `consent_log_verify_rows_${run}`
-  const text = dialect === "pg" ? `TEXT COLLATE "C"` : "TEXT"
-  const bigint = dialect === "pg" ? "BIGINT" : "INTEGER"
   const kind = dialect === "pg" ? "UNLOGGED " : ""
+  const columnType = (type: Column<never>["type"]) =>
+    type === "subject" ? (dialect === "pg" ? `TEXT COLLATE "C"` : "TEXT")
+    : type === "bigint" ? (dialect === "pg" ? "BIGINT" : "INTEGER")
+    : type === "integer" ? "INTEGER"
+    : "TEXT"
+  const createTable = (table: string, columns: ReadonlyArray<Column<never>>) =>
+    sql.unsafe(`CREATE ${kind}TABLE ${table} (${
+      columns.map((c) => `${c.name} ${columnType(c.type)}${c.nullable === true ? "" : " NOT NULL"}`).join(", ")
+    })`)
 
   const dropTables = (name: string) =>
     Effect.all([
@@ -119,10 +157,8 @@ export const make = (sql: Sql, dialect: Dialect): Effect.Effect<LogScratch, neve
       // memory it holds what one batch changed.
       yield* sql.unsafe("PRAGMA journal_mode = MEMORY")
     }
-    yield* sql.unsafe(`CREATE ${kind}TABLE ${changes} (subject ${text} NOT NULL, mention ${bigint} NOT NULL, shard INTEGER NOT NULL,
-      seq ${bigint} NOT NULL, digest TEXT, kind TEXT NOT NULL)`)
-    yield* sql.unsafe(`CREATE ${kind}TABLE ${rows} (subject ${text} NOT NULL, ord ${bigint} NOT NULL, digest TEXT NOT NULL,
-      tbl TEXT NOT NULL, id TEXT NOT NULL, shard INTEGER NOT NULL)`)
+    yield* createTable(changes, changeColumns)
+    yield* createTable(rows, rowColumns)
   })
 
   const drop = Effect.gen(function*() {
@@ -133,35 +169,19 @@ export const make = (sql: Sql, dialect: Dialect): Effect.Effect<LogScratch, neve
   )
 
   /** Appends a batch to a table, a column from each item; PostgreSQL's as one array a column. */
-  const append = <A>(table: string, columns: ReadonlyArray<readonly [name: string, pgType: string, value: (a: A) => unknown]>) =>
-  (batch: ReadonlyArray<A>) =>
+  const append = <A>(table: string, columns: ReadonlyArray<Column<A>>) => (batch: ReadonlyArray<A>) =>
     Effect.suspend(() =>
       sql`INSERT INTO ${sql(table)} ${
         dialect === "pg"
-          ? sql`(${sql.literal(columns.map(([name]) => name).join(", "))}) SELECT * FROM unnest(${
-            sql.csv(columns.map(([, type, value]) => sql`${batch.map(value) as Array<string>}::${sql.literal(type)}[]`))
+          ? sql`(${sql.literal(columnNames(columns))}) SELECT * FROM unnest(${
+            sql.csv(columns.map((c) => sql`${batch.map(c.value) as Array<string>}::${sql.literal(c.type === "subject" ? "text" : c.type)}[]`))
           })`
-          : sql.insert(batch.map((a) => Object.fromEntries(columns.map(([name, , value]) => [name, value(a)]))))
+          : sql.insert(batch.map((a) => Object.fromEntries(columns.map((c) => [c.name, c.value(a)]))))
       }`
     ).pipe(Effect.zipRight(touch), Unavailable.orDie)
 
-  const noteChanges = append<NotedChange>(changes, [
-    ["subject", "text", (c) => c.subject],
-    ["mention", "bigint", (c) => c.order],
-    ["shard", "integer", (c) => c.shard],
-    ["seq", "bigint", (c) => c.seq],
-    ["digest", "text", (c) => c.digest],
-    ["kind", "text", (c) => c.kind]
-  ])
-
-  const noteRows = append<NotedRow>(rows, [
-    ["subject", "text", (r) => r.subject],
-    ["ord", "bigint", (r) => r.order],
-    ["digest", "text", (r) => r.digest],
-    ["tbl", "text", (r) => r.table],
-    ["id", "text", (r) => r.id],
-    ["shard", "integer", (r) => r.shard]
-  ])
+  const noteChanges = append(changes, changeColumns)
+  const noteRows = append(rows, rowColumns)
 
   // Each index holds its table's every column, so a page is read from the indexes alone, in order.
   let indexed = false
@@ -169,8 +189,8 @@ export const make = (sql: Sql, dialect: Dialect): Effect.Effect<LogScratch, neve
     if (indexed) return Effect.void
     indexed = true
     return Effect.gen(function*() {
-      yield* sql.unsafe(`CREATE INDEX ${changes}_subject ON ${changes} (subject, mention, shard, seq, digest, kind)`)
-      yield* sql.unsafe(`CREATE INDEX ${rows}_subject ON ${rows} (subject, ord, digest, tbl, id, shard)`)
+      yield* sql.unsafe(`CREATE INDEX ${changes}_subject ON ${changes} (${columnNames(changeColumns)})`)
+      yield* sql.unsafe(`CREATE INDEX ${rows}_subject ON ${rows} (${columnNames(rowColumns)})`)
       if (dialect === "pg") yield* sql.unsafe(`VACUUM (ANALYZE) ${changes}, ${rows}`)
     })
   })

@@ -62,6 +62,8 @@ const sqlitePath = () => createRequire(import.meta.url).resolve("better-sqlite3"
 
 type Resume = (effect: Effect.Effect<ReadonlyArray<any>, SqlError>) => void
 
+const failed = (message: string) => Effect.fail(new SqlError({ message: "Failed to execute statement", cause: new Error(message) }))
+
 const openWorker = Effect.acquireRelease(
   Effect.sync(() => {
     const worker = new Worker(SOURCE, { eval: true, workerData: { sqlite: sqlitePath() } })
@@ -73,18 +75,14 @@ const openWorker = Effect.acquireRelease(
     let exited = false
     const failAll = (message: string) => {
       ended ??= message
-      for (const resume of pending.values()) resume(Effect.fail(new SqlError({ message: "Failed to execute statement", cause: new Error(message) })))
+      for (const resume of pending.values()) resume(failed(message))
       pending.clear()
     }
     worker.on("message", (m: { id: number; rows?: ReadonlyArray<any>; error?: string }) => {
       const resume = pending.get(m.id)
       if (resume === undefined) return
       pending.delete(m.id)
-      resume(
-        m.error === undefined
-          ? Effect.succeed(m.rows ?? [])
-          : Effect.fail(new SqlError({ message: "Failed to execute statement", cause: new Error(m.error) }))
-      )
+      resume(m.error === undefined ? Effect.succeed(m.rows ?? []) : failed(m.error))
     })
     worker.on("error", (error) => failAll(`the scratch's worker failed: ${error.message}`))
     worker.on("exit", () => {
@@ -94,7 +92,7 @@ const openWorker = Effect.acquireRelease(
     const run = (sql: string, params: ReadonlyArray<unknown>, values = false) =>
       Effect.async<ReadonlyArray<any>, SqlError>((resume) => {
         if (ended !== undefined) {
-          resume(Effect.fail(new SqlError({ message: "Failed to execute statement", cause: new Error(ended) })))
+          resume(failed(ended))
           return
         }
         const id = next++
